@@ -1,0 +1,39 @@
+// The subcommands of the acmetrace binary, registered in one visible list (RegisterCommands).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "acmetrace/core/config.h"
+
+namespace acmetrace::apps {
+
+/// Holds the configuration and the action of the subcommand that was chosen. Not thread-safe.
+class CommandRegistry {
+ public:
+  core::Config& config() { return config_; }
+  /// Remembers what to run if this subcommand is chosen.
+  void OnRun(std::function<int()> action) { action_ = std::move(action); }
+  int Run() { return action_ ? action_() : 2; }
+  /// The --config file, loaded before flags apply.
+  std::string config_file;
+
+ private:
+  core::Config config_;
+  std::function<int()> action_;
+};
+
+void RegisterCommands(CLI::App& app, CommandRegistry& registry);
+
+// One per subcommand, each in its own file.
+void RegisterSynth(CLI::App& app, CommandRegistry& registry);
+void RegisterSummary(CLI::App& app, CommandRegistry& registry);
+void RegisterReplay(CLI::App& app, CommandRegistry& registry);
+void RegisterConfig(CLI::App& app, CommandRegistry& registry);
+
+/// Loads --config (if given), then applies the flags that were set (key -> value). Errors are
+/// usage errors: prints and returns false.
+bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+}  // namespace acmetrace::apps

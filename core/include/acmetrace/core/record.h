@@ -1,0 +1,85 @@
+// The records that flow between stages (design.md "Records"): typed in process, JSON on the wire.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace acmetrace::core {
+
+inline constexpr std::string_view kTopicJobs = "acme.jobs";
+inline constexpr std::string_view kTopicUtil = "acme.util";
+inline constexpr std::string_view kTopicPower = "acme.power";
+
+/// A missing sample ("no sample" in the files, null in JSON).
+inline constexpr double kNoSample = std::numeric_limits<double>::quiet_NaN();
+inline bool IsSample(double value) { return !std::isnan(value); }
+
+enum class JobEventKind { kSubmit, kStart, kEnd };
+std::string_view JobEventKindName(JobEventKind kind);
+
+/// One lifecycle event of a job, repeating the job's static fields. Value type.
+struct JobEvent {
+  std::string cluster;
+  JobEventKind event = JobEventKind::kSubmit;
+  int64_t ts_ms = 0;
+  std::string job_id;
+  std::string user;
+  std::string type;
+  int64_t node_num = 0;
+  int64_t gpu_num = 0;
+  int64_t cpu_num = 0;
+  // Published columns, never recomputed; NaN where the file has none.
+  double queue_s = kNoSample;     // on start and end
+  std::string state;              // on end
+  double duration_s = kNoSample;  // on end
+  double gpu_time = kNoSample;    // on end
+};
+
+/// One metric of every GPU of a node at one time; values[i] is GPU i (kNoSample = none).
+struct GpuMetric {
+  std::string_view name;  // interned: lives as long as the process (see InternName)
+  std::vector<double> values;
+};
+
+/// One host metric of a node at one time.
+struct HostMetric {
+  std::string_view name;  // interned
+  double value = kNoSample;
+};
+
+/// All metrics of one node at one sample time, merged across the metric files. Value type.
+struct UtilSample {
+  std::string cluster;
+  std::string node;
+  int64_t ts_ms = 0;
+  std::vector<GpuMetric> gpu;
+  std::vector<HostMetric> host;
+};
+
+/// One row of an IPMI power file. Value type.
+struct PowerSample {
+  std::string cluster;
+  std::string model;  // GPU_A, GPU_B, GPU_C, CPU_D
+  int64_t ts_ms = 0;
+  std::vector<std::pair<std::string_view, double>> fields;  // interned names
+};
+
+/// Any record of the replayed feed.
+using Record = std::variant<JobEvent, UtilSample, PowerSample>;
+
+std::string_view TopicOf(const Record& record);
+int64_t TimestampMsOf(const Record& record);
+/// The Kafka/stdio key: {cluster}/{job_id}, {cluster}/{node}, {cluster}/{model}.
+void AppendKey(std::string& out, const Record& record);
+
+/// Returns a view of a copy of name that lives as long as the process. Thread-safe. For the
+/// small, fixed vocabulary of metric and column names, so records carry names without allocating.
+std::string_view InternName(std::string_view name);
+
+}  // namespace acmetrace::core

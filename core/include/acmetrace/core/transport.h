@@ -1,0 +1,54 @@
+// The one small interface every stage writes through, and the stdio and null implementations.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/status.h"
+
+namespace acmetrace::core {
+
+/// Where records go. Implementations say whether they are thread-safe.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  /// Takes the record (the sink copies what it keeps: the reference is only valid for the call).
+  virtual Status Write(const Record& record) = 0;
+  /// Pushes out everything buffered.
+  virtual Status Flush() = 0;
+};
+
+/// JSON lines with the stdio framing ({"topic":..,"key":..,"value":..}) to a FILE*, buffered in
+/// 1 MiB blocks. Not thread-safe.
+class StdioSink : public RecordSink {
+ public:
+  explicit StdioSink(std::FILE* out) : out_(out) { buffer_.reserve(kBufferBytes + 64 * 1024); }
+  ~StdioSink() override { (void)Flush(); }
+  Status Write(const Record& record) override;
+  Status Flush() override;
+
+ private:
+  static constexpr size_t kBufferBytes = 1 << 20;
+  std::FILE* out_;
+  std::string buffer_;
+};
+
+/// Discards records and counts them per topic (for benchmarks). Not thread-safe.
+class NullSink : public RecordSink {
+ public:
+  Status Write(const Record& record) override {
+    ++counts_[TopicOf(record)];
+    return Status::Ok();
+  }
+  Status Flush() override { return Status::Ok(); }
+  const std::map<std::string_view, int64_t>& counts() const { return counts_; }
+
+ private:
+  std::map<std::string_view, int64_t> counts_;
+};
+
+}  // namespace acmetrace::core

@@ -1,0 +1,150 @@
+// Config: yaml-cpp for the files, strict about unknown keys so a typo is never silently ignored.
+#include "acmetrace/core/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "acmetrace/core/number.h"
+
+namespace acmetrace::core {
+
+void Config::Declare(const std::string& key, const std::string& default_value, const std::string& help) {
+  if (key.find('.') == std::string::npos) throw std::logic_error("config key without section: " + key);
+  for (const ConfigKey& k : keys_) {
+    if (k.key == key) throw std::logic_error("config key declared twice: " + key);
+  }
+  keys_.push_back(ConfigKey{key, default_value, help});
+  values_[key] = default_value;
+}
+
+const ConfigKey& Config::Find(const std::string& key) const {
+  for (const ConfigKey& k : keys_) {
+    if (k.key == key) return k;
+  }
+  throw std::logic_error("undeclared config key: " + key);
+}
+
+Status Config::LoadYamlFile(const std::string& path) {
+  std::string text;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return Status::Error(path + ": cannot read config file");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  return LoadYamlText(text, path);
+}
+
+Status Config::LoadYamlText(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Error(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return Status::Error(origin + ": top level must be a map of sections");
+  for (const auto& section : root) {
+    const std::string section_name = section.first.as<std::string>();
+    const int section_line = section.first.Mark().line + 1;
+    if (section.second.IsNull()) continue;
+    if (!section.second.IsMap()) {
+      return Status::Error(origin + ":" + std::to_string(section_line) + ": " + section_name +
+                           ": must be a map of keys");
+    }
+    for (const auto& entry : section.second) {
+      const std::string key = section_name + "." + entry.first.as<std::string>();
+      const int line = entry.first.Mark().line + 1;
+      const bool known = std::any_of(keys_.begin(), keys_.end(), [&](const ConfigKey& k) { return k.key == key; });
+      if (!known) {
+        return Status::Error(origin + ":" + std::to_string(line) + ": " + key +
+                             ": unknown key (see `acmetrace config` for the documented keys)");
+      }
+      if (entry.second.IsSequence()) {
+        std::string joined;
+        for (const auto& item : entry.second) {
+          if (!joined.empty()) joined += ",";
+          joined += item.as<std::string>();
+        }
+        values_[key] = joined;
+      } else if (entry.second.IsScalar() || entry.second.IsNull()) {
+        values_[key] = entry.second.IsNull() ? "" : entry.second.as<std::string>();
+      } else {
+        return Status::Error(origin + ":" + std::to_string(line) + ": " + key + ": must be a scalar or a list");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Config::Set(const std::string& key, const std::string& value) {
+  if (values_.count(key) == 0) return Status::Error(key + ": unknown config key");
+  values_[key] = value;
+  return Status::Ok();
+}
+
+std::string Config::GetString(const std::string& key) const {
+  Find(key);
+  return values_.at(key);
+}
+
+int64_t Config::GetInt(const std::string& key) const {
+  const std::string v = GetString(key);
+  std::optional<int64_t> parsed = ParseInteger(v);
+  if (!parsed) throw std::invalid_argument(key + ": not an integer: '" + v + "'");
+  return *parsed;
+}
+
+double Config::GetDouble(const std::string& key) const {
+  const std::string v = GetString(key);
+  std::optional<double> parsed = ParseDouble(v);
+  if (!parsed) throw std::invalid_argument(key + ": not a number: '" + v + "'");
+  return *parsed;
+}
+
+bool Config::GetBool(const std::string& key) const {
+  const std::string v = GetString(key);
+  if (v == "true" || v == "yes" || v == "on" || v == "1") return true;
+  if (v == "false" || v == "no" || v == "off" || v == "0") return false;
+  throw std::invalid_argument(key + ": not a boolean: '" + v + "'");
+}
+
+std::vector<std::string> Config::GetList(const std::string& key) const {
+  std::vector<std::string> out;
+  const std::string v = GetString(key);
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    std::string item(TrimSpaces(std::string_view(v).substr(start, comma - start)));
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string Config::DocumentedYaml() const {
+  std::string out =
+      "# acmetrace configuration: every key with its default (generated by `acmetrace config`).\n"
+      "# Command-line flags override these; unknown keys are an error.\n";
+  std::string section;
+  for (const ConfigKey& k : keys_) {
+    const std::string s = k.key.substr(0, k.key.find('.'));
+    if (s != section) {
+      section = s;
+      out += "\n" + section + ":\n";
+    }
+    out += "  # " + k.help + "\n";
+    std::string value = k.default_value;
+    if (value.empty()) value = "\"\"";
+    out += "  " + k.key.substr(k.key.find('.') + 1) + ": " + value + "\n";
+  }
+  return out;
+}
+
+}  // namespace acmetrace::core

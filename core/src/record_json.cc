@@ -1,0 +1,185 @@
+// JSON writer for records: hand-rolled with to_chars because it runs once per replayed record.
+#include "acmetrace/core/record_json.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace acmetrace::core {
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (u < 0x20) {
+      out += "\\u00";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xF]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+void AppendJsonNumber(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  // Integral values print without an exponent or ".0" (queue 10.0 -> 10), others shortest round-trip.
+  if (value == std::trunc(value) && std::fabs(value) < 1e15) {
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(value));
+    (void)ec;
+    out.append(buf, end);
+    return;
+  }
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  (void)ec;
+  out.append(buf, end);
+}
+
+namespace {
+
+void AppendInt(std::string& out, int64_t value) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  (void)ec;
+  out.append(buf, end);
+}
+
+void AppendHeader(std::string& out, std::string_view cluster) {
+  out += "{\"v\":1,\"cluster\":";
+  AppendJsonString(out, cluster);
+}
+
+void AppendJob(std::string& out, const JobEvent& e) {
+  AppendHeader(out, e.cluster);
+  out += ",\"event\":\"";
+  out += JobEventKindName(e.event);
+  out += "\",\"ts_ms\":";
+  AppendInt(out, e.ts_ms);
+  out += ",\"job_id\":";
+  AppendJsonString(out, e.job_id);
+  out += ",\"user\":";
+  AppendJsonString(out, e.user);
+  out += ",\"type\":";
+  AppendJsonString(out, e.type);
+  out += ",\"node_num\":";
+  AppendInt(out, e.node_num);
+  out += ",\"gpu_num\":";
+  AppendInt(out, e.gpu_num);
+  out += ",\"cpu_num\":";
+  AppendInt(out, e.cpu_num);
+  if (e.event == JobEventKind::kEnd) {
+    out += ",\"state\":";
+    AppendJsonString(out, e.state);
+    out += ",\"duration_s\":";
+    AppendJsonNumber(out, e.duration_s);
+  }
+  if (e.event != JobEventKind::kSubmit) {
+    out += ",\"queue_s\":";
+    AppendJsonNumber(out, e.queue_s);
+  }
+  if (e.event == JobEventKind::kEnd) {
+    out += ",\"gpu_time\":";
+    AppendJsonNumber(out, e.gpu_time);
+  }
+  out.push_back('}');
+}
+
+void AppendUtil(std::string& out, const UtilSample& s) {
+  AppendHeader(out, s.cluster);
+  out += ",\"node\":";
+  AppendJsonString(out, s.node);
+  out += ",\"ts_ms\":";
+  AppendInt(out, s.ts_ms);
+  out += ",\"gpu\":{";
+  bool first = true;
+  for (const GpuMetric& m : s.gpu) {
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, m.name);
+    out += ":[";
+    for (size_t i = 0; i < m.values.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      AppendJsonNumber(out, m.values[i]);
+    }
+    out.push_back(']');
+  }
+  out += "},\"host\":{";
+  first = true;
+  for (const HostMetric& m : s.host) {
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, m.name);
+    out.push_back(':');
+    AppendJsonNumber(out, m.value);
+  }
+  out += "}}";
+}
+
+void AppendPower(std::string& out, const PowerSample& p) {
+  AppendHeader(out, p.cluster);
+  out += ",\"model\":";
+  AppendJsonString(out, p.model);
+  out += ",\"ts_ms\":";
+  AppendInt(out, p.ts_ms);
+  out += ",\"fields\":{";
+  bool first = true;
+  for (const auto& [name, value] : p.fields) {
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, name);
+    out.push_back(':');
+    AppendJsonNumber(out, value);
+  }
+  out += "}}";
+}
+
+}  // namespace
+
+void AppendRecordJson(std::string& out, const Record& record) {
+  std::visit(
+      [&out](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, JobEvent>) {
+          AppendJob(out, r);
+        } else if constexpr (std::is_same_v<T, UtilSample>) {
+          AppendUtil(out, r);
+        } else {
+          AppendPower(out, r);
+        }
+      },
+      record);
+}
+
+void AppendFramedLine(std::string& out, const Record& record) {
+  out += "{\"topic\":\"";
+  out += TopicOf(record);
+  out += "\",\"key\":\"";
+  const size_t key_start = out.size();
+  AppendKey(out, record);
+  // Keys are cluster/job_id or cluster/node: escape in the rare case they need it.
+  bool plain = true;
+  for (size_t i = key_start; i < out.size(); ++i) {
+    const auto u = static_cast<unsigned char>(out[i]);
+    if (u < 0x20 || out[i] == '"' || out[i] == '\\') plain = false;
+  }
+  if (!plain) {
+    std::string key = out.substr(key_start);
+    out.resize(key_start - 1);
+    AppendJsonString(out, key);
+  } else {
+    out.push_back('"');
+  }
+  out += ",\"value\":";
+  AppendRecordJson(out, record);
+  out += "}\n";
+}
+
+}  // namespace acmetrace::core

@@ -1,0 +1,18 @@
+# Writes OUT: a C++ file defining the published CSVs as string constants (raw strings in chunks,
+# because a single literal longer than 64 KiB is not portable).
+function(embed var path out_var)
+  file(READ ${path} content)
+  string(LENGTH "${content}" len)
+  set(result "extern const char* const ${var}[];\nconst char* const ${var}[] = {\n")
+  set(pos 0)
+  while(pos LESS len)
+    string(SUBSTRING "${content}" ${pos} 60000 chunk)
+    string(APPEND result "R\"acme(${chunk})acme\",\n")
+    math(EXPR pos "${pos} + 60000")
+  endwhile()
+  string(APPEND result "nullptr};\n")
+  set(${out_var} "${result}" PARENT_SCOPE)
+endfunction()
+embed(kPublishedClusterSummaryChunks ${SUMMARY} summary_cc)
+embed(kPublishedUtilizationCdfChunks ${CDF} cdf_cc)
+file(WRITE ${OUT} "// Generated from data/acmetrace (CC BY 4.0, AcmeTrace release). Do not edit.\nnamespace acmetrace::producers {\n${summary_cc}${cdf_cc}}\n")

@@ -1,0 +1,33 @@
+// The pull interface every reader-side stage implements, and the time window it honours.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/status.h"
+
+namespace acmetrace::producers {
+
+/// Half-open trace-time range [from_ms, to_ms) in unix milliseconds.
+struct TimeRange {
+  int64_t from_ms = std::numeric_limits<int64_t>::min();
+  int64_t to_ms = std::numeric_limits<int64_t>::max();
+  bool Contains(int64_t ts_ms) const { return ts_ms >= from_ms && ts_ms < to_ms; }
+};
+
+/// A stream of records in event-time order. Not thread-safe.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  /// The next record, valid until the next call; nullptr at the end (or on a fatal read error,
+  /// then status() says which).
+  virtual const core::Record* Next() = 0;
+  /// Bytes of input consumed so far.
+  virtual int64_t bytes_read() const = 0;
+  /// Total bytes of input, for progress (0 if unknown).
+  virtual int64_t bytes_total() const = 0;
+  virtual core::Status status() const = 0;
+};
+
+}  // namespace acmetrace::producers

@@ -1,0 +1,141 @@
+// Reads a cluster's utilization logs (one wide CSV per metric, or split METRIC-2023-*.csv files)
+// and merges them into one UtilSample per node and sample time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "acmetrace/core/csv_reader.h"
+#include "acmetrace/core/input_errors.h"
+#include "acmetrace/producers/record_source.h"
+
+namespace acmetrace::producers {
+
+/// Where a utilization column's values go.
+struct ColumnTarget {
+  std::string node;
+  int gpu = -1;  // GPU index, or -1 for a per-node (host) metric
+};
+
+/// Parses a column name of a utilization file. GPU metrics: "10.140.1.10-6" or pod-named
+/// "lingjun-pod9-0016-3" (node, GPU index). Host metrics: "10.140.1.10" or "10.140.1.10-mlx5_0".
+/// A pandas duplicate-column suffix (".1" after an IPv4 address) maps to the same node.
+/// nullopt if the name fits neither.
+std::optional<ColumnTarget> ParseUtilizationColumn(std::string_view name, bool gpu_metric);
+
+/// True for the release's per-GPU (DCGM) metrics; NODE_* metrics are per node; for other names
+/// the columns decide (see UtilizationMetricReader).
+bool IsDcgmMetricName(std::string_view metric);
+
+/// The metric a utilization file holds: "GPU_UTIL.csv" and "GPU_UTIL-2023-07-01.csv" both give
+/// "GPU_UTIL"; "" if the name is not a CSV file.
+std::string MetricNameOfFile(std::string_view file_name);
+
+/// Reads one metric of one cluster: a file, or split files read in order with rows whose Time
+/// repeats the previous row dropped (keeping the first, as the release's notebook does).
+/// Not thread-safe.
+class UtilizationMetricReader {
+ public:
+  struct Cell {
+    uint32_t node;  // index into the source's node table
+    int32_t gpu;    // -1 for host metrics
+    double value;
+  };
+
+  UtilizationMetricReader(std::string cluster, std::string metric, std::vector<std::string> files,
+                          core::InputErrors& errors, TimeRange range);
+
+  /// Advances to the next row in range; false at the end. node_index maps node names to indices.
+  bool NextRow(const std::function<uint32_t(const std::string&)>& node_index);
+
+  int64_t ts_ms() const { return ts_ms_; }
+  const std::vector<Cell>& cells() const { return cells_; }
+  /// GPUs of node in the current file's header (highest index + 1); 0 if none.
+  int32_t GpuCount(uint32_t node) const { return node < gpu_count_.size() ? gpu_count_[node] : 0; }
+  std::string_view metric() const { return metric_; }
+  bool gpu_metric() const { return gpu_metric_; }
+  int64_t bytes_read() const { return bytes_done_ + (csv_ ? csv_->bytes_read() : 0); }
+  int64_t duplicates_dropped() const { return duplicates_dropped_; }
+  const core::Status& status() const { return status_; }
+
+ private:
+  bool OpenNextFile(const std::function<uint32_t(const std::string&)>& node_index);
+  void Error(std::string_view field, std::string_view reason);
+
+  std::string cluster_;
+  std::string_view metric_;  // interned
+  std::vector<std::string> files_;
+  size_t next_file_ = 0;
+  core::InputErrors& errors_;
+  TimeRange range_;
+  bool gpu_metric_ = false;
+  std::unique_ptr<core::CsvReader> csv_;
+  int time_column_ = 0;
+  std::vector<int64_t> column_node_;  // per column: node index, or -1 (ignored / Time)
+  std::vector<int32_t> column_gpu_;
+  std::vector<int32_t> gpu_count_;  // per node index
+  std::vector<std::string_view> header_names_;
+  std::vector<std::string> header_storage_;
+  std::vector<std::string_view> fields_;
+  std::vector<Cell> cells_;
+  int64_t ts_ms_ = 0;
+  bool have_last_ = false;
+  int64_t last_ts_ms_ = 0;
+  int64_t bytes_done_ = 0;
+  int64_t duplicates_dropped_ = 0;
+  bool done_ = false;
+  core::Status status_ = core::Status::Ok();
+};
+
+/// Merges the metric readers of one cluster into UtilSample records: at each sample time, one
+/// record per node that has at least one sample, nodes in name order, metrics in file-name order.
+/// Records are reused between calls (no allocation in the steady state). Not thread-safe.
+class UtilizationSource : public RecordSource {
+ public:
+  /// files: every utilization CSV of the cluster (grouped here by metric).
+  UtilizationSource(std::string cluster, const std::vector<std::string>& files,
+                    core::InputErrors& errors, TimeRange range);
+
+  const core::Record* Next() override;
+  int64_t bytes_read() const override;
+  int64_t bytes_total() const override { return bytes_total_; }
+  core::Status status() const override;
+
+  const std::vector<std::string>& metrics() const { return metric_names_; }
+  int64_t duplicates_dropped() const;
+
+ private:
+  struct NodeState {
+    std::string name;
+    core::Record record;
+    bool touched = false;
+    std::vector<int32_t> gpu_slot;   // per metric reader: index in record's gpu list, or -1
+    std::vector<int32_t> host_slot;  // per metric reader: index in record's host list, or -1
+    size_t gpu_used = 0;
+  };
+
+  uint32_t NodeIndex(const std::string& name);
+  bool BuildBatch();
+
+  std::string cluster_;
+  std::vector<std::string> metric_names_;
+  std::vector<std::unique_ptr<UtilizationMetricReader>> readers_;
+  std::vector<bool> reader_live_;
+  std::unordered_map<std::string, uint32_t> node_index_;
+  std::vector<NodeState> nodes_;
+  std::vector<uint32_t> name_order_;
+  std::vector<uint32_t> rank_;
+  bool order_dirty_ = false;
+  std::vector<uint32_t> batch_;
+  size_t batch_pos_ = 0;
+  bool started_ = false;
+  int64_t bytes_total_ = 0;
+};
+
+}  // namespace acmetrace::producers
