@@ -3,7 +3,9 @@
 
 #include <cstdio>
 
+#include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/producers/replay.h"
+#include "acmetrace/producers/synth_config.h"
 
 namespace acmetrace::apps {
 
@@ -11,6 +13,8 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   // Every stage declares its keys beside its code; they are all known to every subcommand so a
   // config file can hold every section.
   producers::DeclareReplayConfig(registry.config());
+  kafka::DeclareKafkaConfig(registry.config());
+  producers::DeclareSynthConfig(registry.config());
   app.add_option("--config", registry.config_file, "YAML configuration file (see `acmetrace config`)")
       ->check(CLI::ExistingFile);
   RegisterSynth(app, registry);

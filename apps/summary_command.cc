@@ -11,12 +11,15 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::vector<std::string> files;
     bool strict = false;
+    bool check = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "summary", "print the release's cluster_summary.csv columns computed from job-trace files (CSV)");
   cmd->add_option("FILE", flags->files, "job-trace files (trace_seren.csv, trace_kalos.csv)")->required();
   cmd->add_flag("--strict", flags->strict, "fail (exit 1) at the first malformed row");
+  cmd->add_flag("--check", flags->check,
+                "compare with the release's published cluster_summary.csv (embedded); exit 1 on any difference");
   cmd->callback([&registry, flags] {
     registry.OnRun([flags] {
       core::InputErrors errors(stderr, flags->strict);
@@ -27,6 +30,12 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
         return 1;
       }
       std::fputs(csv.value().c_str(), stdout);
+      if (flags->check) {
+        const std::vector<std::string> diffs = producers::CompareWithPublishedSummary(csv.value());
+        for (const std::string& d : diffs) std::fprintf(stderr, "differs from the release: %s\n", d.c_str());
+        if (!diffs.empty()) return 1;
+        std::fprintf(stderr, "acmetrace summary: every column matches the release's cluster_summary.csv\n");
+      }
       if (errors.total() > 0) {
         std::fprintf(stderr, "acmetrace summary: %lld malformed rows skipped\n", static_cast<long long>(errors.total()));
       }

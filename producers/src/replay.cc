@@ -1,4 +1,5 @@
-// Replayer: pacing against absolute deadlines (never accumulated sleeps), so there is no drift.
+// Replayer: pacing against one absolute anchor (never accumulated sleeps), so there is no drift;
+// every control action re-anchors the ReplayClock and interrupts the sleep.
 #include "acmetrace/producers/replay.h"
 
 #include <cmath>
@@ -10,10 +11,16 @@ namespace acmetrace::producers {
 
 void DeclareReplayConfig(core::Config& config) {
   config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)");
-  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines) or null (count only)");
+  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka");
   config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)");
   config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)");
   config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)");
+  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising");
+  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first");
+  config.Declare("replay.start_at", "",
+                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep");
+  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)");
+  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)");
   config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it");
   config.Declare("replay.job_reorder_window_s", "60",
                  "tolerance for job rows out of submit order; later ones are emitted late and counted");
@@ -28,59 +35,248 @@ std::optional<double> ParseSpeed(std::string_view text) {
   return v;
 }
 
-void Replayer::Progress(const ReplayStats& stats, int64_t now_ms, bool final) {
+std::optional<std::pair<uint32_t, uint32_t>> ParseShard(std::string_view text) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  std::optional<int64_t> i = core::ParseInteger(text.substr(0, slash));
+  std::optional<int64_t> n = core::ParseInteger(text.substr(slash + 1));
+  if (!i || !n || *n < 1 || *i < 0 || *i >= *n || *n > 1'000'000) return std::nullopt;
+  return std::make_pair(static_cast<uint32_t>(*i), static_cast<uint32_t>(*n));
+}
+
+bool InShard(const core::Record& record, uint32_t index, uint32_t count) {
+  if (count <= 1) return true;
+  thread_local std::string key;
+  key.clear();
+  core::AppendKey(key, record);
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a: stable across runs, machines and builds
+  for (char c : key) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash % count == index;
+}
+
+Replayer::Replayer(RecordSource& source, core::RecordSink& sink, core::Clock& clock, core::InputErrors& errors,
+                   ReplayOptions options)
+    : source_(&source), sink_(sink), clock_(clock), errors_(errors), options_(options), replay_clock_(options.speed) {}
+
+Replayer::Replayer(SourceFactory factory, TimeRange range, core::RecordSink& sink, core::Clock& clock,
+                   core::InputErrors& errors, ReplayOptions options)
+    : factory_(std::move(factory)),
+      range_(range),
+      sink_(sink),
+      clock_(clock),
+      errors_(errors),
+      options_(options),
+      replay_clock_(options.speed) {}
+
+core::Status Replayer::Reopen(TimeRange range) {
+  core::Result<std::unique_ptr<RecordSource>> source = factory_(range);
+  if (!source.ok()) return source.status();
+  owned_source_ = std::move(source).value();
+  source_ = owned_source_.get();
+  return core::Status::Ok();
+}
+
+void Replayer::Pause() {
+  replay_clock_.Pause(clock_.NowMs());
+  clock_.Interrupt();
+}
+
+void Replayer::Resume() {
+  replay_clock_.Resume(clock_.NowMs());
+  clock_.Interrupt();
+}
+
+void Replayer::SetSpeed(double speed) {
+  replay_clock_.SetSpeed(speed, clock_.NowMs());
+  clock_.Interrupt();
+}
+
+core::Status Replayer::Seek(int64_t trace_ms) {
+  if (!factory_) return core::Status::Error("seek needs a replay over a data directory");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    seek_to_ = trace_ms;
+  }
+  clock_.Interrupt();
+  return core::Status::Ok();
+}
+
+void Replayer::Stop() {
+  stop_ = true;
+  clock_.Interrupt();
+}
+
+ReplayStatus Replayer::status() const {
+  ReplayStatus s;
+  const int64_t now = clock_.NowMs();
+  std::lock_guard<std::mutex> lock(mutex_);
+  s.trace_ms = stats_.last_ts_ms;
+  s.records = stats_.total;
+  s.running = running_;
+  s.max_lateness_ms = stats_.max_lateness_ms;
+  s.speed = replay_clock_.speed();
+  s.paused = replay_clock_.paused();
+  if (replay_clock_.started()) {
+    s.clock_trace_ms = replay_clock_.TraceNowMs(now);
+    if (s.speed > 0 && !s.paused && stats_.total > 0) s.lag_ms = std::max<int64_t>(0, s.clock_trace_ms - s.trace_ms);
+  }
+  return s;
+}
+
+bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
+  for (;;) {
+    if (stop_) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (seek_to_) return false;
+    }
+    std::optional<int64_t> due = replay_clock_.DueWallMs(ts_ms);
+    const int64_t now = clock_.NowMs();
+    if (!due) {  // paused: sleep until a control action interrupts
+      clock_.SleepUntilMs(now + 3'600'000);
+      continue;
+    }
+    if (*due <= now) {
+      due_ms = *due;
+      return true;
+    }
+    clock_.SleepUntilMs(*due);
+  }
+}
+
+void Replayer::Progress(int64_t now_ms, bool final) {
   if (options_.progress_out == nullptr) return;
+  const ReplayStatus s = status();
   const int64_t elapsed = now_ms - wall0_ms_;
-  const double rate = elapsed > 0 ? 1000.0 * static_cast<double>(stats.total) / static_cast<double>(elapsed) : 0.0;
-  const int64_t total_bytes = source_.bytes_total();
-  const double percent = total_bytes > 0 ? 100.0 * static_cast<double>(source_.bytes_read()) / static_cast<double>(total_bytes) : 0.0;
-  const std::string trace_time = stats.total > 0 ? core::FormatIsoTime(stats.last_ts_ms, 0) : "-";
-  if (options_.progress_tty) {
-    std::fprintf(options_.progress_out, "\r\033[Kreplay: trace %s  %5.1f%%  %lld records  %.0f records/s%s",
-                 trace_time.c_str(), percent, static_cast<long long>(stats.total), rate, final ? "\n" : "");
+  const double rate = elapsed > 0 ? 1000.0 * static_cast<double>(s.records) / static_cast<double>(elapsed) : 0.0;
+  const int64_t total_bytes = source_ != nullptr ? source_->bytes_total() : 0;
+  const double percent =
+      total_bytes > 0 ? 100.0 * static_cast<double>(source_->bytes_read()) / static_cast<double>(total_bytes) : 0.0;
+  const std::string trace_time = s.records > 0 ? core::FormatIsoTime(s.trace_ms, 0) : "-";
+  char speed[32];
+  if (s.speed > 0) {
+    std::snprintf(speed, sizeof(speed), "x%g", s.speed);
   } else {
-    std::fprintf(options_.progress_out, "replay: trace %s %.1f%% %lld records %.0f records/s\n", trace_time.c_str(),
-                 percent, static_cast<long long>(stats.total), rate);
+    std::snprintf(speed, sizeof(speed), "max");
+  }
+  if (options_.progress_tty) {
+    std::fprintf(options_.progress_out,
+                 "\r\033[Kreplay: trace %s  %5.1f%%  %lld records  %.0f records/s  speed %s  lag %.1f s%s%s",
+                 trace_time.c_str(), percent, static_cast<long long>(s.records), rate, speed,
+                 static_cast<double>(s.lag_ms) / 1000.0, s.paused ? "  (paused)" : "", final ? "\n" : "");
+  } else {
+    std::fprintf(options_.progress_out, "replay: trace %s %.1f%% %lld records %.0f records/s speed %s lag %.1f s%s\n",
+                 trace_time.c_str(), percent, static_cast<long long>(s.records), rate, speed,
+                 static_cast<double>(s.lag_ms) / 1000.0, s.paused ? " (paused)" : "");
   }
   std::fflush(options_.progress_out);
 }
 
 core::Result<ReplayStats> Replayer::Run() {
-  ReplayStats stats;
-  wall0_ms_ = clock_.NowMs();
+  if (factory_) {
+    if (core::Status s = Reopen(range_); !s.ok()) return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = true;
+  }
+  wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
+  while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
   const int64_t interval = options_.progress_tty ? 250 : options_.progress_interval_ms;
   next_progress_ms_ = wall0_ms_ + interval;
-  int64_t trace0_ms = 0;
   std::map<std::string_view, int64_t> per_topic;
-  while (const core::Record* record = source_.Next()) {
-    const int64_t ts = core::TimestampMsOf(*record);
-    if (stats.total == 0) {
-      trace0_ms = ts;
-      stats.first_ts_ms = ts;
+  int64_t loop_offset_ms = 0;
+  int64_t pass_first_ms = 0, pass_last_ms = 0;
+  bool pass_started = false;
+  core::Record shifted;
+  core::Status failure = core::Status::Ok();
+
+  while (!stop_) {
+    std::optional<int64_t> seek;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seek.swap(seek_to_);
     }
-    if (options_.speed > 0) {
-      const int64_t due = wall0_ms_ + static_cast<int64_t>(std::llround(static_cast<double>(ts - trace0_ms) / options_.speed));
-      if (due > clock_.NowMs()) clock_.SleepUntilMs(due);
-    }
-    if (core::Status s = sink_.Write(*record); !s.ok()) return s;
-    ++per_topic[core::TopicOf(*record)];
-    ++stats.total;
-    stats.last_ts_ms = std::max(stats.last_ts_ms, ts);
-    if (errors_.must_stop()) break;
-    if (interval > 0 && (stats.total & 1023) == 0) {
-      const int64_t now = clock_.NowMs();
-      if (now >= next_progress_ms_) {
-        Progress(stats, now, false);
-        next_progress_ms_ = now + interval;
+    if (seek) {
+      TimeRange range = range_;
+      range.from_ms = std::max(range_.from_ms, *seek);
+      if (core::Status s = Reopen(range); !s.ok()) {
+        failure = s;
+        break;
       }
+      loop_offset_ms = 0;
+      pass_started = false;
+      replay_clock_.Seek(*seek, clock_.NowMs());
+    }
+    const core::Record* record = source_->Next();
+    if (record == nullptr) {
+      if (core::Status s = source_->status(); !s.ok()) {
+        failure = s;
+        break;
+      }
+      if (!options_.loop || !factory_ || !pass_started) break;
+      if (core::Status s = Reopen(range_); !s.ok()) {
+        failure = s;
+        break;
+      }
+      loop_offset_ms += pass_last_ms - pass_first_ms + options_.loop_gap_ms;
+      pass_started = false;
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.loops;
+      continue;
+    }
+    const int64_t raw_ts = core::TimestampMsOf(*record);
+    if (!pass_started) {
+      pass_started = true;
+      pass_first_ms = raw_ts;
+    }
+    pass_last_ms = std::max(pass_last_ms, raw_ts);
+    if (!InShard(*record, options_.shard_index, options_.shard_count)) continue;
+    const int64_t ts = raw_ts + loop_offset_ms;
+    if (loop_offset_ms != 0) {
+      shifted = *record;
+      std::visit([ts](auto& r) { r.ts_ms = ts; }, shifted);
+      record = &shifted;
+    }
+    if (!replay_clock_.started()) replay_clock_.Start(wall0_ms_, ts);
+    int64_t due = 0;
+    if (!WaitUntilDue(ts, due)) continue;  // stop, or a seek: handled at the top
+    const int64_t sent_ms = clock_.NowMs();  // lateness: when the record is handed over
+    if (core::Status s = sink_.Write(*record); !s.ok()) {
+      failure = s;
+      break;
+    }
+    ++per_topic[core::TopicOf(*record)];
+    const int64_t now = clock_.NowMs();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stats_.total == 0) stats_.first_ts_ms = ts;
+      ++stats_.total;
+      stats_.last_ts_ms = std::max(stats_.last_ts_ms, ts);
+      if (replay_clock_.speed() > 0) stats_.max_lateness_ms = std::max(stats_.max_lateness_ms, sent_ms - due);
+    }
+    if (errors_.must_stop()) break;
+    if (interval > 0 && now >= next_progress_ms_) {
+      Progress(now, false);
+      next_progress_ms_ = now + interval;
     }
   }
-  if (core::Status s = sink_.Flush(); !s.ok()) return s;
-  if (core::Status s = source_.status(); !s.ok()) return s;
-  for (const auto& [topic, n] : per_topic) stats.records[std::string(topic)] = n;
-  stats.bytes_read = source_.bytes_read();
-  stats.wall_ms = clock_.NowMs() - wall0_ms_;
-  if (options_.progress_tty || interval > 0) Progress(stats, clock_.NowMs(), true);
+  core::Status flushed = sink_.Flush();
+  ReplayStats stats;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    for (const auto& [topic, n] : per_topic) stats_.records[std::string(topic)] = n;
+    stats_.bytes_read = source_->bytes_read();
+    stats_.wall_ms = clock_.NowMs() - wall0_ms_;
+    stats = stats_;
+  }
+  if (interval > 0) Progress(clock_.NowMs(), true);
+  if (!failure.ok()) return failure;
+  if (!flushed.ok()) return flushed;
   if (errors_.must_stop()) return core::Status::Error("stopped at the first bad row (--strict): " + errors_.first());
   return stats;
 }

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "acmetrace/core/record.h"
+#include "acmetrace/producers/published_data.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -164,6 +165,58 @@ core::Result<std::string> SummarizeJobTraces(const std::vector<std::string>& fil
     out.push_back('\n');
   }
   return out;
+}
+
+}  // namespace acmetrace::producers
+
+namespace acmetrace::producers {
+namespace {
+
+std::vector<std::vector<std::string>> SplitCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) {
+      std::vector<std::string> cells;
+      size_t c = 0;
+      while (true) {
+        size_t comma = line.find(',', c);
+        cells.push_back(line.substr(c, comma == std::string::npos ? std::string::npos : comma - c));
+        if (comma == std::string::npos) break;
+        c = comma + 1;
+      }
+      rows.push_back(std::move(cells));
+    }
+    start = end + 1;
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<std::string> CompareWithPublishedSummary(const std::string& computed_csv) {
+  const auto published = SplitCsv(PublishedClusterSummaryCsv());
+  const auto computed = SplitCsv(computed_csv);
+  std::vector<std::string> diffs;
+  if (published.empty() || computed.empty()) return {"no rows to compare"};
+  const auto& header = published[0];
+  for (size_t r = 1; r < computed.size(); ++r) {
+    const auto& row = computed[r];
+    auto it = std::find_if(published.begin() + 1, published.end(),
+                           [&](const auto& p) { return !p.empty() && p[0] == row[0]; });
+    if (it == published.end()) {
+      diffs.push_back(row[0] + ": the release has no row with this id");
+      continue;
+    }
+    for (size_t c = 1; c < header.size() && c < row.size() && c < it->size(); ++c) {
+      if (row[c] != (*it)[c]) diffs.push_back(row[0] + "," + header[c] + ": " + row[c] + " != " + (*it)[c]);
+    }
+  }
+  return diffs;
 }
 
 }  // namespace acmetrace::producers

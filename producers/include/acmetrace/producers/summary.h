@@ -43,3 +43,12 @@ core::Result<std::string> SummarizeJobTraces(const std::vector<std::string>& fil
 std::string FormatSummaryNumber(double x);
 
 }  // namespace acmetrace::producers
+
+namespace acmetrace::producers {
+
+/// Compares summary CSV text (as SummarizeJobTraces writes it) with the release's published
+/// cluster_summary.csv (embedded): one line per differing cell ("Seren,avg_gpu_num: 5.7 != 5.68"),
+/// empty if every row matches its published row by id. Rows whose id the release lacks are named.
+std::vector<std::string> CompareWithPublishedSummary(const std::string& computed_csv);
+
+}  // namespace acmetrace::producers

@@ -1,0 +1,24 @@
+// Turns SIGINT/SIGTERM into a clean stop: a thread waits for the signal and calls a function, so
+// the stop path may lock, flush and log (none of which a signal handler may do).
+#pragma once
+
+#include <functional>
+#include <thread>
+
+namespace acmetrace::apps {
+
+/// While alive, SIGINT and SIGTERM call on_signal (once) on a dedicated thread; a second signal
+/// exits at once with 1. Construct before any other thread starts, so all inherit the mask.
+class ShutdownOnSignal {
+ public:
+  explicit ShutdownOnSignal(std::function<void()> on_signal);
+  ~ShutdownOnSignal();
+  ShutdownOnSignal(const ShutdownOnSignal&) = delete;
+  ShutdownOnSignal& operator=(const ShutdownOnSignal&) = delete;
+
+ private:
+  std::function<void()> on_signal_;
+  std::thread thread_;
+};
+
+}  // namespace acmetrace::apps

@@ -1,0 +1,90 @@
+// ReplayClock: every change re-anchors (wall0, trace0) at the current position, so schedules are
+// computed from one absolute anchor and never from accumulated sleeps.
+#include "acmetrace/core/replay_clock.h"
+
+#include <cmath>
+
+namespace acmetrace::core {
+
+void ReplayClock::Start(int64_t wall_ms, int64_t trace_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  started_ = true;
+  wall0_ms_ = wall_ms;
+  trace0_ms_ = trace_ms;
+  paused_trace_ms_ = trace_ms;
+}
+
+bool ReplayClock::started() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return started_;
+}
+
+std::optional<int64_t> ReplayClock::DueWallMs(int64_t trace_ms) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (paused_) return std::nullopt;
+  if (speed_ <= 0) return wall0_ms_;
+  return wall0_ms_ + static_cast<int64_t>(std::llround(static_cast<double>(trace_ms - trace0_ms_) / speed_));
+}
+
+int64_t ReplayClock::TraceNowLocked(int64_t wall_ms) const {
+  if (paused_) return paused_trace_ms_;
+  if (speed_ <= 0) return trace0_ms_;
+  return trace0_ms_ + static_cast<int64_t>(std::llround(static_cast<double>(wall_ms - wall0_ms_) * speed_));
+}
+
+int64_t ReplayClock::TraceNowMs(int64_t wall_ms) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return TraceNowLocked(wall_ms);
+}
+
+void ReplayClock::Pause(int64_t wall_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (paused_) return;
+  paused_trace_ms_ = TraceNowLocked(wall_ms);
+  paused_ = true;
+  ++generation_;
+}
+
+void ReplayClock::Resume(int64_t wall_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!paused_) return;
+  paused_ = false;
+  wall0_ms_ = wall_ms;
+  trace0_ms_ = paused_trace_ms_;
+  ++generation_;
+}
+
+void ReplayClock::SetSpeed(double speed, int64_t wall_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t now = TraceNowLocked(wall_ms);
+  speed_ = speed;
+  wall0_ms_ = wall_ms;
+  trace0_ms_ = now;
+  paused_trace_ms_ = now;
+  ++generation_;
+}
+
+void ReplayClock::Seek(int64_t trace_ms, int64_t wall_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wall0_ms_ = wall_ms;
+  trace0_ms_ = trace_ms;
+  paused_trace_ms_ = trace_ms;
+  ++generation_;
+}
+
+double ReplayClock::speed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return speed_;
+}
+
+bool ReplayClock::paused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return paused_;
+}
+
+uint64_t ReplayClock::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
+}
+
+}  // namespace acmetrace::core

@@ -1,0 +1,233 @@
+// Replayer controls on a ManualClock: loop, shard, seek, pause/resume, start-at, speed changes.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+#include "acmetrace/core/clock.h"
+#include "acmetrace/producers/replay.h"
+#include "acmetrace/producers/replay_control.h"
+
+namespace acmetrace::producers {
+namespace {
+
+core::Record Job(int64_t ts_ms, std::string id) {
+  core::JobEvent e;
+  e.cluster = "seren";
+  e.ts_ms = ts_ms;
+  e.job_id = std::move(id);
+  return e;
+}
+
+/// Replays a fixed list of records over a range.
+class VectorSource : public RecordSource {
+ public:
+  VectorSource(std::vector<core::Record> records, TimeRange range) {
+    for (auto& r : records) {
+      if (range.Contains(core::TimestampMsOf(r))) records_.push_back(std::move(r));
+    }
+  }
+  const core::Record* Next() override { return next_ < records_.size() ? &records_[next_++] : nullptr; }
+  int64_t bytes_read() const override { return 0; }
+  int64_t bytes_total() const override { return 0; }
+  core::Status status() const override { return core::Status::Ok(); }
+
+ private:
+  std::vector<core::Record> records_;
+  size_t next_ = 0;
+};
+
+SourceFactory FactoryOf(std::vector<core::Record> records) {
+  return [records](TimeRange range) -> core::Result<std::unique_ptr<RecordSource>> {
+    return std::unique_ptr<RecordSource>(std::make_unique<VectorSource>(records, range));
+  };
+}
+
+/// Records what was written and when; runs a hook after each write.
+class RecordingSink : public core::RecordSink {
+ public:
+  explicit RecordingSink(core::Clock& clock) : clock_(clock) {}
+  core::Status Write(const core::Record& record) override {
+    ts.push_back(core::TimestampMsOf(record));
+    ids.push_back(std::get<core::JobEvent>(record).job_id);
+    wall.push_back(clock_.NowMs());
+    if (after_write) after_write(ts.size());
+    return core::Status::Ok();
+  }
+  core::Status Flush() override { return core::Status::Ok(); }
+  std::vector<int64_t> ts, wall;
+  std::vector<std::string> ids;
+  std::function<void(size_t)> after_write;
+
+ private:
+  core::Clock& clock_;
+};
+
+std::vector<core::Record> ThreeJobs() { return {Job(0, "a"), Job(1000, "b"), Job(2000, "c")}; }
+
+TEST(ReplayerControlsTest, PacesEachRecordAtItsScheduledWallTime) {
+  core::ManualClock clock(5000);
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 2;  // 2 trace seconds per wall second
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  ASSERT_TRUE(replayer.Run().ok());
+  EXPECT_EQ(sink.wall, (std::vector<int64_t>{5000, 5500, 6000}));
+  EXPECT_EQ(replayer.status().max_lateness_ms, 0);
+}
+
+TEST(ReplayerControlsTest, LoopStartsOverWithTraceTimeRising) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.loop = true;
+  options.loop_gap_ms = 15'000;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  sink.after_write = [&](size_t n) {
+    if (n == 7) replayer.Stop();
+  };
+  core::Result<ReplayStats> stats = replayer.Run();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(sink.ts, (std::vector<int64_t>{0, 1000, 2000, 17'000, 18'000, 19'000, 34'000}));
+  EXPECT_EQ(sink.ids, (std::vector<std::string>{"a", "b", "c", "a", "b", "c", "a"}));
+  EXPECT_EQ(stats.value().loops, 2);
+}
+
+TEST(ReplayerControlsTest, ShardsAreDisjointAndCoverEverything) {
+  std::vector<core::Record> jobs;
+  for (int i = 0; i < 200; ++i) jobs.push_back(Job(i * 1000, "job" + std::to_string(i)));
+  std::vector<std::string> seen;
+  for (uint32_t shard = 0; shard < 3; ++shard) {
+    core::ManualClock clock;
+    core::InputErrors errors(nullptr);
+    RecordingSink sink(clock);
+    ReplayOptions options;
+    options.shard_index = shard;
+    options.shard_count = 3;
+    Replayer replayer(FactoryOf(jobs), TimeRange{}, sink, clock, errors, options);
+    ASSERT_TRUE(replayer.Run().ok());
+    EXPECT_GT(sink.ids.size(), 30u) << "shard " << shard << " is far from a third";
+    seen.insert(seen.end(), sink.ids.begin(), sink.ids.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen.size(), 200u);
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end());
+}
+
+TEST(ReplayerControlsTest, ParsesShardSpec) {
+  EXPECT_EQ(ParseShard("1/3"), std::make_pair(1u, 3u));
+  EXPECT_FALSE(ParseShard("3/3"));
+  EXPECT_FALSE(ParseShard("1"));
+  EXPECT_FALSE(ParseShard("a/2"));
+  EXPECT_FALSE(ParseShard("0/0"));
+}
+
+TEST(ReplayerControlsTest, SeekReopensTheSourceAtTheNewTime) {
+  std::vector<core::Record> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(Job(i * 1000, std::to_string(i)));
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  Replayer replayer(FactoryOf(jobs), TimeRange{}, sink, clock, errors, options);
+  sink.after_write = [&](size_t n) {
+    if (n == 2) {
+      ASSERT_TRUE(replayer.Seek(7000).ok());
+    }
+  };
+  ASSERT_TRUE(replayer.Run().ok());
+  EXPECT_EQ(sink.ids, (std::vector<std::string>{"0", "1", "7", "8", "9"}));
+  // After the seek, 7 s of trace is due at once and the rest follows at speed 1.
+  EXPECT_EQ(sink.wall[2], sink.wall[1]);
+  EXPECT_EQ(sink.wall[3] - sink.wall[2], 1000);
+}
+
+TEST(ReplayerControlsTest, SeekNeedsAFactory) {
+  std::vector<core::Record> jobs = ThreeJobs();
+  VectorSource source(jobs, TimeRange{});
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  Replayer replayer(source, sink, clock, errors, ReplayOptions{});
+  EXPECT_FALSE(replayer.Seek(0).ok());
+}
+
+TEST(ReplayerControlsTest, PauseHoldsRecordsUntilResume) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  int paused_sleeps = 0;
+  sink.after_write = [&](size_t n) {
+    if (n == 1) replayer.Pause();
+  };
+  clock.OnSleep([&](int64_t) {
+    if (replayer.status().paused && ++paused_sleeps == 2) replayer.Resume();
+  });
+  ASSERT_TRUE(replayer.Run().ok());
+  ASSERT_EQ(sink.wall.size(), 3u);
+  EXPECT_EQ(paused_sleeps, 2);
+  // Two hour-long paused sleeps, then the next record one trace second after resuming.
+  EXPECT_EQ(sink.wall[1] - sink.wall[0], 2 * 3'600'000 + 1000);
+  EXPECT_EQ(sink.wall[2] - sink.wall[1], 1000);
+}
+
+TEST(ReplayerControlsTest, StartAtWaitsForTheAgreedWallTime) {
+  core::ManualClock clock(100);
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  options.start_at_ms = 60'000;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  ASSERT_TRUE(replayer.Run().ok());
+  EXPECT_EQ(sink.wall, (std::vector<int64_t>{60'000, 61'000, 62'000}));
+}
+
+TEST(ReplayerControlsTest, LatenessIsMeasuredAgainstTheSchedule) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  sink.after_write = [&](size_t n) {
+    if (n == 1) clock.AdvanceMs(1700);  // a slow write: the next record is 700 ms late
+  };
+  core::Result<ReplayStats> stats = replayer.Run();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats.value().max_lateness_ms, 700);
+}
+
+TEST(ReplayControlServerTest, HandlesStatusAndControls) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 10;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  ReplayControlServer control(replayer);
+  auto [code, body] = control.Handle("GET", "/status");
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(body.find("\"speed\":10"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"records_sent\":0"), std::string::npos) << body;
+  EXPECT_EQ(control.Handle("POST", "/pause").first, 200);
+  EXPECT_TRUE(replayer.status().paused);
+  EXPECT_EQ(control.Handle("POST", "/resume").first, 200);
+  EXPECT_FALSE(replayer.status().paused);
+  EXPECT_EQ(control.Handle("POST", "/speed?value=max").first, 200);
+  EXPECT_DOUBLE_EQ(replayer.status().speed, 0);
+  EXPECT_EQ(control.Handle("POST", "/speed?value=-3").first, 400);
+  EXPECT_EQ(control.Handle("POST", "/seek?t=2023-07-01%2008:00:00%2B08:00").first, 200);
+  EXPECT_EQ(control.Handle("POST", "/seek?t=yesterday").first, 400);
+  EXPECT_EQ(control.Handle("GET", "/pause").first, 405);
+  EXPECT_EQ(control.Handle("GET", "/nothing").first, 404);
+}
+
+}  // namespace
+}  // namespace acmetrace::producers
