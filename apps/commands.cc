@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/processors/detector.h"
+#include "acmetrace/processors/process_config.h"
 #include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/synth_config.h"
 
@@ -15,11 +17,14 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   producers::DeclareReplayConfig(registry.config());
   kafka::DeclareKafkaConfig(registry.config());
   producers::DeclareSynthConfig(registry.config());
+  processors::DeclareProcessConfig(registry.config());
+  processors::DeclareDetectorConfig(registry.config());
   app.add_option("--config", registry.config_file, "YAML configuration file (see `acmetrace config`)")
       ->check(CLI::ExistingFile);
   RegisterSynth(app, registry);
   RegisterSummary(app, registry);
   RegisterReplay(app, registry);
+  RegisterProcess(app, registry);
   RegisterConfig(app, registry);
 }
 

@@ -108,7 +108,8 @@ double Config::GetDouble(const std::string& key) const {
 }
 
 bool Config::GetBool(const std::string& key) const {
-  const std::string v = GetString(key);
+  std::string v = GetString(key);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (v == "true" || v == "yes" || v == "on" || v == "1") return true;
   if (v == "false" || v == "no" || v == "off" || v == "0") return false;
   throw std::invalid_argument(key + ": not a boolean: '" + v + "'");

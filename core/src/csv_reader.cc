@@ -1,5 +1,6 @@
-// Streaming CSV reader. The fast path splits an unquoted row with memchr; rows holding a quote
-// take a slower path that unescapes in place (the unescaped text is never longer than the raw).
+// Streaming CSV reader. The fast path finds the row's end with memchr and splits an unquoted row
+// 16 bytes at a time (SSE2); rows holding a quote take a slower path that unescapes in place (the
+// unescaped text is never longer than the raw).
 #include "acmetrace/core/csv_reader.h"
 
 #include <fcntl.h>
@@ -7,6 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace acmetrace::core {
 
@@ -56,6 +61,36 @@ bool CsvReader::Fill() {
   return true;
 }
 
+namespace {
+
+// Splits [begin, end) at every comma. Cells of the wide utilization files are ~6 bytes, so a
+// memchr call per cell costs more than the search: this finds the commas of 16 bytes at once.
+void SplitUnquoted(const char* begin, const char* end, std::vector<std::string_view>& fields) {
+  const char* field = begin;
+  const char* p = begin;
+#ifdef __SSE2__
+  const __m128i comma = _mm_set1_epi8(',');
+  for (; end - p >= 16; p += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, comma)));
+    for (; mask != 0; mask &= mask - 1) {
+      const char* at = p + __builtin_ctz(mask);
+      fields.emplace_back(field, static_cast<size_t>(at - field));
+      field = at + 1;
+    }
+  }
+#endif
+  for (; p != end; ++p) {
+    if (*p == ',') {
+      fields.emplace_back(field, static_cast<size_t>(p - field));
+      field = p + 1;
+    }
+  }
+  fields.emplace_back(field, static_cast<size_t>(end - field));
+}
+
+}  // namespace
+
 bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
   fields.clear();
   if (!status_.ok()) return false;
@@ -64,24 +99,21 @@ bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
     const char* start = buffer_.data() + begin_;
     const char* stop = buffer_.data() + end_;
     const char* nl = static_cast<const char*>(std::memchr(start, '\n', stop - start));
-    if (nl == nullptr && !eof_) {
-      if (!Fill() && !status_.ok()) return false;
-      continue;  // rescan with more data, or at EOF take the unterminated last line
-    }
     const char* line_end = nl != nullptr ? nl : stop;
-    // A lone CR also ends a line (mixed endings); a quote before the line ends needs the slow path.
+    // A lone CR also ends a line (mixed endings), so a CR-only file is read row by row too rather
+    // than growing the buffer to the whole file looking for an LF.
     const char* cr = static_cast<const char*>(std::memchr(start, '\r', line_end - start));
-    const char* content_end = cr != nullptr ? cr : line_end;
-    if (std::memchr(start, '"', content_end - start) != nullptr) {
-      if (ParseQuotedRow(fields)) return true;
-      return false;
+    if (!eof_ && ((nl == nullptr && cr == nullptr) || (cr != nullptr && cr + 1 == stop))) {
+      // No line break yet, or a CR whose LF may be in the next read: rescan with more data, or
+      // at EOF take the unterminated last line.
+      if (!Fill() && !status_.ok()) return false;
+      continue;
     }
+    const char* content_end = cr != nullptr ? cr : line_end;
+    // A quote before the line ends needs the slow path.
+    if (std::memchr(start, '"', content_end - start) != nullptr) return ParseQuotedRow(fields);
     size_t consumed;
     if (cr != nullptr) {
-      if (cr + 1 == stop && !eof_) {  // the LF of a CRLF may be in the next read
-        if (!Fill() && !status_.ok()) return false;
-        continue;
-      }
       consumed = (cr - start) + ((cr + 1 < stop && cr[1] == '\n') ? 2 : 1);
     } else {
       consumed = (line_end - start) + (nl != nullptr ? 1 : 0);
@@ -90,16 +122,7 @@ bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
     ++line_;
     begin_ += consumed;
     if (content_end == start) continue;  // blank line
-    const char* p = start;
-    for (;;) {
-      const char* comma = static_cast<const char*>(std::memchr(p, ',', content_end - p));
-      if (comma == nullptr) {
-        fields.emplace_back(p, content_end - p);
-        break;
-      }
-      fields.emplace_back(p, comma - p);
-      p = comma + 1;
-    }
+    SplitUnquoted(start, content_end, fields);
     return true;
   }
 }
@@ -113,25 +136,31 @@ bool CsvReader::ParseQuotedRow(std::vector<std::string_view>& fields) {
   int64_t lines = 0;
   size_t row_end = 0;    // first byte of the line break ending the row
   size_t next_row = 0;   // first byte after it
+  // Reads more input keeping scan on the same byte (Fill moves the unread tail to the front even
+  // when it then finds the end of the file); false on a read error.
+  auto refill = [&]() {
+    const size_t offset = scan - begin_;
+    Fill();
+    scan = begin_ + offset;
+    return status_.ok();
+  };
   for (;;) {
     if (scan >= end_) {
-      const size_t offset = scan - begin_;
-      if (!Fill()) {
-        if (!status_.ok()) return false;
+      if (eof_) {
         row_end = next_row = end_;  // last row, no final newline (an open quote ends here)
         break;
       }
-      scan = begin_ + offset;
+      if (!refill()) return false;
       continue;
     }
     const char c = buffer_[scan];
+    // A quote in quotes ("" or closing?) and a CR (CRLF or lone CR?) depend on the next byte.
+    if (((c == '"' && in_quotes) || c == '\r') && scan + 1 >= end_ && !eof_) {
+      if (!refill()) return false;
+      continue;
+    }
     if (in_quotes) {
       if (c == '"') {
-        if (scan + 1 >= end_ && !eof_) {  // "" or closing quote? need the next byte
-          const size_t offset = scan - begin_;
-          if (Fill()) scan = begin_ + offset;
-          continue;
-        }
         if (scan + 1 < end_ && buffer_[scan + 1] == '"') {
           scan += 2;
           continue;
@@ -155,11 +184,6 @@ bool CsvReader::ParseQuotedRow(std::vector<std::string_view>& fields) {
       break;
     }
     if (c == '\r') {
-      if (scan + 1 >= end_ && !eof_) {
-        const size_t offset = scan - begin_;
-        if (Fill()) scan = begin_ + offset;
-        continue;
-      }
       row_end = scan;
       next_row = (scan + 1 < end_ && buffer_[scan + 1] == '\n') ? scan + 2 : scan + 1;
       break;

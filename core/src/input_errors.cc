@@ -29,6 +29,7 @@ void InputErrors::Count(std::string_view cluster, std::string_view kind, const s
   std::lock_guard<std::mutex> lock(mutex_);
   ++counts_[{std::string(cluster), std::string(kind)}];
   ++total_;
+  if (strict_) must_stop_ = true;
   if (first_.empty()) first_ = line;
   if (out_ != nullptr && total_ <= max_printed_) std::fprintf(out_, "%s\n", line.c_str());
 }
@@ -43,10 +44,7 @@ std::map<std::pair<std::string, std::string>, int64_t> InputErrors::counts() con
   return counts_;
 }
 
-bool InputErrors::must_stop() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return strict_ && total_ > 0;
-}
+bool InputErrors::must_stop() const { return must_stop_.load(std::memory_order_relaxed); }
 
 std::string InputErrors::first() const {
   std::lock_guard<std::mutex> lock(mutex_);

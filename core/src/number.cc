@@ -24,9 +24,48 @@ std::optional<double> ParseWholeDouble(std::string_view text) {
   if (begin != end && result.ec == std::errc() && result.ptr == end) return value;
   return std::nullopt;
 }
+
+// The common cell: an optional '-', digits, optionally '.' and digits ("57.123", "0.0", "117",
+// "-2.5"), at most 19 digits and a mantissa up to 2^53. Then mantissa / 10^k divides two exact
+// doubles, and one correctly rounded IEEE division gives the correctly rounded value: the same
+// bits as fast_float (which takes this path itself after a more general scan). Anything else
+// returns false and goes the full way.
+constexpr double kPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+bool ParsePlainDecimal(std::string_view text, double& out) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  const bool negative = p != end && *p == '-';
+  if (negative) ++p;
+  uint64_t mantissa = 0;
+  auto digits = [&] {
+    const char* const first = p;
+    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
+      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
+    }
+    return static_cast<size_t>(p - first);
+  };
+  const size_t integer_digits = digits();
+  if (integer_digits == 0) return false;
+  size_t fraction_digits = 0;
+  if (p != end) {
+    if (*p != '.') return false;
+    ++p;
+    fraction_digits = digits();
+    if (fraction_digits == 0 || p != end) return false;  // "1." and "1.5x": the full path
+  }
+  // Up to 19 digits cannot overflow 64 bits; up to 2^53 the mantissa is exact as a double.
+  if (integer_digits + fraction_digits > 19 || mantissa > (uint64_t{1} << 53)) return false;
+  const double value = static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+  out = negative ? -value : value;
+  return true;
+}
+
 }  // namespace
 
 std::optional<double> ParseDouble(std::string_view text) {
+  if (double value; ParsePlainDecimal(text, value)) return value;
   if (std::optional<double> value = ParseWholeDouble(text)) return value;
   std::string_view trimmed = TrimSpaces(text);
   if (trimmed.size() == text.size() || trimmed.empty()) return std::nullopt;

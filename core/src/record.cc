@@ -21,6 +21,8 @@ struct TopicVisitor {
   std::string_view operator()(const JobEvent&) const { return kTopicJobs; }
   std::string_view operator()(const UtilSample&) const { return kTopicUtil; }
   std::string_view operator()(const PowerSample&) const { return kTopicPower; }
+  std::string_view operator()(const MetricsWindow&) const { return kTopicMetrics; }
+  std::string_view operator()(const AnomalyEvent&) const { return kTopicAnomalies; }
 };
 }  // namespace
 
@@ -34,14 +36,23 @@ void AppendKey(std::string& out, const Record& record) {
   std::visit(
       [&out](const auto& r) {
         out += r.cluster;
-        out.push_back('/');
         using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, JobEvent>) {
+        if constexpr (std::is_same_v<T, MetricsWindow>) {
+          return;
+        } else if constexpr (std::is_same_v<T, JobEvent>) {
+          out.push_back('/');
           out += r.job_id;
         } else if constexpr (std::is_same_v<T, UtilSample>) {
+          out.push_back('/');
           out += r.node;
-        } else {
+        } else if constexpr (std::is_same_v<T, PowerSample>) {
+          out.push_back('/');
           out += r.model;
+        } else {
+          out.push_back('/');
+          out += r.kind;
+          out.push_back('/');
+          out += r.subject;
         }
       },
       record);

@@ -141,6 +141,42 @@ void AppendPower(std::string& out, const PowerSample& p) {
   out += "}}";
 }
 
+void AppendMetrics(std::string& out, const MetricsWindow& m) {
+  AppendHeader(out, m.cluster);
+  out += ",\"window_s\":";
+  AppendInt(out, m.window_s);
+  out += ",\"start_ms\":";
+  AppendInt(out, m.start_ms);
+  out += ",\"end_ms\":";
+  AppendInt(out, m.end_ms);
+  out += ",\"metrics\":{";
+  bool first = true;
+  for (const auto& [name, value] : m.metrics) {
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, name);
+    out.push_back(':');
+    AppendJsonNumber(out, value);
+  }
+  out += "}}";
+}
+
+void AppendAnomaly(std::string& out, const AnomalyEvent& a) {
+  AppendHeader(out, a.cluster);
+  out += ",\"kind\":";
+  AppendJsonString(out, a.kind);
+  out += ",\"subject\":";
+  AppendJsonString(out, a.subject);
+  out += a.open ? ",\"state\":\"open\"" : ",\"state\":\"close\"";
+  out += ",\"ts_ms\":";
+  AppendInt(out, a.ts_ms);
+  out += ",\"value\":";
+  AppendJsonNumber(out, a.value);
+  out += ",\"threshold\":";
+  AppendJsonNumber(out, a.threshold);
+  out.push_back('}');
+}
+
 }  // namespace
 
 void AppendRecordJson(std::string& out, const Record& record) {
@@ -151,8 +187,12 @@ void AppendRecordJson(std::string& out, const Record& record) {
           AppendJob(out, r);
         } else if constexpr (std::is_same_v<T, UtilSample>) {
           AppendUtil(out, r);
-        } else {
+        } else if constexpr (std::is_same_v<T, PowerSample>) {
           AppendPower(out, r);
+        } else if constexpr (std::is_same_v<T, MetricsWindow>) {
+          AppendMetrics(out, r);
+        } else {
+          AppendAnomaly(out, r);
         }
       },
       record);

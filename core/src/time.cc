@@ -19,6 +19,13 @@ bool ParseDigits(std::string_view text, size_t pos, size_t count, int64_t& out) 
   return true;
 }
 
+int64_t DaysInMonth(int64_t year, int64_t month) {
+  static constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12) return 0;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return kDays[month - 1] + (month == 2 && leap ? 1 : 0);
+}
+
 void CivilFromDays(int64_t z, int64_t& year, unsigned& month, unsigned& day) {
   z += 719468;
   const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -60,8 +67,9 @@ std::optional<int64_t> ParseIsoTimeMs(std::string_view text) {
       text[16] != ':' || !ParseDigits(text, 17, 2, second)) {
     return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-    return std::nullopt;
+  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) || hour > 23 || minute > 59 ||
+      second > 60) {
+    return std::nullopt;  // "2023-02-30" would otherwise silently become March 2
   }
   size_t pos = 19;
   int64_t millis = 0;
@@ -104,6 +112,7 @@ std::optional<int64_t> ParseUnixSecondsMs(std::string_view text) {
   if (text.empty()) return std::nullopt;
   const char* begin = text.data();
   const char* end = begin + text.size();
+  const bool negative = text.front() == '-';  // "-0.5": the sign is not in the integer part
   int64_t seconds = 0;
   auto [ptr, ec] = std::from_chars(begin, end, seconds);
   if (ec != std::errc() || ptr == begin) return std::nullopt;
@@ -118,7 +127,7 @@ std::optional<int64_t> ParseUnixSecondsMs(std::string_view text) {
       scale /= 10;
     }
   }
-  return seconds * 1000 + (seconds < 0 ? -millis : millis);
+  return seconds * 1000 + (negative ? -millis : millis);
 }
 
 std::optional<int64_t> ParseTimeMs(std::string_view text) {

@@ -62,7 +62,7 @@ core::Result<DataDirFiles> ListDataDir(const std::string& dir, const std::vector
       std::vector<std::string> files = CsvFilesIn(util / d);
       if (!files.empty()) out.utilization.emplace_back(d, std::move(files));
     }
-    out.ipmi = CsvFilesIn(util / "ipmi");
+    if (Selected(clusters, "seren")) out.ipmi = CsvFilesIn(util / "ipmi");  // the release's IPMI files are Seren's
   }
   if (out.job_traces.empty() && out.utilization.empty() && out.ipmi.empty()) {
     return core::Status::Error(dir + ": no AcmeTrace files found (expected " + out.data_root +

@@ -87,9 +87,11 @@ const core::Record* JobEventSource::Next() {
     if (input_done_) return nullptr;
     if (!ReadRow()) {
       input_done_ = true;
-    } else if (max_submit_ms_ >= range_.to_ms + reorder_window_ms_ && heap_.empty()) {
+    } else if (heap_.empty() && max_submit_ms_ - reorder_window_ms_ >= range_.to_ms) {
       // Past the end of the range: later rows can only add later submits, but starts and ends
-      // of earlier jobs were already queued. Nothing left in range.
+      // of earlier jobs were already queued. Nothing left in range. (Written as a subtraction:
+      // to_ms + window overflows when there is no --to, which ended the stream at the first row
+      // that had no event in range.)
       input_done_ = true;
     }
   }

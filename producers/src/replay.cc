@@ -3,6 +3,7 @@
 #include "acmetrace/producers/replay.h"
 
 #include <cmath>
+#include <limits>
 
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
@@ -79,17 +80,34 @@ core::Status Replayer::Reopen(TimeRange range) {
   return core::Status::Ok();
 }
 
+namespace {
+// Makes record hold the alternative of index kind (to ask its topic).
+template <size_t I = 0>
+void EmplaceKind(core::Record& record, size_t kind) {
+  if constexpr (I < std::variant_size_v<core::Record>) {
+    if (kind == I) {
+      record.emplace<I>();
+    } else {
+      EmplaceKind<I + 1>(record, kind);
+    }
+  }
+}
+}  // namespace
+
 void Replayer::Pause() {
+  control_dirty_ = true;
   replay_clock_.Pause(clock_.NowMs());
   clock_.Interrupt();
 }
 
 void Replayer::Resume() {
+  control_dirty_ = true;
   replay_clock_.Resume(clock_.NowMs());
   clock_.Interrupt();
 }
 
 void Replayer::SetSpeed(double speed) {
+  control_dirty_ = true;
   replay_clock_.SetSpeed(speed, clock_.NowMs());
   clock_.Interrupt();
 }
@@ -100,6 +118,7 @@ core::Status Replayer::Seek(int64_t trace_ms) {
     std::lock_guard<std::mutex> lock(mutex_);
     seek_to_ = trace_ms;
   }
+  control_dirty_ = true;
   clock_.Interrupt();
   return core::Status::Ok();
 }
@@ -187,29 +206,46 @@ core::Result<ReplayStats> Replayer::Run() {
   while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
   const int64_t interval = options_.progress_tty ? 250 : options_.progress_interval_ms;
   next_progress_ms_ = wall0_ms_ + interval;
-  std::map<std::string_view, int64_t> per_topic;
+  int64_t per_kind[std::variant_size_v<core::Record>] = {};
+  int64_t first_ts_ms = std::numeric_limits<int64_t>::min();
   int64_t loop_offset_ms = 0;
   int64_t pass_first_ms = 0, pass_last_ms = 0;
   bool pass_started = false;
   core::Record shifted;
   core::Status failure = core::Status::Ok();
 
+  // Control actions set control_dirty_; only then does the loop look at seek and speed again, so
+  // an uncontrolled max-speed replay pays no lock or clock read per record.
+  bool max_speed = false;
+  bool clock_started = false;
+  int64_t pending = 0;  // records sent but not yet published to stats_ (status() readers)
+  int64_t pending_last_ts = std::numeric_limits<int64_t>::min();
+  auto publish = [&] {
+    if (pending == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.total += pending;
+    stats_.last_ts_ms = std::max(stats_.last_ts_ms, pending_last_ts);
+    pending = 0;
+  };
   while (!stop_) {
-    std::optional<int64_t> seek;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      seek.swap(seek_to_);
-    }
-    if (seek) {
-      TimeRange range = range_;
-      range.from_ms = std::max(range_.from_ms, *seek);
-      if (core::Status s = Reopen(range); !s.ok()) {
-        failure = s;
-        break;
+    if (control_dirty_.exchange(false)) {
+      std::optional<int64_t> seek;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        seek.swap(seek_to_);
       }
-      loop_offset_ms = 0;
-      pass_started = false;
-      replay_clock_.Seek(*seek, clock_.NowMs());
+      if (seek) {
+        TimeRange range = range_;
+        range.from_ms = std::max(range_.from_ms, *seek);
+        if (core::Status s = Reopen(range); !s.ok()) {
+          failure = s;
+          break;
+        }
+        loop_offset_ms = 0;
+        pass_started = false;
+        replay_clock_.Seek(*seek, clock_.NowMs());
+      }
+      max_speed = replay_clock_.speed() <= 0 && !replay_clock_.paused();
     }
     const core::Record* record = source_->Next();
     if (record == nullptr) {
@@ -241,35 +277,57 @@ core::Result<ReplayStats> Replayer::Run() {
       std::visit([ts](auto& r) { r.ts_ms = ts; }, shifted);
       record = &shifted;
     }
-    if (!replay_clock_.started()) replay_clock_.Start(wall0_ms_, ts);
+    if (!clock_started) {
+      replay_clock_.Start(wall0_ms_, ts);
+      clock_started = true;
+    }
     int64_t due = 0;
-    if (!WaitUntilDue(ts, due)) continue;  // stop, or a seek: handled at the top
-    const int64_t sent_ms = clock_.NowMs();  // lateness: when the record is handed over
+    int64_t sent_ms = 0;
+    if (!max_speed) {
+      publish();  // a paced replay is slow enough to keep status() exact
+      if (!WaitUntilDue(ts, due)) continue;  // stop, or a seek: handled at the top
+      sent_ms = clock_.NowMs();  // lateness: when the record is handed over
+    }
     if (core::Status s = sink_.Write(*record); !s.ok()) {
       failure = s;
       break;
     }
-    ++per_topic[core::TopicOf(*record)];
-    const int64_t now = clock_.NowMs();
-    {
+    ++per_kind[record->index()];
+    if (first_ts_ms == std::numeric_limits<int64_t>::min()) {
+      first_ts_ms = ts;
       std::lock_guard<std::mutex> lock(mutex_);
-      if (stats_.total == 0) stats_.first_ts_ms = ts;
-      ++stats_.total;
-      stats_.last_ts_ms = std::max(stats_.last_ts_ms, ts);
-      if (replay_clock_.speed() > 0) stats_.max_lateness_ms = std::max(stats_.max_lateness_ms, sent_ms - due);
+      stats_.first_ts_ms = ts;
+    }
+    ++pending;
+    pending_last_ts = std::max(pending_last_ts, ts);
+    if (!max_speed) {
+      const double speed = replay_clock_.speed();
+      publish();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (speed > 0) stats_.max_lateness_ms = std::max(stats_.max_lateness_ms, sent_ms - due);
     }
     if (errors_.must_stop()) break;
-    if (interval > 0 && now >= next_progress_ms_) {
-      Progress(now, false);
-      next_progress_ms_ = now + interval;
+    if ((pending & 1023) == 0 || !max_speed) {
+      publish();
+      const int64_t now = clock_.NowMs();
+      if (interval > 0 && now >= next_progress_ms_) {
+        Progress(now, false);
+        next_progress_ms_ = now + interval;
+      }
     }
   }
+  publish();
   core::Status flushed = sink_.Flush();
   ReplayStats stats;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
-    for (const auto& [topic, n] : per_topic) stats_.records[std::string(topic)] = n;
+    for (size_t kind = 0; kind < std::variant_size_v<core::Record>; ++kind) {
+      if (per_kind[kind] == 0) continue;
+      core::Record probe;
+      EmplaceKind(probe, kind);
+      stats_.records[std::string(core::TopicOf(probe))] = per_kind[kind];
+    }
     stats_.bytes_read = source_->bytes_read();
     stats_.wall_ms = clock_.NowMs() - wall0_ms_;
     stats = stats_;

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <map>
 
 #include "acmetrace/core/number.h"
@@ -49,6 +51,65 @@ std::string_view StripPandasDuplicate(std::string_view s) {
     return s.substr(0, dot);
   }
   return s;
+}
+
+// Utilization cells are short decimals ("57.123", "0.0", "100.0"): about 2,300 of them per row
+// and most of the replay's time. core::ParseDouble gives the same value for them, but as an
+// out-of-line call returning std::optional<double>, which GCC passes back through memory with a
+// store-forwarding stall; parsing them here, inline, took about a quarter off the CPU time of a
+// wide-file replay (bench/README.md). Anything this does not take (a sign, an exponent, spaces,
+// "nan", more than 8 bytes) goes to core::ParseDouble.
+//
+// Without a branch per character: the cell's bytes are gathered into one word (overlapping loads,
+// nothing read outside the cell), the dot is taken out, the digits are padded on the right with
+// '0' to 8 ("57123" -> "57123000") and checked and converted 8 at a time. The padding multiplies
+// the mantissa by 10^pad and the divisor takes the same factor, so the exact quotient, and hence
+// the correctly rounded double (one IEEE division of two exact values), is the one
+// core::ParseDouble (fast_float) returns.
+bool ParseShortCell(std::string_view cell, double& out) {
+  static_assert(std::endian::native == std::endian::little);
+  static constexpr double kPowersOfTen[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+  static constexpr uint64_t kLowBytes[9] = {0,          0xFF,           0xFFFF,           0xFFFFFF,
+                                            0xFFFFFFFF, 0xFFFFFFFFFF,   0xFFFFFFFFFFFF,   0xFFFFFFFFFFFFFF,
+                                            ~0ULL};  // [k]: the low k bytes
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  const char* p = cell.data();
+  const size_t n = cell.size();
+  if (n - 1 >= 8) return false;  // empty or longer than 8
+  uint64_t word;                 // byte i = p[i], bytes n..7 = 0
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    word = uint64_t{lo} | (uint64_t{hi} << (8 * (n - 4)));
+  } else {
+    word = uint64_t{static_cast<unsigned char>(p[0])} |
+           (uint64_t{static_cast<unsigned char>(p[n / 2])} << (8 * (n / 2))) |
+           (uint64_t{static_cast<unsigned char>(p[n - 1])} << (8 * (n - 1)));
+  }
+  // The first '.' (the zero bytes past n are never '.'); a second one fails the digit check.
+  const uint64_t x = word ^ (kOnes * '.');
+  const uint64_t dots = (x - kOnes) & ~x & (kOnes * 0x80);
+  size_t digits = n;
+  size_t scale = 8 - n;  // the power of ten to divide by: fraction digits + padding
+  if (dots != 0) {
+    const size_t dot = static_cast<size_t>(__builtin_ctzll(dots)) / 8;
+    if (dot == 0 || dot + 1 == n) return false;  // ".5", "1.": core::ParseDouble's business
+    word = (word & kLowBytes[dot]) | ((word >> 8) & ~kLowBytes[dot]);
+    digits = n - 1;
+    scale = 8 - dot;
+  }
+  word |= (kOnes * '0') & ~kLowBytes[digits];
+  if (((word & 0xF0F0F0F0F0F0F0F0ULL) | (((word + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
+      0x3333333333333333ULL) {
+    return false;  // not all digits
+  }
+  word -= kOnes * '0';  // 8 digit values, the first in the low byte; combine pairs, quads, all
+  word = word * 10 + (word >> 8);
+  word = (((word & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+          (((word >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+  out = static_cast<double>(static_cast<uint32_t>(word)) / kPowersOfTen[scale];
+  return true;
 }
 
 }  // namespace
@@ -113,6 +174,7 @@ void UtilizationMetricReader::Error(std::string_view field, std::string_view rea
 bool UtilizationMetricReader::OpenNextFile(const std::function<uint32_t(const std::string&)>& node_index) {
   while (next_file_ < files_.size()) {
     if (csv_) bytes_done_ += csv_->bytes_read();
+    at_seam_ = have_last_;  // a later split file may start with rows the previous one ended with
     csv_ = std::make_unique<core::CsvReader>();
     const std::string& path = files_[next_file_++];
     if (core::Status s = csv_->Open(path); !s.ok()) {
@@ -199,14 +261,16 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
       continue;
     }
     if (have_last_ && *ts <= last_ts_ms_) {
-      if (*ts == last_ts_ms_) {
-        ++duplicates_dropped_;  // the seam between split files repeats a row: keep the first
+      if (*ts == last_ts_ms_ || at_seam_) {
+        // The seam between split files repeats rows the previous file already had: keep the first.
+        ++duplicates_dropped_;
       } else {
         Error("Time", "goes back in time (" + std::string(fields_[time_column_]) + "); row skipped");
       }
       continue;
     }
     have_last_ = true;
+    at_seam_ = false;
     last_ts_ms_ = *ts;
     if (*ts < range_.from_ms) continue;
     if (*ts >= range_.to_ms) {
@@ -221,13 +285,17 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     for (size_t i = 0; i < n; ++i) {
       const std::string_view cell = fields_[i];
       if (cell.empty() || column_node_[i] < 0) continue;
-      std::optional<double> v = core::ParseDouble(cell);
-      if (!v) {
-        Error(header_storage_[i], "not a number: '" + std::string(cell) + "'");
-        continue;
+      double v;
+      if (!ParseShortCell(cell, v)) {
+        std::optional<double> parsed = core::ParseDouble(cell);
+        if (!parsed) {
+          Error(header_storage_[i], "not a number: '" + std::string(cell) + "'");
+          continue;
+        }
+        v = *parsed;
       }
-      if (!core::IsSample(*v)) continue;  // "nan" written out: no sample
-      cells_.push_back(Cell{static_cast<uint32_t>(column_node_[i]), column_gpu_[i], *v});
+      if (!core::IsSample(v)) continue;  // "nan" written out: no sample
+      cells_.push_back(Cell{static_cast<uint32_t>(column_node_[i]), column_gpu_[i], v});
     }
     ts_ms_ = *ts;
     return true;
@@ -304,47 +372,57 @@ bool UtilizationSource::BuildBatch() {
     for (size_t r = 0; r < readers_.size(); ++r) {
       if (!reader_live_[r] || readers_[r]->ts_ms() != t) continue;
       UtilizationMetricReader& reader = *readers_[r];
+      // A node's columns are usually adjacent (its 8 GPUs), so the node, its record and its
+      // value array are looked up once per run of cells rather than once per cell. values stays
+      // valid within this reader's cells: only a new slot of this node (another reader) could
+      // reallocate its gpu list.
+      uint32_t current = std::numeric_limits<uint32_t>::max();
+      NodeState* node = nullptr;
+      core::UtilSample* sample = nullptr;
+      double* values = nullptr;
       for (const UtilizationMetricReader::Cell& cell : reader.cells()) {
-        NodeState& node = nodes_[cell.node];
-        auto& sample = std::get<core::UtilSample>(node.record);
-        if (!node.touched) {
-          node.touched = true;
-          node.gpu_used = 0;
-          sample.host.clear();
-          sample.ts_ms = t;
-          batch_.push_back(cell.node);
+        if (cell.node != current) {
+          current = cell.node;
+          node = &nodes_[cell.node];
+          sample = &std::get<core::UtilSample>(node->record);
+          values = nullptr;
+          if (!node->touched) {
+            node->touched = true;
+            node->gpu_used = 0;
+            sample->host.clear();
+            sample->ts_ms = t;
+            batch_.push_back(cell.node);
+          }
         }
         if (cell.gpu < 0) {
-          if (node.host_slot[r] >= 0) continue;  // a duplicate column: keep the first value
-          node.host_slot[r] = static_cast<int32_t>(sample.host.size());
-          sample.host.push_back(core::HostMetric{reader.metric(), cell.value});
+          if (node->host_slot[r] >= 0) continue;  // a duplicate column: keep the first value
+          node->host_slot[r] = static_cast<int32_t>(sample->host.size());
+          sample->host.push_back(core::HostMetric{reader.metric(), cell.value});
           continue;
         }
-        int32_t slot = node.gpu_slot[r];
-        if (slot < 0) {
-          slot = static_cast<int32_t>(node.gpu_used++);
-          node.gpu_slot[r] = slot;
-          if (sample.gpu.size() < node.gpu_used) sample.gpu.emplace_back();
-          core::GpuMetric& m = sample.gpu[slot];
-          m.name = reader.metric();
-          m.values.assign(std::max(reader.GpuCount(cell.node), cell.gpu + 1), core::kNoSample);
+        if (values == nullptr) {
+          int32_t slot = node->gpu_slot[r];
+          if (slot < 0) {
+            slot = static_cast<int32_t>(node->gpu_used++);
+            node->gpu_slot[r] = slot;
+            if (sample->gpu.size() < node->gpu_used) sample->gpu.emplace_back();
+            core::GpuMetric& m = sample->gpu[slot];
+            m.name = reader.metric();
+            const size_t count = static_cast<size_t>(std::max(reader.GpuCount(cell.node), cell.gpu + 1));
+            if (m.values.size() == count) {
+              std::fill(m.values.begin(), m.values.end(), core::kNoSample);  // the usual case, inline
+            } else {
+              m.values.assign(count, core::kNoSample);
+            }
+          }
+          values = sample->gpu[slot].values.data();
         }
-        double& v = sample.gpu[slot].values[cell.gpu];
+        double& v = values[cell.gpu];
         if (!core::IsSample(v)) v = cell.value;  // duplicate columns: keep the first value
       }
       reader_live_[r] = reader.NextRow(index);
     }
     if (batch_.empty()) continue;  // a time where every cell was empty
-    // Metric slots are assigned in reader order within a node, so record metric order is the
-    // reader (file-name) order as long as each node's slots were filled in that order.
-    for (uint32_t n : batch_) {
-      NodeState& node = nodes_[n];
-      auto& sample = std::get<core::UtilSample>(node.record);
-      sample.gpu.resize(node.gpu_used);
-      node.touched = false;
-      std::fill(node.gpu_slot.begin(), node.gpu_slot.end(), -1);
-      std::fill(node.host_slot.begin(), node.host_slot.end(), -1);
-    }
     if (order_dirty_) {
       name_order_.resize(nodes_.size());
       for (uint32_t i = 0; i < nodes_.size(); ++i) name_order_[i] = i;
@@ -355,7 +433,26 @@ bool UtilizationSource::BuildBatch() {
       for (uint32_t pos = 0; pos < name_order_.size(); ++pos) rank_[name_order_[pos]] = pos;
       order_dirty_ = false;
     }
-    std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
+    // Nodes in name order. Usually most nodes report at every time: then one pass over the name
+    // order picking the touched nodes is cheaper than sorting the batch.
+    if (batch_.size() * 4 >= nodes_.size()) {
+      batch_.clear();
+      for (uint32_t n : name_order_) {
+        if (nodes_[n].touched) batch_.push_back(n);
+      }
+    } else {
+      std::sort(batch_.begin(), batch_.end(), [this](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
+    }
+    // Metric slots are assigned in reader order within a node, so record metric order is the
+    // reader (file-name) order as long as each node's slots were filled in that order.
+    for (uint32_t n : batch_) {
+      NodeState& node = nodes_[n];
+      auto& sample = std::get<core::UtilSample>(node.record);
+      sample.gpu.resize(node.gpu_used);
+      node.touched = false;
+      std::fill(node.gpu_slot.begin(), node.gpu_slot.end(), -1);
+      std::fill(node.host_slot.begin(), node.host_slot.end(), -1);
+    }
     return true;
   }
 }

@@ -2,6 +2,7 @@
 // counted per cluster and kind; with strict mode the first one stops the run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -48,6 +49,7 @@ class InputErrors {
   std::map<std::pair<std::string, std::string>, int64_t> counts_;
   int64_t total_ = 0;
   std::string first_;
+  std::atomic<bool> must_stop_{false};  // read once per replayed record: no lock
 };
 
 }  // namespace acmetrace::core

@@ -15,6 +15,8 @@ namespace acmetrace::core {
 inline constexpr std::string_view kTopicJobs = "acme.jobs";
 inline constexpr std::string_view kTopicUtil = "acme.util";
 inline constexpr std::string_view kTopicPower = "acme.power";
+inline constexpr std::string_view kTopicMetrics = "acme.metrics";
+inline constexpr std::string_view kTopicAnomalies = "acme.anomalies";
 
 /// A missing sample ("no sample" in the files, null in JSON).
 inline constexpr double kNoSample = std::numeric_limits<double>::quiet_NaN();
@@ -70,12 +72,35 @@ struct PowerSample {
   std::vector<std::pair<std::string_view, double>> fields;  // interned names
 };
 
-/// Any record of the replayed feed.
-using Record = std::variant<JobEvent, UtilSample, PowerSample>;
+/// One closed window of a cluster's metrics (acme.metrics). Value type.
+struct MetricsWindow {
+  std::string cluster;
+  int64_t window_s = 60;
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  int64_t ts_ms = 0;  // = end_ms: the event time the window closed at
+  // Metric name -> value, in a stable (sorted) order so equal input gives equal bytes.
+  std::vector<std::pair<std::string, double>> metrics;
+};
+
+/// An anomaly flag opening or closing (acme.anomalies). Value type.
+struct AnomalyEvent {
+  std::string cluster;
+  std::string kind;     // gpu_overheat, xid_error, telemetry_gap, gpu_straggler, util_drop, ...
+  std::string subject;  // IP-gpu for GPU kinds, the node for node kinds, the cluster for cluster kinds
+  bool open = true;     // "open" or "close"
+  int64_t ts_ms = 0;
+  double value = kNoSample;
+  double threshold = kNoSample;
+};
+
+/// Any record of the feed: the replayed ones and the processors' outputs.
+using Record = std::variant<JobEvent, UtilSample, PowerSample, MetricsWindow, AnomalyEvent>;
 
 std::string_view TopicOf(const Record& record);
 int64_t TimestampMsOf(const Record& record);
-/// The Kafka/stdio key: {cluster}/{job_id}, {cluster}/{node}, {cluster}/{model}.
+/// The Kafka/stdio key: {cluster}/{job_id}, {cluster}/{node}, {cluster}/{model}, {cluster},
+/// {cluster}/{kind}/{subject}.
 void AppendKey(std::string& out, const Record& record);
 
 /// Returns a view of a copy of name that lives as long as the process. Thread-safe. For the

@@ -114,6 +114,7 @@ class Replayer {
   mutable std::mutex mutex_;  // guards seek_to_ and the status fields below
   std::optional<int64_t> seek_to_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> control_dirty_{true};  // a control action happened: re-check seek and speed
   ReplayStats stats_;
   bool running_ = false;
   int64_t wall0_ms_ = 0;

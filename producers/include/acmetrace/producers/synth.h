@@ -34,9 +34,10 @@ struct SynthOptions {
   /// Scales node count and job arrivals (at least 1 node per cluster).
   double scale = 1.0;
   /// Empty = every telemetry file; else names from SynthMetricNames() (GPU_UTIL, NODE_CPU_UTILIZATION,
-  /// IPMI, ...). The job traces are always written.
+  /// IPMI, ...), or just "none" for no telemetry. The job traces are always written.
   std::vector<std::string> metrics;
-  /// Reserved for a later issue: WriteSynthetic returns an error while this is set.
+  /// Also injects incidents for the anomaly detectors and writes their ground truth to DIR/faults.csv
+  /// (the fault-injection issue; until it lands, WriteSynthetic may refuse this).
   bool inject_faults = false;
   SynthLoad load = SynthLoad::kUtilizationLogs;
   /// Also writes out_dir/schedule.csv: which GPUs ran which job when (ground truth for tests and
@@ -57,7 +58,8 @@ struct SynthReport {
 /// Not thread-safe with respect to its output directory; otherwise reentrant.
 core::Result<SynthReport> WriteSynthetic(const SynthOptions& options);
 
-/// Names accepted in SynthOptions::metrics: the 13 DCGM metrics, the 4 node metrics, and IPMI.
+/// Names accepted in SynthOptions::metrics: the 13 DCGM metrics, the 4 node metrics, IPMI (the three
+/// Seren power files), and "none" (job traces only).
 std::vector<std::string> SynthMetricNames();
 
 }  // namespace acmetrace::producers

@@ -86,6 +86,7 @@ class UtilizationMetricReader {
   std::vector<Cell> cells_;
   int64_t ts_ms_ = 0;
   bool have_last_ = false;
+  bool at_seam_ = false;  // between opening a split file and its first new row
   int64_t last_ts_ms_ = 0;
   int64_t bytes_done_ = 0;
   int64_t duplicates_dropped_ = 0;

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Side by side: `acmetrace replay --speed max --sink kafka` against `kcat -P -K` producing the same records
+# (the JSON lines of `--sink stdout`, split into one key<TAB>value file per topic) into the same local broker,
+# with the same topic settings. Prints records/s and MB/s (key+value bytes) of each and the ratio.
+#
+#   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--sweep]
+#
+#   --scale F, --days N  the synthetic data set (`acmetrace synth --seed 1`), default a day at scale 0.05
+#                        (~190k records, ~150 MB of JSON); cached in $ACMETRACE_BENCH_DIR/kafka_vs_kcat (.cache/bench)
+#   --runs N             rounds (default 3); each round runs acmetrace then kcat; medians are reported
+#   --config FILE        acmetrace YAML (kafka.* tuning) for the acmetrace runs and the topic settings
+#   --kcat-args "ARGS"   extra kcat arguments (default none: kcat with librdkafka's defaults)
+#   --sweep              instead: acmetrace alone under each tuning of a grid (compression x linger x batch;
+#                        narrow it with SWEEP_COMPRESSION="lz4 zstd", SWEEP_LINGER_MS="5 20", SWEEP_BATCH="10000")
+#
+# Every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics created
+# beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither side
+# pays for topic creation or finds the other's data. Each run's end offsets are checked against the record count.
+# Needs build/apps/acmetrace (scripts/build), kcat, python3, java (scripts/kafka-local).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/build/apps/acmetrace"
+kafka_local="$root/scripts/kafka-local"
+bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/kafka_vs_kcat"
+scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0
+while (($#)); do
+  case "$1" in
+    --scale) scale="$2"; shift 2 ;;
+    --days) days="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
+    --config) config="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --kcat-args) kcat_args="$2"; shift 2 ;;
+    --sweep) sweep=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "kafka_vs_kcat: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$bin" ]] || { echo "kafka_vs_kcat: $bin missing: run scripts/build" >&2; exit 1; }
+command -v kcat >/dev/null || { echo "kafka_vs_kcat: kcat missing (apt-get install kcat)" >&2; exit 1; }
+mkdir -p "$bench_dir"
+# A copy, so a rebuild during the benchmark does not pull the binary from under it.
+cp "$bin" "$bench_dir/acmetrace.bin"
+bin="$bench_dir/acmetrace.bin"
+
+log() { echo "kafka_vs_kcat: $*" >&2; }
+now_ns() { date +%s%N; }
+
+# --- data: a synthetic release, its JSON lines, and one key<TAB>value file per topic ---
+data="$bench_dir/synth-d$days-s$scale"
+if [[ ! -f "$data/.done" ]]; then
+  log "generating $data"
+  rm -rf "$data" "$data.tmp"
+  "$bin" synth --out "$data.tmp" --days "$days" --scale "$scale" --seed 1 >&2
+  "$bin" replay --data "$data.tmp" --speed max --sink stdout 2>/dev/null >"$data.tmp/feed.jsonl"
+  python3 - "$data.tmp" <<'EOF'
+import json, sys
+d = sys.argv[1]
+files, counts, sizes = {}, {}, {}
+with open(d + "/feed.jsonl", "rb") as feed:
+    for line in feed:
+        # {"topic":"T","key":"K","value":{...}}\n  (keys need no escaping in acmetrace's data)
+        t_end = line.index(b'","key":"')
+        k_end = line.index(b'","value":', t_end)
+        topic, key, value = line[10:t_end].decode(), line[t_end + 9:k_end], line[k_end + 10:-2]
+        if topic not in files:
+            files[topic] = open(f"{d}/{topic}.kv", "wb")
+            counts[topic], sizes[topic] = 0, 0
+        files[topic].write(key + b"\t" + value + b"\n")
+        counts[topic] += 1
+        sizes[topic] += len(key) + len(value)
+with open(d + "/counts.json", "w") as out:
+    json.dump({"records": counts, "bytes": sizes}, out)
+EOF
+  touch "$data.tmp/.done"
+  mv "$data.tmp" "$data"
+fi
+read -r records bytes topics < <(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+print(sum(c["records"].values()), sum(c["bytes"].values()), ",".join(sorted(c["records"])))' "$data/counts.json")
+log "data: $records records, $((bytes / 1000000)) MB of keys+values, topics $topics"
+
+# --- a broker of our own, emptied before every run ---
+boot="$("$kafka_local" --port 0 start)"
+port="${boot##*:}"
+trap '"$kafka_local" --port "$port" reset >/dev/null 2>&1 || true' EXIT
+config_args=()
+[[ -n "$config" ]] && config_args=(--config "$config")
+
+fresh_broker() {  # fresh_broker CONFIG...: empty broker, topics created with the given acmetrace config
+  "$kafka_local" --port "$port" reset >/dev/null 2>&1
+  "$kafka_local" --port "$port" start >/dev/null 2>&1
+  "$bin" "$@" replay --data "$data" --sink kafka --brokers "$boot" \
+    --from 2000-01-01T00:00:00Z --to 2000-01-01T00:00:01Z >/dev/null 2>&1
+}
+
+end_offsets() {  # per topic "topic=sum of end offsets"
+  local t p n total
+  for t in ${topics//,/ }; do
+    n="$(kcat -b "$boot" -L -t "$t" | sed -n 's/.* with \([0-9]*\) partitions.*/\1/p')"
+    total=0
+    for ((p = 0; p < n; p++)); do
+      total=$((total + $(kcat -b "$boot" -Q -t "$t:$p:-1" | awk '{print $NF}')))
+    done
+    echo "$t=$total"
+  done
+}
+
+check_offsets() {  # the records the broker holds equal the records sent
+  local sums total
+  sums="$(end_offsets)"
+  total="$(awk -F= '{s += $2} END {print s}' <<<"$sums")"
+  ((total == records)) && return 0
+  log "ERROR: broker holds $total records, expected $records: $(echo $sums); expected $(python3 -c '
+import json, sys; print(json.load(open(sys.argv[1]))["records"])' "$data/counts.json")"
+  sleep 3
+  log "  3 s later: $(echo $(end_offsets)); consumed: $(for t in ${topics//,/ }; do
+    echo -n "$t=$(kcat -b "$boot" -C -t "$t" -o beginning -e -q -f '.\n' | wc -l) "; done)"
+  exit 1
+}
+
+run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds
+  fresh_broker "$@"
+  local t0 t1
+  t0="$(now_ns)"
+  "$bin" "$@" replay --data "$data" --speed max --sink kafka --brokers "$boot" 2>"$bench_dir/acmetrace.err" >/dev/null ||
+    { cat "$bench_dir/acmetrace.err" >&2; exit 1; }
+  t1="$(now_ns)"
+  check_offsets
+  echo "scale=3; ($t1 - $t0) / 1000000000" | bc
+}
+
+run_kcat() {
+  fresh_broker "${config_args[@]}"
+  local t0 t1 t
+  t0="$(now_ns)"
+  for t in ${topics//,/ }; do
+    # shellcheck disable=SC2086
+    kcat -P -b "$boot" -t "$t" -K $'\t' $kcat_args <"$data/$t.kv"
+  done
+  t1="$(now_ns)"
+  check_offsets
+  echo "scale=3; ($t1 - $t0) / 1000000000" | bc
+}
+
+run_replay_alone() {  # the replay's own cost: reading, merging, JSON, no Kafka
+  local t0 t1
+  t0="$(now_ns)"
+  "$bin" replay --data "$data" --speed max --sink stdout >/dev/null 2>&1
+  t1="$(now_ns)"
+  echo "scale=3; ($t1 - $t0) / 1000000000" | bc
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+row() {  # row NAME SECONDS
+  awk -v name="$1" -v s="$2" -v r="$records" -v b="$bytes" \
+    'BEGIN {printf "%-34s %9d %8.2f %11.0f %8.1f\n", name, r, s, r / s, b / 1e6 / s}'
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), librdkafka $(pkg-config --modversion rdkafka), kcat $(kcat -V 2>&1 | sed -n "s/^Version \([^ ]*\).*/\1/p")"
+echo "# data: synth --days $days --scale $scale --seed 1: $records records, $((bytes / 1000000)) MB keys+values"
+
+if ((sweep)); then
+  printf '%-34s %9s %8s %11s %8s\n' "acmetrace tuning" records seconds records/s MB/s
+  tmp_config="$bench_dir/sweep.yaml"
+  for compression in ${SWEEP_COMPRESSION:-none lz4 zstd}; do
+    for linger in ${SWEEP_LINGER_MS:-5 20 100}; do
+      for batch in ${SWEEP_BATCH:-10000 100000}; do
+        printf 'kafka:\n  compression: %s\n  linger_ms: %s\n  batch_num_messages: %s\n' \
+          "$compression" "$linger" "$batch" >"$tmp_config"
+        times=()
+        for ((i = 0; i < runs; i++)); do times+=("$(run_acmetrace --config "$tmp_config")"); done
+        row "$compression linger=$linger batch=$batch" "$(median "${times[@]}")"
+      done
+    done
+  done
+  exit 0
+fi
+
+acm=() kc=() alone=()
+for ((i = 1; i <= runs; i++)); do
+  log "round $i/$runs"
+  alone+=("$(run_replay_alone)")
+  acm+=("$(run_acmetrace "${config_args[@]}")")
+  kc+=("$(run_kcat)")
+  log "  acmetrace ${acm[-1]} s, kcat ${kc[-1]} s, replay to /dev/null ${alone[-1]} s"
+done
+printf '%-34s %9s %8s %11s %8s\n' producer records seconds records/s MB/s
+row "acmetrace replay --sink kafka" "$(median "${acm[@]}")"
+row "kcat -P -K (3 topics, in turn)" "$(median "${kc[@]}")"
+row "(replay --sink stdout >/dev/null)" "$(median "${alone[@]}")"
+awk -v a="$(median "${acm[@]}")" -v k="$(median "${kc[@]}")" \
+  'BEGIN {printf "ratio acmetrace/kcat (records/s): %.2fx\n", k / a}'
+echo "# runs (s): acmetrace ${acm[*]}; kcat ${kc[*]}; replay alone ${alone[*]}"

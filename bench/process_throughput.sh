@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Processor throughput: `acmetrace process --source kafka --until-end` (every metric and detector on) against
+# `kcat -C` reading the same topics raw, from the same local broker; then the processor's peak RSS over a
+# simulated week (synth -> replay --sink stdout -> process --source stdin, under /usr/bin/time -v).
+#
+#   bench/process_throughput.sh [--scale F] [--days N] [--runs N] [--week-scale F] [--no-week] [--bin PATH]
+#
+#   --scale F, --days N  the data set read from Kafka (`acmetrace synth --seed 1`), default a day at scale 0.05
+#   --runs N             rounds (default 3): each round kcat then acmetrace, each with a fresh consumer; medians
+#   --week-scale F       scale of the simulated week (default 0.2, seren only, as `synth --days 7 --scale 0.2`)
+#   --no-week            skip the week
+#   --bin PATH           the acmetrace binary (default build/apps/acmetrace)
+#
+# Goal: acmetrace records/s >= 0.5 x kcat records/s. kcat only moves bytes (-q -f '%o\n' to /dev/null is no
+# cheaper than -f '%s\n'); acmetrace parses every record, keeps the watermark, applies every metric, runs
+# every detector and writes its windows (to /dev/null). Data cached in $ACMETRACE_BENCH_DIR/process (.cache/bench).
+# Needs acmetrace, kcat, java (scripts/kafka-local), /usr/bin/time.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/build/apps/acmetrace"
+kafka_local="$root/scripts/kafka-local"
+bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/process"
+scale=0.05 days=1 runs=3 week_scale=0.2 week=1
+while (($#)); do
+  case "$1" in
+    --scale) scale="$2"; shift 2 ;;
+    --days) days="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
+    --week-scale) week_scale="$2"; shift 2 ;;
+    --no-week) week=0; shift ;;
+    --bin) bin="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "process_throughput: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$bin" ]] || { echo "process_throughput: $bin missing: run scripts/build" >&2; exit 1; }
+command -v kcat >/dev/null || { echo "process_throughput: kcat missing (apt-get install kcat)" >&2; exit 1; }
+mkdir -p "$bench_dir"
+cp "$bin" "$bench_dir/acmetrace.bin"  # a rebuild during the benchmark does not pull it from under us
+bin="$bench_dir/acmetrace.bin"
+log() { echo "process_throughput: $*" >&2; }
+now_ns() { date +%s%N; }
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+data="$bench_dir/synth-d$days-s$scale"
+if [[ ! -f "$data/.done" ]]; then
+  log "generating $data"
+  rm -rf "$data"
+  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 1 >&2
+  touch "$data/.done"
+fi
+
+boot="$("$kafka_local" --port 0 start)"
+port="${boot##*:}"
+trap '"$kafka_local" --port "$port" reset >/dev/null 2>&1 || true' EXIT
+log "broker $boot; producing the data set"
+"$bin" replay --data "$data" --sink kafka --brokers "$boot" 2>&1 | tail -1 >&2
+topics="acme.jobs acme.util acme.power"
+records=0
+for t in $topics; do
+  n="$(kcat -b "$boot" -L -t "$t" | sed -n 's/.* with \([0-9]*\) partitions.*/\1/p')"
+  for ((p = 0; p < n; p++)); do
+    records=$((records + $(kcat -b "$boot" -Q -t "$t:$p:-1" | awk '{print $NF}')))
+  done
+done
+log "data: $records records in $topics"
+
+kcat_rates=() acme_rates=()
+for ((r = 1; r <= runs; r++)); do
+  t0="$(now_ns)"
+  got=0
+  for t in $topics; do  # kcat -C reads one topic per run: the topics one after the other
+    n="$(kcat -b "$boot" -C -t "$t" -o beginning -e -q -f '%s\n' | wc -l)"
+    got=$((got + n))
+  done
+  t1="$(now_ns)"
+  ((got == records)) || { log "kcat read $got records, expected $records"; exit 1; }
+  kcat_rates+=("$(awk -v n="$records" -v ns="$((t1 - t0))" 'BEGIN {printf "%.0f", n / (ns / 1e9)}')")
+
+  t0="$(now_ns)"
+  "$bin" process --source kafka --sink stdout --brokers "$boot" --group "bench-$r-$$" --until-end \
+    >/dev/null 2>"$bench_dir/process.err"
+  t1="$(now_ns)"
+  grep -q "records processed" "$bench_dir/process.err" || { cat "$bench_dir/process.err" >&2; exit 1; }
+  acme_rates+=("$(awk -v n="$records" -v ns="$((t1 - t0))" 'BEGIN {printf "%.0f", n / (ns / 1e9)}')")
+  log "round $r: kcat ${kcat_rates[-1]} records/s, acmetrace process ${acme_rates[-1]} records/s"
+done
+kcat_median="$(printf '%s\n' "${kcat_rates[@]}" | median)"
+acme_median="$(printf '%s\n' "${acme_rates[@]}" | median)"
+ratio="$(awk -v a="$acme_median" -v k="$kcat_median" 'BEGIN {printf "%.2f", a / k}')"
+echo "kafka: $records records; kcat -C ${kcat_median} records/s; acmetrace process ${acme_median} records/s" \
+  "(whole run: connect, group join, parse, metrics, detectors); ratio ${ratio} (goal >= 0.5)"
+tail -1 "$bench_dir/process.err" >&2
+
+if ((week)); then
+  wdata="$bench_dir/synth-week-s$week_scale"
+  if [[ ! -f "$wdata/.done" ]]; then
+    log "generating a week at scale $week_scale (seren)"
+    rm -rf "$wdata"
+    "$bin" synth --out "$wdata" --days 7 --scale "$week_scale" --clusters seren --seed 1 >&2
+    touch "$wdata/.done"
+  fi
+  "$bin" replay --data "$wdata" --sink stdout 2>/dev/null |
+    /usr/bin/time -v "$bin" process --source stdin >/dev/null 2>"$bench_dir/week.err"
+  rss_kb="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$bench_dir/week.err")"
+  summary="$(grep "records processed" "$bench_dir/week.err")"
+  echo "week (seren, scale $week_scale): peak RSS $((rss_kb / 1024)) MiB; ${summary#acmetrace process: }"
+fi

@@ -1,0 +1,44 @@
+// JSON parsing of records: the inverse of record_json.h (values and the stdio framing), for every
+// stage that consumes the feed (processors, exporters).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/status.h"
+
+namespace acmetrace::core {
+
+/// Kind of record a topic carries; nullopt-like kUnknown for any other topic.
+enum class RecordKind { kJob, kUtil, kPower, kMetrics, kAnomaly, kUnknown };
+RecordKind RecordKindOfTopic(std::string_view topic);
+
+/// Parses record JSON (simdjson On-Demand) back into core::Record: ParseValue(AppendRecordJson(r))
+/// == r for every kind, and a framed line rewritten by AppendFramedLine gives the same bytes.
+/// Fields may come in any order; unknown fields are skipped; a malformed value or a missing
+/// required field is an error naming the field (never a throw). Reuses the storage of `out` when it
+/// already holds the same kind, so a steady stream allocates little. Not thread-safe: one parser
+/// per thread.
+class RecordParser {
+ public:
+  RecordParser();
+  ~RecordParser();
+  RecordParser(const RecordParser&) = delete;
+  RecordParser& operator=(const RecordParser&) = delete;
+
+  /// Parses the JSON value of a record of `topic` (acme.jobs, acme.util, acme.power, acme.metrics,
+  /// acme.anomalies).
+  Status ParseValue(std::string_view topic, std::string_view json, Record& out);
+
+  /// Parses one stdio line {"topic":..,"key":..,"value":{..}} (a trailing newline is allowed).
+  /// key, if given, receives the framed key.
+  Status ParseFramedLine(std::string_view line, Record& out, std::string* key = nullptr);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace acmetrace::core

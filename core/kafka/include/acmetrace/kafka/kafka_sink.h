@@ -1,0 +1,59 @@
+// The Kafka producer behind core::RecordSink: idempotent, acks=all, backpressure instead of drops.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "acmetrace/core/transport.h"
+#include "acmetrace/kafka/kafka_admin.h"
+#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/kafka/kafka_message.h"
+
+namespace acmetrace::kafka {
+
+/// What the producer did. Every produced record gets exactly one delivery report:
+/// after a successful Flush, delivered == produced and failed == 0.
+struct DeliveryCounts {
+  int64_t produced = 0;          // accepted into the local queue
+  int64_t delivered = 0;         // delivery reports: acknowledged by the broker (acks=all)
+  int64_t failed = 0;            // delivery reports: given up (kafka.delivery_timeout_ms, fatal error)
+  int64_t queue_full_waits = 0;  // times the local queue was full and Write waited (backpressure)
+};
+
+/// Produces records to Kafka (key {cluster}/..., value the record's JSON, trace_ts_ms header,
+/// timestamp per kafka.timestamp). A full local queue makes Write wait, never drop; a fatal
+/// producer error or a failed delivery makes Write/Flush return an error. Not thread-safe.
+class KafkaSink : public core::RecordSink {
+ public:
+  /// Connects within kafka.connect_timeout_ms (else an error naming the brokers), creates the
+  /// missing kafka.topics, and logs what it created to log.
+  static core::Result<std::unique_ptr<KafkaSink>> Open(const KafkaSettings& settings, std::FILE* log = stderr);
+  /// Flushes what is left (bounded by kafka.delivery_timeout_ms); a caller that cares about the
+  /// outcome calls Flush first.
+  ~KafkaSink() override;
+  KafkaSink(const KafkaSink&) = delete;
+  KafkaSink& operator=(const KafkaSink&) = delete;
+
+  core::Status Write(const core::Record& record) override;
+  /// Produces an already encoded message (processors' outputs: acme.metrics, acme.anomalies).
+  core::Status Produce(const OutgoingMessage& message);
+  /// Waits until every produced record has its delivery report; an error if any failed.
+  core::Status Flush() override;
+
+  DeliveryCounts counts() const;
+  /// The configured topics: created now or found.
+  const std::vector<TopicDescription>& topics() const;
+
+  /// Tests only: raises a fatal producer error, as the idempotent producer would on a broken sequence.
+  void TriggerFatalErrorForTesting(const std::string& reason);
+
+ private:
+  struct Impl;
+  explicit KafkaSink(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace acmetrace::kafka

@@ -1,0 +1,299 @@
+// kafka.* keys: declared with defaults beside the code, mapped onto librdkafka properties.
+#include "acmetrace/kafka/kafka_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <stdexcept>
+
+#include "acmetrace/core/number.h"
+
+namespace acmetrace::kafka {
+namespace {
+
+constexpr std::string_view kRedacted = "[redacted]";
+constexpr std::string_view kDefaultTopics = "acme.jobs,acme.util,acme.power,acme.metrics,acme.anomalies";
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+int64_t GetIntAtLeast(const core::Config& config, const std::string& key, int64_t min) {
+  const int64_t v = config.GetInt(key);
+  if (v < min) throw std::invalid_argument(key + ": must be at least " + std::to_string(min) + ", got " + std::to_string(v));
+  return v;
+}
+
+// -1 (the broker's default) or a positive count.
+int32_t GetCountOrDefault(const core::Config& config, const std::string& key) {
+  const int64_t v = config.GetInt(key);
+  if (v != -1 && (v < 1 || v > 1'000'000)) {
+    throw std::invalid_argument(key + ": must be -1 (broker default) or a positive count, got " + std::to_string(v));
+  }
+  return static_cast<int32_t>(v);
+}
+
+Properties ParseListOrThrow(const core::Config& config, const std::string& key) {
+  core::Result<Properties> parsed = ParsePropertyList(config.GetString(key), key);
+  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
+  return std::move(parsed).value();
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) throw std::invalid_argument("kafka.properties_file: cannot read '" + path + "'");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// The pass-through may tune anything, but not switch off the delivery guarantees nor give a second
+// source for what a typed key already sets.
+core::Status CheckPassThrough(const Properties& properties, bool producer) {
+  for (const auto& [name, value] : properties) {
+    const std::string where = "kafka pass-through property " + name;
+    if (name == "bootstrap.servers" || name == "metadata.broker.list") {
+      return core::Status::Error(where + ": set kafka.brokers (or --brokers) instead");
+    }
+    if (name == "group.id") return core::Status::Error(where + ": set kafka.group_id instead");
+    if (producer && name == "enable.idempotence" && value != "true") {
+      return core::Status::Error(where + ": must stay true (no duplicates across broker restarts depends on it)");
+    }
+    if (producer && (name == "acks" || name == "request.required.acks") && value != "all" && value != "-1") {
+      return core::Status::Error(where + ": must stay all (no loss across broker restarts depends on it)");
+    }
+    if (!producer && name == "enable.auto.offset.store" && value != "false") {
+      return core::Status::Error(where + ": must stay false (offsets are stored only after a record is processed)");
+    }
+  }
+  return core::Status::Ok();
+}
+
+void Append(Properties& out, const Properties& more) { out.insert(out.end(), more.begin(), more.end()); }
+
+}  // namespace
+
+void DeclareKafkaConfig(core::Config& config) {
+  const KafkaSettings d;
+  auto n = [](int64_t v) { return std::to_string(v); };
+  config.Declare("kafka.brokers", d.brokers, "bootstrap brokers host:port[,host:port] (librdkafka bootstrap.servers); --brokers");
+  config.Declare("kafka.client_id", d.client_id, "client.id the brokers see in their logs and quotas");
+  config.Declare("kafka.connect_timeout_ms", n(d.connect_timeout_ms),
+                 "at start, wait this long for a broker to answer a metadata request, then exit 1");
+  config.Declare("kafka.timestamp", "replay",
+                 "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
+                 "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)");
+  config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)");
+  config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing");
+  config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)");
+  config.Declare("kafka.replication_factor", n(d.replication_factor),
+                 "replication factor of created topics (-1 = broker default.replication.factor)");
+  config.Declare("kafka.retention_ms", n(d.retention_ms),
+                 "retention.ms of created topics: -1 keeps records forever (required with timestamp: trace, whose "
+                 "2023 timestamps any finite retention deletes at once)");
+  config.Declare("kafka.compression", d.compression, "producer compression: none, gzip, snappy, lz4 or zstd");
+  config.Declare("kafka.linger_ms", n(d.linger_ms), "producer linger.ms: how long a batch waits to fill");
+  config.Declare("kafka.batch_size_bytes", n(d.batch_size_bytes), "producer batch.size: bytes per partition batch");
+  config.Declare("kafka.batch_num_messages", n(d.batch_num_messages), "producer batch.num.messages: records per batch");
+  config.Declare("kafka.queue_max_messages", n(d.queue_max_messages),
+                 "producer queue.buffering.max.messages: records buffered before the replay waits (backpressure)");
+  config.Declare("kafka.queue_max_kbytes", n(d.queue_max_kbytes),
+                 "producer queue.buffering.max.kbytes: KiB buffered before the replay waits (backpressure)");
+  config.Declare("kafka.delivery_timeout_ms", n(d.delivery_timeout_ms),
+                 "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never");
+  config.Declare("kafka.group_id", d.group_id, "consumer group of the consuming stages");
+  config.Declare("kafka.auto_offset_reset", d.auto_offset_reset,
+                 "where a consumer group without committed offsets starts: earliest or latest");
+  config.Declare("kafka.commit_interval_ms", n(d.commit_interval_ms),
+                 "consumer auto.commit.interval.ms: how often processed offsets are committed");
+  config.Declare("kafka.properties_file", "",
+                 "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets");
+  config.Declare("kafka.properties", "",
+                 "librdkafka properties for producers and consumers, k=v,k=v (e.g. security.protocol=SASL_SSL); "
+                 "applied after the keys above and the file");
+  config.Declare("kafka.producer_properties", "", "librdkafka properties for producers only, k=v,k=v");
+  config.Declare("kafka.consumer_properties", "", "librdkafka properties for consumers only, k=v,k=v");
+}
+
+KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
+  KafkaSettings s;
+  s.brokers = config.GetString("kafka.brokers");
+  if (s.brokers.empty()) throw std::invalid_argument("kafka.brokers: empty (give --brokers host:port)");
+  s.client_id = config.GetString("kafka.client_id");
+  s.connect_timeout_ms = GetIntAtLeast(config, "kafka.connect_timeout_ms", 1);
+  const std::string ts = config.GetString("kafka.timestamp");
+  if (ts == "replay") {
+    s.timestamp = TimestampMode::kReplay;
+  } else if (ts == "trace") {
+    s.timestamp = TimestampMode::kTrace;
+  } else {
+    throw std::invalid_argument("kafka.timestamp: expected replay or trace, got '" + ts + "'");
+  }
+  s.create_topics = config.GetBool("kafka.create_topics");
+  s.topics = config.GetList("kafka.topics");
+  s.partitions = GetCountOrDefault(config, "kafka.partitions");
+  s.replication_factor = GetCountOrDefault(config, "kafka.replication_factor");
+  s.retention_ms = config.GetInt("kafka.retention_ms");
+  if (s.retention_ms != -1 && s.retention_ms < 1) {
+    throw std::invalid_argument("kafka.retention_ms: must be -1 (forever) or positive, got " + std::to_string(s.retention_ms));
+  }
+  s.compression = config.GetString("kafka.compression");
+  static constexpr std::string_view kCodecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+  if (std::find(std::begin(kCodecs), std::end(kCodecs), s.compression) == std::end(kCodecs)) {
+    throw std::invalid_argument("kafka.compression: expected none, gzip, snappy, lz4 or zstd, got '" + s.compression + "'");
+  }
+  s.linger_ms = GetIntAtLeast(config, "kafka.linger_ms", 0);
+  s.batch_size_bytes = GetIntAtLeast(config, "kafka.batch_size_bytes", 1);
+  s.batch_num_messages = GetIntAtLeast(config, "kafka.batch_num_messages", 1);
+  s.queue_max_messages = GetIntAtLeast(config, "kafka.queue_max_messages", 1);
+  s.queue_max_kbytes = GetIntAtLeast(config, "kafka.queue_max_kbytes", 1);
+  s.delivery_timeout_ms = GetIntAtLeast(config, "kafka.delivery_timeout_ms", 0);
+  s.group_id = config.GetString("kafka.group_id");
+  if (s.group_id.empty()) throw std::invalid_argument("kafka.group_id: empty");
+  s.auto_offset_reset = config.GetString("kafka.auto_offset_reset");
+  if (s.auto_offset_reset != "earliest" && s.auto_offset_reset != "latest") {
+    throw std::invalid_argument("kafka.auto_offset_reset: expected earliest or latest, got '" + s.auto_offset_reset + "'");
+  }
+  s.commit_interval_ms = GetIntAtLeast(config, "kafka.commit_interval_ms", 1);
+
+  if (const std::string path = config.GetString("kafka.properties_file"); !path.empty()) {
+    core::Result<Properties> file = ParsePropertiesText(ReadWholeFile(path), path);
+    if (!file.ok()) throw std::invalid_argument(file.status().message());
+    Append(s.properties, file.value());
+  }
+  Append(s.properties, ParseListOrThrow(config, "kafka.properties"));
+  s.producer_properties = ParseListOrThrow(config, "kafka.producer_properties");
+  s.consumer_properties = ParseListOrThrow(config, "kafka.consumer_properties");
+  return s;
+}
+
+core::Result<Properties> ParsePropertyList(std::string_view text, std::string_view origin) {
+  Properties out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view part = core::TrimSpaces(text.substr(start, comma - start));
+    start = comma + 1;
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos) {
+      // "debug=broker,topic": the list was split at a comma inside a value.
+      if (out.empty()) {
+        return core::Status::Error(std::string(origin) + ": expected name=value, got '" + std::string(part) + "'");
+      }
+      out.back().second += ",";
+      out.back().second += part;
+      continue;
+    }
+    const std::string_view name = core::TrimSpaces(part.substr(0, eq));
+    if (name.empty()) return core::Status::Error(std::string(origin) + ": property without a name before '='");
+    out.emplace_back(std::string(name), std::string(core::TrimSpaces(part.substr(eq + 1))));
+  }
+  return out;
+}
+
+core::Result<Properties> ParsePropertiesText(std::string_view text, std::string_view origin) {
+  Properties out;
+  int line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line = core::TrimSpaces(line);
+    if (line.empty() || line.front() == '#' || line.front() == '!') continue;
+    const size_t eq = line.find('=');
+    const std::string_view name = eq == std::string_view::npos ? line : core::TrimSpaces(line.substr(0, eq));
+    if (eq == std::string_view::npos || name.empty()) {
+      // The line may hold a secret: name only its number.
+      return core::Status::Error(std::string(origin) + ":" + std::to_string(line_number) + ": expected name=value");
+    }
+    out.emplace_back(std::string(name), std::string(core::TrimSpaces(line.substr(eq + 1))));
+  }
+  return out;
+}
+
+bool IsSecretProperty(std::string_view name) {
+  const std::string lower = Lower(name);
+  return lower.find("password") != std::string::npos || lower.find("secret") != std::string::npos ||
+         lower == "ssl.key.pem" || lower == "ssl_key" || lower == "sasl.oauthbearer.config";
+}
+
+std::string DescribeProperties(const Properties& properties) {
+  std::string out;
+  for (const auto& [name, value] : properties) {
+    if (!out.empty()) out += ", ";
+    out += name;
+    out += '=';
+    out += IsSecretProperty(name) ? std::string(kRedacted) : value;
+  }
+  return out;
+}
+
+std::string RedactSecrets(std::string text, const Properties& properties) {
+  for (const auto& [name, value] : properties) {
+    if (!IsSecretProperty(name) || value.empty()) continue;
+    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + kRedacted.size())) {
+      text.replace(at, value.size(), kRedacted);
+    }
+  }
+  return text;
+}
+
+core::Result<Properties> ProducerProperties(const KafkaSettings& s) {
+  if (core::Status st = CheckPassThrough(s.properties, true); !st.ok()) return st;
+  if (core::Status st = CheckPassThrough(s.producer_properties, true); !st.ok()) return st;
+  Properties p = {
+      {"bootstrap.servers", s.brokers},
+      {"client.id", s.client_id},
+      {"enable.idempotence", "true"},
+      {"acks", "all"},
+      // Java's partitioner: a Java consumer or Kafka Streams job co-partitions with us by key.
+      {"partitioner", "murmur2_random"},
+      {"compression.codec", s.compression},
+      {"linger.ms", std::to_string(s.linger_ms)},
+      {"batch.size", std::to_string(s.batch_size_bytes)},
+      {"batch.num.messages", std::to_string(s.batch_num_messages)},
+      {"queue.buffering.max.messages", std::to_string(s.queue_max_messages)},
+      {"queue.buffering.max.kbytes", std::to_string(s.queue_max_kbytes)},
+      {"message.timeout.ms", std::to_string(s.delivery_timeout_ms)},
+      // A broker restart is an expected event for a long replay: say it once, not per connection.
+      {"log.connection.close", "false"},
+  };
+  Append(p, s.properties);
+  Append(p, s.producer_properties);
+  return p;
+}
+
+core::Result<Properties> ConsumerProperties(const KafkaSettings& s) {
+  if (core::Status st = CheckPassThrough(s.properties, false); !st.ok()) return st;
+  if (core::Status st = CheckPassThrough(s.consumer_properties, false); !st.ok()) return st;
+  Properties p = {
+      {"bootstrap.servers", s.brokers},
+      {"client.id", s.client_id},
+      {"group.id", s.group_id},
+      {"enable.auto.offset.store", "false"},
+      {"enable.auto.commit", "true"},
+      {"auto.commit.interval.ms", std::to_string(s.commit_interval_ms)},
+      {"auto.offset.reset", s.auto_offset_reset},
+      {"log.connection.close", "false"},
+  };
+  Append(p, s.properties);
+  Append(p, s.consumer_properties);
+  return p;
+}
+
+std::string_view TimestampModeName(TimestampMode mode) {
+  return mode == TimestampMode::kTrace ? "trace" : "replay";
+}
+
+}  // namespace acmetrace::kafka

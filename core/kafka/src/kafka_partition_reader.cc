@@ -1,0 +1,277 @@
+// KafkaPartitionReader and KafkaGroupMembership: assignment-based reading and ownership by group.
+#include "acmetrace/kafka/kafka_partition_reader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+#include <utility>
+
+#include "rdkafka_handles.h"
+
+namespace acmetrace::kafka {
+namespace {
+
+int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+struct KafkaPartitionReader::Impl {
+  explicit Impl(std::FILE* log) : state(log) {}
+  internal::ClientState state;  // before consumer: it is the consumer's callback opaque
+  internal::KafkaHandle consumer;
+  internal::MessageHandle current;
+  FramedRecord record;
+  std::string end_topic;
+};
+
+KafkaPartitionReader::KafkaPartitionReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+KafkaPartitionReader::~KafkaPartitionReader() {
+  if (impl_ && impl_->consumer) {
+    impl_->current.reset();
+    rd_kafka_consumer_close(impl_->consumer.get());
+  }
+}
+
+core::Result<std::unique_ptr<KafkaPartitionReader>> KafkaPartitionReader::Open(const KafkaSettings& settings,
+                                                                               std::FILE* log) {
+  core::Result<Properties> properties = ConsumerProperties(settings);
+  if (!properties.ok()) return properties.status();
+  Properties props = std::move(properties).value();
+  // Offsets live in the caller's snapshots: nothing is stored or committed here.
+  props.emplace_back("enable.auto.commit", "false");
+  props.emplace_back("enable.partition.eof", "true");
+  auto impl = std::make_unique<Impl>(log);
+  core::Result<internal::KafkaHandle> consumer =
+      internal::CreateClient(props, internal::ClientRole::kConsumer, impl->state);
+  if (!consumer.ok()) return consumer.status();
+  impl->consumer = std::move(consumer).value();
+  if (core::Status s = internal::WaitForBroker(impl->consumer.get(), impl->state, settings.brokers,
+                                               settings.connect_timeout_ms);
+      !s.ok()) {
+    return s;
+  }
+  rd_kafka_poll_set_consumer(impl->consumer.get());
+  return std::unique_ptr<KafkaPartitionReader>(new KafkaPartitionReader(std::move(impl)));
+}
+
+core::Result<std::vector<PartitionInfo>> KafkaPartitionReader::Describe(const std::vector<std::string>& topics,
+                                                                        int timeout_ms) {
+  rd_kafka_t* rk = impl_->consumer.get();
+  std::vector<PartitionInfo> out;
+  for (const std::string& topic : topics) {
+    internal::TopicHandle rkt(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
+    const rd_kafka_metadata_t* raw = nullptr;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &raw, timeout_ms);
+    internal::MetadataHandle md(raw);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return core::Status::Error("kafka: metadata of " + topic + ": " + rd_kafka_err2str(err));
+    }
+    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR || md->topics[0].partition_cnt == 0) {
+      const rd_kafka_resp_err_t terr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(terr));
+    }
+    for (int i = 0; i < md->topics[0].partition_cnt; ++i) {
+      PartitionInfo info;
+      info.topic = topic;
+      info.partition = md->topics[0].partitions[i].id;
+      err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), info.partition, &info.low, &info.high, timeout_ms);
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return core::Status::Error("kafka: offsets of " + topic + "[" + std::to_string(info.partition) +
+                                   "]: " + rd_kafka_err2str(err));
+      }
+      out.push_back(std::move(info));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const PartitionInfo& a, const PartitionInfo& b) {
+    return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+  });
+  return out;
+}
+
+core::Status KafkaPartitionReader::Assign(const std::vector<PartitionStart>& starts) {
+  impl_->current.reset();
+  internal::PartitionListHandle list(rd_kafka_topic_partition_list_new(static_cast<int>(starts.size())));
+  for (const PartitionStart& s : starts) {
+    rd_kafka_topic_partition_list_add(list.get(), s.topic.c_str(), s.partition)->offset =
+        s.offset < 0 ? RD_KAFKA_OFFSET_BEGINNING : s.offset;
+  }
+  const rd_kafka_resp_err_t err = rd_kafka_assign(impl_->consumer.get(), starts.empty() ? nullptr : list.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return core::Status::Error(std::string("kafka: assign: ") + rd_kafka_err2str(err));
+  return core::Status::Ok();
+}
+
+core::Status KafkaPartitionReader::Pause(const std::string& topic, int32_t partition) {
+  internal::PartitionListHandle list(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition);
+  const rd_kafka_resp_err_t err = rd_kafka_pause_partitions(impl_->consumer.get(), list.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return core::Status::Error(std::string("kafka: pause: ") + rd_kafka_err2str(err));
+  return core::Status::Ok();
+}
+
+core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
+  Impl& s = *impl_;
+  s.current.reset();
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
+  for (;;) {
+    const int64_t left = std::max<int64_t>(deadline - SteadyNowMs(), 0);
+    internal::MessageHandle m(rd_kafka_consumer_poll(s.consumer.get(), static_cast<int>(left)));
+    if (s.state.fatal()) return core::Status::Error("kafka consumer fatal error: " + s.state.fatal_message());
+    if (!m) {
+      if (left == 0) return ReaderEvent{};
+      continue;
+    }
+    const char* topic = m->rkt != nullptr ? rd_kafka_topic_name(m->rkt) : "";
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      ReaderEvent e;
+      e.kind = ReaderEvent::Kind::kPartitionEnd;
+      s.end_topic = topic;
+      e.topic = s.end_topic;
+      e.partition = m->partition;
+      e.offset = m->offset;
+      return e;
+    }
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      s.state.OnError(s.consumer.get(), m->err, (std::string(topic) + ": " + rd_kafka_message_errstr(m.get())).c_str());
+      continue;
+    }
+    FramedRecord& r = s.record;
+    r.topic = topic;
+    r.key = std::string_view(static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0);
+    r.value = std::string_view(static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0);
+    r.partition = m->partition;
+    r.offset = m->offset;
+    r.timestamp_ms = rd_kafka_message_timestamp(m.get(), nullptr);
+    r.trace_ts_ms = kNoTraceTs;
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(m.get(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const void* value = nullptr;
+      size_t size = 0;
+      if (rd_kafka_header_get_last(headers, kTraceTsHeader.data(), &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+          value != nullptr) {
+        r.trace_ts_ms = ParseTraceTs(std::string_view(static_cast<const char*>(value), size)).value_or(kNoTraceTs);
+      }
+    }
+    s.current = std::move(m);
+    ReaderEvent e;
+    e.kind = ReaderEvent::Kind::kRecord;
+    e.record = &r;
+    return e;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct KafkaGroupMembership::Impl {
+  explicit Impl(std::FILE* log) : state(log) {}
+  internal::ClientState state;  // before consumer: the callbacks reach it through the opaque (this)
+  internal::KafkaHandle consumer;
+  PartitionsCallback on_assigned;
+  PartitionsCallback on_revoked;
+  std::vector<int32_t> assignment;
+  bool assigned_once = false;
+  bool closed = false;
+
+  static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+    static_cast<Impl*>(opaque)->state.OnError(rk, err, reason);
+  }
+  static void OnLog(const rd_kafka_t* rk, int level, const char* facility, const char* message) {
+    static_cast<Impl*>(rd_kafka_opaque(rk))->state.OnLog(level, facility, message);
+  }
+  static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* partitions,
+                          void* opaque) {
+    Impl* self = static_cast<Impl*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      std::vector<int32_t> ids;
+      for (int i = 0; i < partitions->cnt; ++i) ids.push_back(partitions->elems[i].partition);
+      std::sort(ids.begin(), ids.end());
+      // Take the partitions first: the callback may take long (loading state) and the
+      // assignment is what the group already decided.
+      rd_kafka_assign(rk, partitions);
+      self->assignment = ids;
+      self->assigned_once = true;
+      if (self->on_assigned) self->on_assigned(ids);
+    } else {
+      // Revoked (or an error): give everything back, after the owner has saved its state.
+      if (self->on_revoked && !self->assignment.empty()) self->on_revoked(self->assignment);
+      self->assignment.clear();
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+};
+
+KafkaGroupMembership::KafkaGroupMembership(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+KafkaGroupMembership::~KafkaGroupMembership() { (void)Close(); }
+
+core::Result<std::unique_ptr<KafkaGroupMembership>> KafkaGroupMembership::Open(
+    const KafkaSettings& settings, const std::string& topic, PartitionsCallback on_assigned,
+    PartitionsCallback on_revoked, std::FILE* log) {
+  core::Result<Properties> properties = ConsumerProperties(settings);
+  if (!properties.ok()) return properties.status();
+  Properties props = std::move(properties).value();
+  props.emplace_back("enable.auto.commit", "false");
+  // Eager rebalancing: all revocations finish before any assignment (see the class comment).
+  props.emplace_back("partition.assignment.strategy", "range");
+  auto impl = std::make_unique<Impl>(log);
+  impl->on_assigned = std::move(on_assigned);
+  impl->on_revoked = std::move(on_revoked);
+
+  internal::ConfHandle conf(rd_kafka_conf_new());
+  char errstr[512];
+  for (const auto& [name, value] : props) {
+    if (rd_kafka_conf_set(conf.get(), name.c_str(), value.c_str(), errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+      const std::string shown = IsSecretProperty(name) ? "[redacted]" : "'" + value + "'";
+      return core::Status::Error("kafka property " + name + "=" + shown + ": " + RedactSecrets(errstr, props));
+    }
+  }
+  rd_kafka_conf_set_opaque(conf.get(), impl.get());
+  rd_kafka_conf_set_error_cb(conf.get(), Impl::OnError);
+  rd_kafka_conf_set_log_cb(conf.get(), Impl::OnLog);
+  rd_kafka_conf_set_rebalance_cb(conf.get(), Impl::OnRebalance);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf.get(), errstr, sizeof(errstr));
+  if (rk == nullptr) return core::Status::Error("kafka client: " + RedactSecrets(errstr, props));
+  (void)conf.release();
+  impl->consumer.reset(rk);
+  if (core::Status s = internal::WaitForBroker(rk, impl->state, settings.brokers, settings.connect_timeout_ms);
+      !s.ok()) {
+    impl->closed = true;
+    return s;
+  }
+  rd_kafka_poll_set_consumer(rk);
+  internal::PartitionListHandle topics(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(topics.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
+  if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, topics.get()); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return core::Status::Error(std::string("kafka consumer: subscribe failed: ") + rd_kafka_err2str(err));
+  }
+  return std::unique_ptr<KafkaGroupMembership>(new KafkaGroupMembership(std::move(impl)));
+}
+
+core::Status KafkaGroupMembership::Poll(int timeout_ms) {
+  Impl& s = *impl_;
+  if (s.closed) return core::Status::Ok();
+  internal::MessageHandle m(rd_kafka_consumer_poll(s.consumer.get(), timeout_ms));
+  if (s.state.fatal()) return core::Status::Error("kafka consumer fatal error: " + s.state.fatal_message());
+  // The ownership topic carries no records; errors such as a topic not yet known are transient.
+  return core::Status::Ok();
+}
+
+bool KafkaGroupMembership::assigned_once() const { return impl_->assigned_once; }
+
+const std::vector<int32_t>& KafkaGroupMembership::assignment() const { return impl_->assignment; }
+
+core::Status KafkaGroupMembership::Close() {
+  Impl& s = *impl_;
+  if (s.closed || !s.consumer) return core::Status::Ok();
+  s.closed = true;
+  const rd_kafka_resp_err_t err = rd_kafka_consumer_close(s.consumer.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return core::Status::Error(std::string("kafka consumer: close failed: ") + rd_kafka_err2str(err));
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace acmetrace::kafka

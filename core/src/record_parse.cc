@@ -1,0 +1,431 @@
+// Record parsing with simdjson On-Demand: the processors read every replayed record, so parsing is
+// the hot path (bench/process_throughput.sh holds it against kcat).
+#include "acmetrace/core/record_parse.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+#include <vector>
+
+namespace acmetrace::core {
+
+namespace od = simdjson::ondemand;
+
+RecordKind RecordKindOfTopic(std::string_view topic) {
+  if (topic == kTopicUtil) return RecordKind::kUtil;
+  if (topic == kTopicJobs) return RecordKind::kJob;
+  if (topic == kTopicPower) return RecordKind::kPower;
+  if (topic == kTopicMetrics) return RecordKind::kMetrics;
+  if (topic == kTopicAnomalies) return RecordKind::kAnomaly;
+  return RecordKind::kUnknown;
+}
+
+namespace {
+
+Status FieldError(std::string_view field, simdjson::error_code error) {
+  std::string m = "field \"";
+  m += field;
+  m += "\": ";
+  m += simdjson::error_message(error);
+  return Status::Error(std::move(m));
+}
+
+Status Missing(std::string_view field) {
+  std::string m = "missing field \"";
+  m += field;
+  m += "\"";
+  return Status::Error(std::move(m));
+}
+
+// A number or null (NaN).
+simdjson::error_code GetNumberOrNull(od::value v, double& out) {
+  od::json_type type;
+  if (auto e = v.type().get(type); e) return e;
+  if (type == od::json_type::null) {
+    out = kNoSample;
+    return simdjson::SUCCESS;
+  }
+  return v.get_double().get(out);
+}
+
+}  // namespace
+
+struct RecordParser::Impl {
+  od::parser parser;
+  std::string padded;  // the input copied with simdjson's padding after it
+  // Interned names seen by this parser: a lock-free front for InternName's shared table.
+  std::vector<std::string_view> names;
+
+  std::string_view Intern(std::string_view name) {
+    for (std::string_view n : names) {
+      if (n.size() == name.size() && std::memcmp(n.data(), name.data(), name.size()) == 0) return n;
+    }
+    std::string_view interned = InternName(name);
+    names.push_back(interned);
+    return interned;
+  }
+
+  simdjson::simdjson_result<od::document> Iterate(std::string_view json) {
+    padded.assign(json);
+    padded.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
+    return parser.iterate(padded.data(), json.size(), padded.size());
+  }
+
+  Status ParseJob(od::object obj, JobEvent& e);
+  Status ParseUtil(od::object obj, UtilSample& s);
+  Status ParsePower(od::object obj, PowerSample& p);
+  Status ParseMetrics(od::object obj, MetricsWindow& m);
+  Status ParseAnomaly(od::object obj, AnomalyEvent& a);
+  Status ParseObject(RecordKind kind, od::object obj, Record& out);
+};
+
+#define ACMETRACE_GET(field_name, expr)                       \
+  do {                                                        \
+    if (auto acme_err = (expr); acme_err) return FieldError(field_name, acme_err); \
+  } while (0)
+
+Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
+  bool has_cluster = false, has_event = false, has_ts = false, has_job = false;
+  e.queue_s = kNoSample;
+  e.duration_s = kNoSample;
+  e.gpu_time = kNoSample;
+  e.state.clear();
+  e.user.clear();
+  e.type.clear();
+  e.node_num = e.gpu_num = e.cpu_num = 0;
+  for (auto field : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, field.value().get(v));
+    std::string_view s;
+    if (key == "cluster") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      e.cluster.assign(s);
+      has_cluster = true;
+    } else if (key == "event") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      if (s == "submit") {
+        e.event = JobEventKind::kSubmit;
+      } else if (s == "start") {
+        e.event = JobEventKind::kStart;
+      } else if (s == "end") {
+        e.event = JobEventKind::kEnd;
+      } else {
+        return Status::Error("field \"event\": not submit, start or end");
+      }
+      has_event = true;
+    } else if (key == "ts_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(e.ts_ms));
+      has_ts = true;
+    } else if (key == "job_id") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      e.job_id.assign(s);
+      has_job = true;
+    } else if (key == "user") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      e.user.assign(s);
+    } else if (key == "type") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      e.type.assign(s);
+    } else if (key == "node_num") {
+      ACMETRACE_GET(key, v.get_int64().get(e.node_num));
+    } else if (key == "gpu_num") {
+      ACMETRACE_GET(key, v.get_int64().get(e.gpu_num));
+    } else if (key == "cpu_num") {
+      ACMETRACE_GET(key, v.get_int64().get(e.cpu_num));
+    } else if (key == "state") {
+      ACMETRACE_GET(key, v.get_string().get(s));
+      e.state.assign(s);
+    } else if (key == "duration_s") {
+      ACMETRACE_GET(key, GetNumberOrNull(v, e.duration_s));
+    } else if (key == "queue_s") {
+      ACMETRACE_GET(key, GetNumberOrNull(v, e.queue_s));
+    } else if (key == "gpu_time") {
+      ACMETRACE_GET(key, GetNumberOrNull(v, e.gpu_time));
+    }
+  }
+  if (!has_cluster) return Missing("cluster");
+  if (!has_event) return Missing("event");
+  if (!has_ts) return Missing("ts_ms");
+  if (!has_job) return Missing("job_id");
+  return Status::Ok();
+}
+
+Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
+  bool has_cluster = false, has_node = false, has_ts = false;
+  // Keep the vectors' capacity: a node's next sample has the same shape.
+  size_t gpu_used = 0;
+  s.host.clear();
+  for (auto field : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, field.value().get(v));
+    std::string_view str;
+    if (key == "cluster") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      s.cluster.assign(str);
+      has_cluster = true;
+    } else if (key == "node") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      s.node.assign(str);
+      has_node = true;
+    } else if (key == "ts_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(s.ts_ms));
+      has_ts = true;
+    } else if (key == "gpu") {
+      od::object gpu;
+      ACMETRACE_GET(key, v.get_object().get(gpu));
+      for (auto metric : gpu) {
+        std::string_view name;
+        ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
+        if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
+        GpuMetric& m = s.gpu[gpu_used++];
+        m.name = Intern(name);
+        m.values.clear();
+        od::array values;
+        ACMETRACE_GET(name, metric.value().get_array().get(values));
+        for (auto element : values) {
+          od::value ev;
+          ACMETRACE_GET(name, element.get(ev));
+          double d;
+          ACMETRACE_GET(name, GetNumberOrNull(ev, d));
+          m.values.push_back(d);
+        }
+      }
+    } else if (key == "host") {
+      od::object host;
+      ACMETRACE_GET(key, v.get_object().get(host));
+      for (auto metric : host) {
+        std::string_view name;
+        ACMETRACE_GET("host", metric.unescaped_key().get(name));
+        od::value mv;
+        ACMETRACE_GET(name, metric.value().get(mv));
+        double d;
+        ACMETRACE_GET(name, GetNumberOrNull(mv, d));
+        s.host.push_back(HostMetric{Intern(name), d});
+      }
+    }
+  }
+  s.gpu.resize(gpu_used);
+  if (!has_cluster) return Missing("cluster");
+  if (!has_node) return Missing("node");
+  if (!has_ts) return Missing("ts_ms");
+  return Status::Ok();
+}
+
+Status RecordParser::Impl::ParsePower(od::object obj, PowerSample& p) {
+  bool has_cluster = false, has_model = false, has_ts = false;
+  p.fields.clear();
+  for (auto field : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, field.value().get(v));
+    std::string_view str;
+    if (key == "cluster") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      p.cluster.assign(str);
+      has_cluster = true;
+    } else if (key == "model") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      p.model.assign(str);
+      has_model = true;
+    } else if (key == "ts_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(p.ts_ms));
+      has_ts = true;
+    } else if (key == "fields") {
+      od::object fields;
+      ACMETRACE_GET(key, v.get_object().get(fields));
+      for (auto f : fields) {
+        std::string_view name;
+        ACMETRACE_GET("fields", f.unescaped_key().get(name));
+        od::value fv;
+        ACMETRACE_GET(name, f.value().get(fv));
+        double d;
+        ACMETRACE_GET(name, GetNumberOrNull(fv, d));
+        p.fields.emplace_back(Intern(name), d);
+      }
+    }
+  }
+  if (!has_cluster) return Missing("cluster");
+  if (!has_model) return Missing("model");
+  if (!has_ts) return Missing("ts_ms");
+  return Status::Ok();
+}
+
+Status RecordParser::Impl::ParseMetrics(od::object obj, MetricsWindow& m) {
+  bool has_cluster = false, has_start = false, has_end = false;
+  m.metrics.clear();
+  m.window_s = 60;
+  for (auto field : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, field.value().get(v));
+    std::string_view str;
+    if (key == "cluster") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      m.cluster.assign(str);
+      has_cluster = true;
+    } else if (key == "window_s") {
+      ACMETRACE_GET(key, v.get_int64().get(m.window_s));
+    } else if (key == "start_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(m.start_ms));
+      has_start = true;
+    } else if (key == "end_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(m.end_ms));
+      has_end = true;
+    } else if (key == "metrics") {
+      od::object metrics;
+      ACMETRACE_GET(key, v.get_object().get(metrics));
+      for (auto f : metrics) {
+        std::string_view name;
+        ACMETRACE_GET("metrics", f.unescaped_key().get(name));
+        od::value fv;
+        ACMETRACE_GET(name, f.value().get(fv));
+        double d;
+        ACMETRACE_GET(name, GetNumberOrNull(fv, d));
+        m.metrics.emplace_back(std::string(name), d);
+      }
+    }
+  }
+  if (!has_cluster) return Missing("cluster");
+  if (!has_start) return Missing("start_ms");
+  if (!has_end) return Missing("end_ms");
+  m.ts_ms = m.end_ms;
+  return Status::Ok();
+}
+
+Status RecordParser::Impl::ParseAnomaly(od::object obj, AnomalyEvent& a) {
+  bool has_cluster = false, has_kind = false, has_subject = false, has_state = false, has_ts = false;
+  a.value = kNoSample;
+  a.threshold = kNoSample;
+  for (auto field : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, field.value().get(v));
+    std::string_view str;
+    if (key == "cluster") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      a.cluster.assign(str);
+      has_cluster = true;
+    } else if (key == "kind") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      a.kind.assign(str);
+      has_kind = true;
+    } else if (key == "subject") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      a.subject.assign(str);
+      has_subject = true;
+    } else if (key == "state") {
+      ACMETRACE_GET(key, v.get_string().get(str));
+      if (str == "open") {
+        a.open = true;
+      } else if (str == "close") {
+        a.open = false;
+      } else {
+        return Status::Error("field \"state\": not open or close");
+      }
+      has_state = true;
+    } else if (key == "ts_ms") {
+      ACMETRACE_GET(key, v.get_int64().get(a.ts_ms));
+      has_ts = true;
+    } else if (key == "value") {
+      ACMETRACE_GET(key, GetNumberOrNull(v, a.value));
+    } else if (key == "threshold") {
+      ACMETRACE_GET(key, GetNumberOrNull(v, a.threshold));
+    }
+  }
+  if (!has_cluster) return Missing("cluster");
+  if (!has_kind) return Missing("kind");
+  if (!has_subject) return Missing("subject");
+  if (!has_state) return Missing("state");
+  if (!has_ts) return Missing("ts_ms");
+  return Status::Ok();
+}
+
+#undef ACMETRACE_GET
+
+namespace {
+template <typename T>
+T& Emplace(Record& out) {
+  if (!std::holds_alternative<T>(out)) out.emplace<T>();
+  return std::get<T>(out);
+}
+}  // namespace
+
+Status RecordParser::Impl::ParseObject(RecordKind kind, od::object obj, Record& out) {
+  switch (kind) {
+    case RecordKind::kJob: return ParseJob(obj, Emplace<JobEvent>(out));
+    case RecordKind::kUtil: return ParseUtil(obj, Emplace<UtilSample>(out));
+    case RecordKind::kPower: return ParsePower(obj, Emplace<PowerSample>(out));
+    case RecordKind::kMetrics: return ParseMetrics(obj, Emplace<MetricsWindow>(out));
+    case RecordKind::kAnomaly: return ParseAnomaly(obj, Emplace<AnomalyEvent>(out));
+    case RecordKind::kUnknown: break;
+  }
+  return Status::Error("unknown topic");
+}
+
+RecordParser::RecordParser() : impl_(std::make_unique<Impl>()) {}
+RecordParser::~RecordParser() = default;
+
+Status RecordParser::ParseValue(std::string_view topic, std::string_view json, Record& out) {
+  const RecordKind kind = RecordKindOfTopic(topic);
+  if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + std::string(topic) + "\"");
+  od::document doc;
+  if (auto e = impl_->Iterate(json).get(doc); e) return FieldError("(value)", e);
+  od::object obj;
+  if (auto e = doc.get_object().get(obj); e) return Status::Error(std::string("value: not a JSON object: ") + simdjson::error_message(e));
+  return impl_->ParseObject(kind, obj, out);
+}
+
+Status RecordParser::ParseFramedLine(std::string_view line, Record& out, std::string* key) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  od::document doc;
+  if (auto e = impl_->Iterate(line).get(doc); e) return FieldError("(line)", e);
+  od::object obj;
+  if (auto e = doc.get_object().get(obj); e) return Status::Error(std::string("line: not a JSON object: ") + simdjson::error_message(e));
+  std::string topic;
+  bool has_topic = false, has_value = false;
+  std::string deferred;  // the value's raw JSON when it came before the topic
+  for (auto field : obj) {
+    std::string_view name;
+    if (auto e = field.unescaped_key().get(name); e) return FieldError("(key)", e);
+    if (name == "topic") {
+      std::string_view t;
+      if (auto e = field.value().get_string().get(t); e) return FieldError("topic", e);
+      topic.assign(t);
+      has_topic = true;
+    } else if (name == "key") {
+      std::string_view k;
+      if (auto e = field.value().get_string().get(k); e) return FieldError("key", e);
+      if (key != nullptr) key->assign(k);
+    } else if (name == "value") {
+      od::object value;
+      if (auto e = field.value().get_object().get(value); e) return FieldError("value", e);
+      if (has_topic) {
+        const RecordKind kind = RecordKindOfTopic(topic);
+        if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + topic + "\"");
+        Status s = impl_->ParseObject(kind, value, out);
+        if (!s.ok()) return Status::Error("value: " + s.message());
+      } else {
+        std::string_view raw;
+        if (auto e = value.raw_json().get(raw); e) return FieldError("value", e);
+        deferred.assign(raw);
+      }
+      has_value = true;
+    }
+  }
+  if (!has_topic) return Missing("topic");
+  if (!has_value) return Missing("value");
+  if (!deferred.empty()) {
+    Status s = ParseValue(topic, deferred, out);
+    if (!s.ok()) return Status::Error("value: " + s.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace acmetrace::core

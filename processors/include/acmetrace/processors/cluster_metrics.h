@@ -1,0 +1,144 @@
+// One cluster's metrics: mergeable per-window aggregates, the in-flight job table behind the gauges,
+// cumulative totals, and the acme.metrics records of each closed window (docs/processors.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/processors/process_config.h"
+#include "acmetrace/processors/quantile_sketch.h"
+
+namespace acmetrace::processors {
+
+class StateWriter;
+class StateReader;
+
+/// The telemetry quantities summarised as distributions (mean, p50, p95).
+enum class Quantity : int {
+  kGpuUtil,       // GPU_UTIL, percent
+  kSmActive,      // SM_ACTIVE, percent (fraction in raw files)
+  kSmOccupancy,   // SM_OCCUPANCY, percent (fraction in raw files)
+  kTensorActive,  // PIPE_TENSOR_ACTIVE, percent (fraction in raw files)
+  kDramActive,    // DRAM_ACTIVE, percent (fraction in raw files)
+  kFbUsed,        // FB_USED, MiB
+  kNodeCpu,       // NODE_CPU_UTILIZATION, percent (fraction in raw files)
+  kNodeMemory,    // NODE_MEMORY_UTILIZATION, percent (fraction in raw files)
+};
+inline constexpr int kQuantityCount = 8;
+/// The acme.metrics name of a quantity, e.g. "gpu_util_percent".
+std::string_view QuantityMetricName(Quantity q);
+
+/// Sum, count, max and quantile sketch of one quantity. Mergeable. Value type.
+struct Distribution {
+  explicit Distribution(double accuracy = 0.01) : sketch(accuracy) {}
+  void Add(double value);
+  void Merge(const Distribution& other);
+  uint64_t count = 0;
+  double sum = 0;
+  QuantileSketch sketch;
+};
+
+/// Cluster totals at one sample time (summed over nodes), so a window reports their mean over its
+/// sample times. Mergeable by adding per time.
+struct TimeTotals {
+  double gpus_idle = 0;  // GPUs with GPU_UTIL == 0
+  double gpus_reporting = 0;
+  double gpu_power_w = 0;
+  double power_samples = 0;
+  double ib_send = 0;
+  double ib_send_samples = 0;
+  double ib_receive = 0;
+  double ib_receive_samples = 0;
+  void Merge(const TimeTotals& o);
+};
+
+/// Everything one cluster's records contributed to one base window. Every field is a count, a sum,
+/// a max or a sketch, so Merge of the windows of a rolling view is exact. Value type.
+struct WindowAggregate {
+  explicit WindowAggregate(double accuracy = 0.01);
+  void Merge(const WindowAggregate& other);
+  void Save(StateWriter& out) const;
+  bool Load(StateReader& in, double accuracy);
+
+  int64_t records = 0;
+  int64_t late_records = 0;
+  // Job events, labels as acme.metrics writes them ("type=Eval", "kind=gpu,type=Eval,state=FAILED").
+  std::map<std::string, int64_t> submitted;
+  std::map<std::string, int64_t> started;
+  std::map<std::string, int64_t> finished;
+  std::map<std::string, double> gpu_seconds;
+  int64_t gpu_jobs_finished = 0;
+  int64_t gpu_jobs_failed = 0;
+  QuantileSketch queue_s;     // GPU jobs starting: published queue_s
+  QuantileSketch duration_s;  // GPU jobs ending: published duration_s
+  // Telemetry.
+  std::array<Distribution, kQuantityCount> quantities;
+  std::map<int64_t, TimeTotals> per_time;
+  double gpu_temp_max = core::kNoSample;
+  std::map<std::string, std::pair<double, int64_t>> ipmi_power;  // model -> (sum of Sys_Total_Power, samples)
+};
+
+/// True for final job states that count as failed: FAILED, TIMEOUT, NODE_FAIL.
+bool IsFailedState(std::string_view state);
+
+/// One cluster's metrics state. Records are applied in event-time order (the stream processor's
+/// job), each to the open base window; CloseWindow emits that window and its rolling views.
+/// Memory: the in-flight job table plus one aggregate per base window of the longest view.
+/// Not thread-safe.
+class ClusterMetrics {
+ public:
+  ClusterMetrics(std::string cluster, const ProcessOptions& options);
+
+  /// Applies a record of this cluster to the base window starting at window_start_ms. late marks
+  /// a record whose event time was clamped to the watermark.
+  void Apply(const core::Record& record, int64_t window_start_ms, bool late);
+  /// Closes the base window starting at start_ms (the one records were applied to) and appends one
+  /// MetricsWindow per configured window length (base first), each ending at start_ms + base.
+  void CloseWindow(int64_t start_ms, std::vector<core::MetricsWindow>& out);
+
+  void Save(StateWriter& out) const;
+  bool Load(StateReader& in);
+
+  const std::string& cluster() const { return cluster_; }
+  int64_t jobs_in_flight() const { return static_cast<int64_t>(jobs_.size()); }
+
+ private:
+  struct JobInFlight {
+    std::string type;
+    int64_t gpu_num = 0;
+    bool running = false;
+  };
+
+  WindowAggregate& Open(int64_t start_ms);
+  void ApplyJob(const core::JobEvent& e, WindowAggregate& w);
+  void ApplyUtil(const core::UtilSample& s, WindowAggregate& w);
+  void ApplyPower(const core::PowerSample& p, WindowAggregate& w);
+  void AddJobToGauges(const JobInFlight& job, int sign);
+  void AppendView(const WindowAggregate& view, std::map<std::string, double>& m) const;
+  void AppendGaugesAndTotals(std::map<std::string, double>& m) const;
+
+  std::string cluster_;
+  ProcessOptions options_;
+  double percent_scale_;  // 100 for raw fractions, 1 for percent input
+  int64_t open_start_ms_ = 0;
+  bool has_open_ = false;
+  WindowAggregate open_;
+  std::map<int64_t, WindowAggregate> closed_;  // base windows within the longest view, by start
+
+  std::unordered_map<std::string, JobInFlight> jobs_;
+  std::map<std::string, int64_t> running_, pending_;  // by type label ("type=Eval")
+  int64_t gpus_allocated_ = 0;
+  int64_t gpus_pending_ = 0;
+  std::map<std::string, int64_t> submitted_total_, started_total_, finished_total_;
+  std::map<std::string, double> gpu_seconds_total_;
+  int64_t records_total_ = 0;
+  int64_t late_total_ = 0;
+};
+
+}  // namespace acmetrace::processors

@@ -1,0 +1,38 @@
+// The anomaly detector interface: every kind (gpu_overheat, xid_error, ...) is one implementation,
+// registered in one visible list (MakeDetectors).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "acmetrace/core/config.h"
+#include "acmetrace/core/record.h"
+
+namespace acmetrace::processors {
+
+/// One anomaly kind. Sees the input records in event-time order (late ones are dropped and
+/// counted by the caller before they reach it) and, as the watermark advances, emits open and
+/// close transitions with hysteresis. Event time only: never reads a clock. Not thread-safe.
+class Detector {
+ public:
+  virtual ~Detector() = default;
+  /// The kind id, exactly as published: "gpu_overheat", "xid_error", "telemetry_gap",
+  /// "gpu_straggler", "util_drop", "failure_burst", "queue_backlog", "large_job_failure",
+  /// "node_failure".
+  virtual std::string_view kind() const = 0;
+  /// Observes one record (acme.jobs, acme.util or acme.power).
+  virtual void Observe(const core::Record& record) = 0;
+  /// Everything up to watermark_ms has been observed: append the transitions it causes, in
+  /// (ts_ms, subject) order, with ts_ms <= watermark_ms.
+  virtual void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) = 0;
+};
+
+/// Declares every detector's keys (detect.<kind>.*: thresholds, windows, hysteresis) in config.
+void DeclareDetectorConfig(core::Config& config);
+
+/// One detector per enabled kind, configured from config, in a fixed order.
+std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config);
+
+}  // namespace acmetrace::processors

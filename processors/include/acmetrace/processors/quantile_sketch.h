@@ -1,0 +1,57 @@
+// A mergeable quantile sketch with a relative-error guarantee (DDSketch's log-bucket scheme).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace acmetrace::processors {
+
+class StateWriter;
+class StateReader;
+
+/// Quantiles of non-negative values within relative error alpha (DDSketch, Masson et al., VLDB
+/// 2019): value x > 0 lands in bucket ceil(log_gamma(x)) with gamma = (1+alpha)/(1-alpha), and a
+/// bucket answers with the point that is within alpha of every value in it. Values at or below
+/// kMinIndexable (and negative values) are counted in a zero bucket that answers 0. Counts are
+/// integers, so Merge is exact, associative and commutative: N partial sketches merged equal the
+/// sketch of all the values, in any order. Memory: one counter per bucket between the smallest and
+/// largest value seen (about 800 for 1 s .. 10^7 s at alpha 0.01). Value type, not thread-safe.
+class QuantileSketch {
+ public:
+  static constexpr double kMinIndexable = 1e-6;
+
+  explicit QuantileSketch(double relative_accuracy = 0.01);
+
+  void Add(double value) { Add(value, 1); }
+  void Add(double value, uint64_t count);
+  /// Adds other's counts; both must have the same relative accuracy (else nothing is merged and
+  /// false is returned).
+  bool Merge(const QuantileSketch& other);
+  /// The value at rank floor(q * (count - 1)) (0 <= q <= 1) within relative error alpha; NaN if empty.
+  double Quantile(double q) const;
+
+  uint64_t count() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  double relative_accuracy() const { return alpha_; }
+  void Clear();
+
+  void Save(StateWriter& out) const;
+  /// Restores what Save wrote; false on malformed input.
+  bool Load(StateReader& in);
+
+  bool operator==(const QuantileSketch& other) const;
+
+ private:
+  int32_t IndexOf(double value) const;
+  double ValueOf(int32_t index) const;
+
+  double alpha_;
+  double gamma_;
+  double inv_log_gamma_;
+  int32_t offset_ = 0;           // bucket index of bins_[0]
+  std::vector<uint64_t> bins_;   // dense from offset_
+  uint64_t zero_count_ = 0;
+  uint64_t count_ = 0;
+};
+
+}  // namespace acmetrace::processors

@@ -1,0 +1,30 @@
+// Where processor state snapshots live between runs: one file per (group, cluster).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "acmetrace/core/status.h"
+
+namespace acmetrace::processors {
+
+/// Snapshot files DIR/GROUP.CLUSTER.state, replaced atomically (write, fsync, rename), so a
+/// reader sees the old snapshot or the new one, never half of one. Instances of one consumer group
+/// share DIR. Not thread-safe (one writer per cluster at a time: the cluster's owner).
+class FileStateStore {
+ public:
+  FileStateStore(std::string dir, std::string group) : dir_(std::move(dir)), group_(std::move(group)) {}
+
+  /// Creates DIR if missing.
+  core::Status Open();
+  core::Status Save(const std::string& cluster, const std::string& bytes);
+  /// The cluster's last snapshot, nullopt if there is none.
+  core::Result<std::optional<std::string>> Load(const std::string& cluster) const;
+  std::string PathOf(const std::string& cluster) const;
+
+ private:
+  std::string dir_;
+  std::string group_;
+};
+
+}  // namespace acmetrace::processors

@@ -1,0 +1,117 @@
+// The processing engine: event-time watermark over input partitions, lateness, per-cluster
+// reordering into base windows, cluster metrics and detectors, and per-cluster state snapshots.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/status.h"
+#include "acmetrace/core/transport.h"
+#include "acmetrace/processors/cluster_metrics.h"
+#include "acmetrace/processors/detector.h"
+#include "acmetrace/processors/process_config.h"
+
+namespace acmetrace::processors {
+
+/// Makes one cluster's detectors (processors::MakeDetectors in the binary, fakes in tests).
+using DetectorFactory = std::function<std::vector<std::unique_ptr<Detector>>()>;
+
+inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+
+/// What a processor has done so far.
+struct ProcessStats {
+  int64_t records = 0;         // processed records of owned clusters
+  int64_t skipped = 0;         // records of clusters owned elsewhere, or already covered by a snapshot
+  int64_t late = 0;            // records below the watermark (clamped to it)
+  int64_t windows = 0;         // acme.metrics records written
+  int64_t anomalies = 0;       // acme.anomalies records written
+  int64_t suppressed = 0;      // windows an earlier run had already written (after a restore)
+};
+
+/// Turns time-ordered-ish input into acme.metrics and acme.anomalies, in event time only.
+///
+/// Watermark: per input partition, the highest event time read minus process.allowed_lateness_ms;
+/// the watermark is the lowest of these over the partitions that are not idle (a partition at its
+/// end stops holding it back). A record below its own partition's watermark, or below the
+/// watermark, is late: counted, and folded into the oldest open window (its time clamped), so
+/// gauges never drift and nothing is lost silently. Each cluster buffers its records by base
+/// window and, when the watermark passes a window's end, applies them in a total order
+/// (event time, topic, key, arrival) to its metrics and detectors, then writes the window's
+/// anomalies and metrics records. Windows close in (end, cluster) order. So the output depends only
+/// on the records and each key's order, not on speed, batching or how partitions interleave.
+///
+/// Ownership: only owned clusters are processed (all of them with SetOwnAll); the rest only move
+/// the watermark. Each owned cluster keeps its own input offsets, so its state snapshot resumes
+/// exactly after the records it covers. Not thread-safe.
+class StreamProcessor {
+ public:
+  StreamProcessor(ProcessOptions options, core::RecordSink& sink, DetectorFactory detectors);
+  ~StreamProcessor();
+
+  /// Declares an input partition by a stable name ("stdin", "acme.util/3") and returns its index.
+  /// Declare every partition before the first record: the watermark waits for each.
+  int DeclarePartition(const std::string& name);
+  /// An idle partition (caught up, or at the end for good) stops holding the watermark back; its
+  /// next record makes it active again.
+  void SetPartitionIdle(int partition, bool idle);
+
+  /// Processes every cluster that appears (stdin: one instance does it all).
+  void SetOwnAll(bool own_all) { own_all_ = own_all; }
+  bool Owns(std::string_view cluster) const;
+  /// Owns cluster from now on, with fresh state.
+  void Own(const std::string& cluster);
+  /// Owns the snapshot's cluster with the snapshot's state (what Snapshot wrote).
+  core::Status Restore(std::string_view snapshot);
+  /// The state of an owned cluster and the offsets it covers. With final_flush_follows, the
+  /// snapshot also records that the windows still open are about to be written by Finish, so a
+  /// later owner does not write them again.
+  std::string Snapshot(const std::string& cluster, bool final_flush_follows = false) const;
+  /// Stops owning cluster and drops its state.
+  void Release(const std::string& cluster);
+  std::vector<std::string> owned() const;
+  /// Where to start reading partition: the lowest next offset over the owned clusters; -1 if some
+  /// owned cluster has read nothing of it (start at the beginning).
+  int64_t ResumeOffset(int partition) const;
+
+  /// One record read from partition at offset (offset may be -1 for stdin).
+  core::Status Process(int partition, int64_t offset, core::Record&& record);
+  /// A record not processed here (another instance's cluster, or unparsable): only its event time
+  /// (kNoTime if unknown) moves the partition's watermark and its offset counts as consumed.
+  core::Status Skip(int partition, int64_t offset, int64_t ts_ms);
+  /// The end of the input: every open window closes (the watermark goes to +infinity).
+  core::Status Finish();
+
+  /// The watermark of an owned cluster (kNoTime before it is known).
+  int64_t watermark_ms(const std::string& cluster) const;
+  const ProcessStats& stats() const { return stats_; }
+
+ private:
+  struct Pending;
+  struct ClusterState;
+
+  ClusterState& CreateCluster(const std::string& cluster);
+  void Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms);
+  int64_t ComputeWatermark(const ClusterState& c) const;
+  core::Status CloseReadyWindows(bool finishing);
+  core::Status CloseWindow(ClusterState& c, int64_t start_ms);
+
+  ProcessOptions options_;
+  core::RecordSink& sink_;
+  DetectorFactory make_detectors_;
+  bool own_all_ = false;
+  std::vector<std::string> partition_names_;
+  std::vector<bool> partition_idle_;
+  std::map<std::string, std::unique_ptr<ClusterState>, std::less<>> clusters_;
+  ProcessStats stats_;
+  std::vector<core::AnomalyEvent> anomalies_;       // scratch
+  std::vector<core::MetricsWindow> windows_;        // scratch
+};
+
+}  // namespace acmetrace::processors

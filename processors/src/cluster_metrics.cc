@@ -1,0 +1,568 @@
+// ClusterMetrics: per-window aggregates, the job table and the metric names of acme.metrics.
+#include "acmetrace/processors/cluster_metrics.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "acmetrace/processors/state_codec.h"
+
+namespace acmetrace::processors {
+namespace {
+
+enum class GpuField { kQuantity, kPower, kTemp, kOther };
+
+struct GpuFieldInfo {
+  GpuField field = GpuField::kOther;
+  Quantity quantity = Quantity::kGpuUtil;
+  bool fraction = false;  // a fraction 0..1 in the release's raw files
+};
+
+GpuFieldInfo ClassifyGpu(std::string_view name) {
+  if (name == "GPU_UTIL") return {GpuField::kQuantity, Quantity::kGpuUtil, false};
+  if (name == "SM_ACTIVE") return {GpuField::kQuantity, Quantity::kSmActive, true};
+  if (name == "SM_OCCUPANCY") return {GpuField::kQuantity, Quantity::kSmOccupancy, true};
+  if (name == "PIPE_TENSOR_ACTIVE") return {GpuField::kQuantity, Quantity::kTensorActive, true};
+  if (name == "DRAM_ACTIVE") return {GpuField::kQuantity, Quantity::kDramActive, true};
+  if (name == "FB_USED") return {GpuField::kQuantity, Quantity::kFbUsed, false};
+  if (name == "POWER_USAGE") return {GpuField::kPower, Quantity::kGpuUtil, false};
+  if (name == "GPU_TEMP") return {GpuField::kTemp, Quantity::kGpuUtil, false};
+  return {};
+}
+
+std::string TypeLabel(std::string_view type) {
+  std::string s = "type=";
+  s += type.empty() ? std::string_view("unknown") : type;
+  return s;
+}
+
+std::string Labeled(std::string_view name, std::string_view labels) {
+  std::string s(name);
+  s += '{';
+  s += labels;
+  s += '}';
+  return s;
+}
+
+std::string QuantileLabel(std::string_view name, std::string_view q) {
+  std::string s(name);
+  s += "{q=";
+  s += q;
+  s += '}';
+  return s;
+}
+
+template <typename V>
+void MergeMap(std::map<std::string, V>& into, const std::map<std::string, V>& from) {
+  for (const auto& [k, v] : from) into[k] += v;
+}
+
+void SaveCounts(StateWriter& out, const std::map<std::string, int64_t>& m) {
+  out.U64(m.size());
+  for (const auto& [k, v] : m) {
+    out.Str(k);
+    out.I64(v);
+  }
+}
+void LoadCounts(StateReader& in, std::map<std::string, int64_t>& m) {
+  m.clear();
+  const uint64_t n = in.Count(16);
+  for (uint64_t i = 0; i < n && in.ok(); ++i) {
+    std::string k = in.Str();
+    m[std::move(k)] = in.I64();
+  }
+}
+void SaveSums(StateWriter& out, const std::map<std::string, double>& m) {
+  out.U64(m.size());
+  for (const auto& [k, v] : m) {
+    out.Str(k);
+    out.F64(v);
+  }
+}
+void LoadSums(StateReader& in, std::map<std::string, double>& m) {
+  m.clear();
+  const uint64_t n = in.Count(16);
+  for (uint64_t i = 0; i < n && in.ok(); ++i) {
+    std::string k = in.Str();
+    m[std::move(k)] = in.F64();
+  }
+}
+
+}  // namespace
+
+std::string_view QuantityMetricName(Quantity q) {
+  switch (q) {
+    case Quantity::kGpuUtil: return "gpu_util_percent";
+    case Quantity::kSmActive: return "sm_active_percent";
+    case Quantity::kSmOccupancy: return "sm_occupancy_percent";
+    case Quantity::kTensorActive: return "tensor_active_percent";
+    case Quantity::kDramActive: return "dram_active_percent";
+    case Quantity::kFbUsed: return "fb_used_mib";
+    case Quantity::kNodeCpu: return "node_cpu_util_percent";
+    case Quantity::kNodeMemory: return "node_memory_util_percent";
+  }
+  return "unknown";
+}
+
+bool IsFailedState(std::string_view state) {
+  return state == "FAILED" || state == "TIMEOUT" || state == "NODE_FAIL";
+}
+
+void Distribution::Add(double value) {
+  ++count;
+  sum += value;
+  sketch.Add(value);
+}
+
+void Distribution::Merge(const Distribution& other) {
+  count += other.count;
+  sum += other.sum;
+  sketch.Merge(other.sketch);
+}
+
+void TimeTotals::Merge(const TimeTotals& o) {
+  gpus_idle += o.gpus_idle;
+  gpus_reporting += o.gpus_reporting;
+  gpu_power_w += o.gpu_power_w;
+  power_samples += o.power_samples;
+  ib_send += o.ib_send;
+  ib_send_samples += o.ib_send_samples;
+  ib_receive += o.ib_receive;
+  ib_receive_samples += o.ib_receive_samples;
+}
+
+WindowAggregate::WindowAggregate(double accuracy) : queue_s(accuracy), duration_s(accuracy) {
+  quantities.fill(Distribution(accuracy));
+}
+
+void WindowAggregate::Merge(const WindowAggregate& o) {
+  records += o.records;
+  late_records += o.late_records;
+  MergeMap(submitted, o.submitted);
+  MergeMap(started, o.started);
+  MergeMap(finished, o.finished);
+  MergeMap(gpu_seconds, o.gpu_seconds);
+  gpu_jobs_finished += o.gpu_jobs_finished;
+  gpu_jobs_failed += o.gpu_jobs_failed;
+  queue_s.Merge(o.queue_s);
+  duration_s.Merge(o.duration_s);
+  for (int i = 0; i < kQuantityCount; ++i) quantities[i].Merge(o.quantities[i]);
+  for (const auto& [t, totals] : o.per_time) per_time[t].Merge(totals);
+  if (core::IsSample(o.gpu_temp_max) && !(gpu_temp_max >= o.gpu_temp_max)) gpu_temp_max = o.gpu_temp_max;
+  for (const auto& [model, v] : o.ipmi_power) {
+    auto& mine = ipmi_power[model];
+    mine.first += v.first;
+    mine.second += v.second;
+  }
+}
+
+void WindowAggregate::Save(StateWriter& out) const {
+  out.I64(records);
+  out.I64(late_records);
+  SaveCounts(out, submitted);
+  SaveCounts(out, started);
+  SaveCounts(out, finished);
+  SaveSums(out, gpu_seconds);
+  out.I64(gpu_jobs_finished);
+  out.I64(gpu_jobs_failed);
+  queue_s.Save(out);
+  duration_s.Save(out);
+  for (const Distribution& d : quantities) {
+    out.U64(d.count);
+    out.F64(d.sum);
+    d.sketch.Save(out);
+  }
+  out.U64(per_time.size());
+  for (const auto& [t, v] : per_time) {
+    out.I64(t);
+    for (double x : {v.gpus_idle, v.gpus_reporting, v.gpu_power_w, v.power_samples, v.ib_send, v.ib_send_samples,
+                     v.ib_receive, v.ib_receive_samples}) {
+      out.F64(x);
+    }
+  }
+  out.F64(gpu_temp_max);
+  out.U64(ipmi_power.size());
+  for (const auto& [model, v] : ipmi_power) {
+    out.Str(model);
+    out.F64(v.first);
+    out.I64(v.second);
+  }
+}
+
+bool WindowAggregate::Load(StateReader& in, double accuracy) {
+  *this = WindowAggregate(accuracy);
+  records = in.I64();
+  late_records = in.I64();
+  LoadCounts(in, submitted);
+  LoadCounts(in, started);
+  LoadCounts(in, finished);
+  LoadSums(in, gpu_seconds);
+  gpu_jobs_finished = in.I64();
+  gpu_jobs_failed = in.I64();
+  if (!queue_s.Load(in) || !duration_s.Load(in)) return false;
+  for (Distribution& d : quantities) {
+    d.count = in.U64();
+    d.sum = in.F64();
+    if (!d.sketch.Load(in)) return false;
+  }
+  const uint64_t times = in.Count(72);
+  for (uint64_t i = 0; i < times && in.ok(); ++i) {
+    TimeTotals& v = per_time[in.I64()];
+    for (double* x : {&v.gpus_idle, &v.gpus_reporting, &v.gpu_power_w, &v.power_samples, &v.ib_send,
+                      &v.ib_send_samples, &v.ib_receive, &v.ib_receive_samples}) {
+      *x = in.F64();
+    }
+  }
+  gpu_temp_max = in.F64();
+  const uint64_t models = in.Count(24);
+  for (uint64_t i = 0; i < models && in.ok(); ++i) {
+    std::string model = in.Str();
+    auto& v = ipmi_power[std::move(model)];
+    v.first = in.F64();
+    v.second = in.I64();
+  }
+  return in.ok();
+}
+
+ClusterMetrics::ClusterMetrics(std::string cluster, const ProcessOptions& options)
+    : cluster_(std::move(cluster)),
+      options_(options),
+      percent_scale_(options.units == TelemetryUnits::kRaw ? 100.0 : 1.0),
+      open_(options.quantile_accuracy) {}
+
+WindowAggregate& ClusterMetrics::Open(int64_t start_ms) {
+  if (!has_open_ || open_start_ms_ != start_ms) {
+    // The stream processor applies one window at a time and closes it before the next.
+    open_ = WindowAggregate(options_.quantile_accuracy);
+    open_start_ms_ = start_ms;
+    has_open_ = true;
+  }
+  return open_;
+}
+
+void ClusterMetrics::Apply(const core::Record& record, int64_t window_start_ms, bool late) {
+  WindowAggregate& w = Open(window_start_ms);
+  ++w.records;
+  ++records_total_;
+  if (late) {
+    ++w.late_records;
+    ++late_total_;
+  }
+  if (const auto* job = std::get_if<core::JobEvent>(&record)) {
+    ApplyJob(*job, w);
+  } else if (const auto* util = std::get_if<core::UtilSample>(&record)) {
+    ApplyUtil(*util, w);
+  } else if (const auto* power = std::get_if<core::PowerSample>(&record)) {
+    ApplyPower(*power, w);
+  }
+}
+
+void ClusterMetrics::AddJobToGauges(const JobInFlight& job, int sign) {
+  const std::string label = TypeLabel(job.type);
+  if (job.running) {
+    running_[label] += sign;
+    gpus_allocated_ += sign * job.gpu_num;
+  } else {
+    pending_[label] += sign;
+    gpus_pending_ += sign * job.gpu_num;
+  }
+}
+
+void ClusterMetrics::ApplyJob(const core::JobEvent& e, WindowAggregate& w) {
+  const std::string type = TypeLabel(e.type);
+  // Every type seen gets a running and a pending gauge, zero once its jobs are done.
+  running_.try_emplace(type, 0);
+  pending_.try_emplace(type, 0);
+  const bool gpu_job = e.gpu_num > 0;
+  switch (e.event) {
+    case core::JobEventKind::kSubmit: {
+      ++w.submitted[type];
+      ++submitted_total_[type];
+      auto [it, inserted] = jobs_.try_emplace(e.job_id, JobInFlight{e.type, e.gpu_num, false});
+      if (inserted) AddJobToGauges(it->second, +1);
+      break;
+    }
+    case core::JobEventKind::kStart: {
+      ++w.started[type];
+      ++started_total_[type];
+      if (gpu_job && core::IsSample(e.queue_s)) w.queue_s.Add(e.queue_s);
+      auto it = jobs_.find(e.job_id);
+      if (it == jobs_.end()) {
+        // Submitted before the input began (e.g. replay --from): running from now on.
+        it = jobs_.emplace(e.job_id, JobInFlight{e.type, e.gpu_num, true}).first;
+        AddJobToGauges(it->second, +1);
+      } else if (!it->second.running) {
+        AddJobToGauges(it->second, -1);
+        it->second.running = true;
+        AddJobToGauges(it->second, +1);
+      }
+      break;
+    }
+    case core::JobEventKind::kEnd: {
+      std::string labels = gpu_job ? "kind=gpu," : "kind=cpu,";
+      labels += type;
+      labels += ",state=";
+      labels += e.state;
+      ++w.finished[labels];
+      ++finished_total_[labels];
+      if (core::IsSample(e.gpu_time)) {
+        std::string gpu_labels = type + ",state=" + e.state;
+        w.gpu_seconds[gpu_labels] += e.gpu_time;
+        gpu_seconds_total_[gpu_labels] += e.gpu_time;
+      }
+      if (gpu_job) {
+        ++w.gpu_jobs_finished;
+        if (IsFailedState(e.state)) ++w.gpu_jobs_failed;
+        if (core::IsSample(e.duration_s)) w.duration_s.Add(e.duration_s);
+      }
+      if (auto it = jobs_.find(e.job_id); it != jobs_.end()) {
+        AddJobToGauges(it->second, -1);
+        jobs_.erase(it);
+      }
+      break;
+    }
+  }
+}
+
+void ClusterMetrics::ApplyUtil(const core::UtilSample& s, WindowAggregate& w) {
+  TimeTotals* totals = nullptr;
+  auto at_time = [&]() -> TimeTotals& {
+    if (totals == nullptr) totals = &w.per_time[s.ts_ms];
+    return *totals;
+  };
+  for (const core::GpuMetric& m : s.gpu) {
+    const GpuFieldInfo info = ClassifyGpu(m.name);
+    switch (info.field) {
+      case GpuField::kQuantity: {
+        Distribution& d = w.quantities[static_cast<int>(info.quantity)];
+        const double scale = info.fraction ? percent_scale_ : 1.0;
+        for (double v : m.values) {
+          if (!core::IsSample(v)) continue;
+          d.Add(v * scale);
+          if (info.quantity == Quantity::kGpuUtil) {
+            TimeTotals& t = at_time();
+            t.gpus_reporting += 1;
+            if (v == 0) t.gpus_idle += 1;
+          }
+        }
+        break;
+      }
+      case GpuField::kPower:
+        for (double v : m.values) {
+          if (!core::IsSample(v)) continue;
+          TimeTotals& t = at_time();
+          t.gpu_power_w += v;
+          t.power_samples += 1;
+        }
+        break;
+      case GpuField::kTemp:
+        for (double v : m.values) {
+          if (core::IsSample(v) && !(w.gpu_temp_max >= v)) w.gpu_temp_max = v;
+        }
+        break;
+      case GpuField::kOther: break;
+    }
+  }
+  for (const core::HostMetric& h : s.host) {
+    if (!core::IsSample(h.value)) continue;
+    if (h.name == "NODE_CPU_UTILIZATION") {
+      w.quantities[static_cast<int>(Quantity::kNodeCpu)].Add(h.value * percent_scale_);
+    } else if (h.name == "NODE_MEMORY_UTILIZATION") {
+      w.quantities[static_cast<int>(Quantity::kNodeMemory)].Add(h.value * percent_scale_);
+    } else if (h.name == "NODE_IB_SEND") {
+      TimeTotals& t = at_time();
+      t.ib_send += h.value;
+      t.ib_send_samples += 1;
+    } else if (h.name == "NODE_IB_RECEIVE") {
+      TimeTotals& t = at_time();
+      t.ib_receive += h.value;
+      t.ib_receive_samples += 1;
+    }
+  }
+}
+
+void ClusterMetrics::ApplyPower(const core::PowerSample& p, WindowAggregate& w) {
+  for (const auto& [name, value] : p.fields) {
+    if (name != "Sys_Total_Power" || !core::IsSample(value)) continue;
+    auto& v = w.ipmi_power[p.model];
+    v.first += value;
+    v.second += 1;
+  }
+}
+
+void ClusterMetrics::AppendView(const WindowAggregate& a, std::map<std::string, double>& m) const {
+  m["records"] = static_cast<double>(a.records);
+  m["late_records"] = static_cast<double>(a.late_records);
+  for (const auto& [labels, n] : a.submitted) m[Labeled("jobs_submitted", labels)] = static_cast<double>(n);
+  for (const auto& [labels, n] : a.started) m[Labeled("jobs_started", labels)] = static_cast<double>(n);
+  for (const auto& [labels, n] : a.finished) m[Labeled("jobs_finished", labels)] = static_cast<double>(n);
+  for (const auto& [labels, v] : a.gpu_seconds) m[Labeled("job_gpu_seconds", labels)] = v;
+  static constexpr std::pair<const char*, double> kJobQuantiles[] = {{"0.5", 0.5}, {"0.95", 0.95}, {"0.99", 0.99}};
+  if (!a.queue_s.empty()) {
+    for (const auto& [text, q] : kJobQuantiles) m[QuantileLabel("job_queue_seconds", text)] = a.queue_s.Quantile(q);
+  }
+  if (!a.duration_s.empty()) {
+    for (const auto& [text, q] : kJobQuantiles) m[QuantileLabel("job_duration_seconds", text)] = a.duration_s.Quantile(q);
+  }
+  if (a.gpu_jobs_finished > 0) {
+    m["gpu_jobs_finished"] = static_cast<double>(a.gpu_jobs_finished);
+    m["job_failure_ratio"] = static_cast<double>(a.gpu_jobs_failed) / static_cast<double>(a.gpu_jobs_finished);
+  }
+  for (int i = 0; i < kQuantityCount; ++i) {
+    const Distribution& d = a.quantities[i];
+    if (d.count == 0) continue;
+    const std::string_view name = QuantityMetricName(static_cast<Quantity>(i));
+    m[Labeled(name, "stat=mean")] = d.sum / static_cast<double>(d.count);
+    m[Labeled(name, "stat=p50")] = d.sketch.Quantile(0.5);
+    m[Labeled(name, "stat=p95")] = d.sketch.Quantile(0.95);
+  }
+  // Cluster totals: the mean, over the window's sample times that had the quantity, of the sum over nodes.
+  double idle = 0, reporting = 0, util_times = 0, power = 0, power_times = 0;
+  double send = 0, send_times = 0, receive = 0, receive_times = 0;
+  for (const auto& [t, v] : a.per_time) {
+    if (v.gpus_reporting > 0) {
+      idle += v.gpus_idle;
+      reporting += v.gpus_reporting;
+      util_times += 1;
+    }
+    if (v.power_samples > 0) {
+      power += v.gpu_power_w;
+      power_times += 1;
+    }
+    if (v.ib_send_samples > 0) {
+      send += v.ib_send;
+      send_times += 1;
+    }
+    if (v.ib_receive_samples > 0) {
+      receive += v.ib_receive;
+      receive_times += 1;
+    }
+  }
+  if (util_times > 0) {
+    m["gpus_idle"] = idle / util_times;
+    m["gpus_reporting"] = reporting / util_times;
+  }
+  if (power_times > 0) m["gpu_power_watts"] = power / power_times;
+  if (send_times > 0) m["ib_send"] = send / send_times;
+  if (receive_times > 0) m["ib_receive"] = receive / receive_times;
+  if (core::IsSample(a.gpu_temp_max)) m["gpu_temp_max_celsius"] = a.gpu_temp_max;
+  for (const auto& [model, v] : a.ipmi_power) {
+    if (v.second > 0) m[Labeled("ipmi_power_watts", "model=" + model)] = v.first / static_cast<double>(v.second);
+  }
+}
+
+void ClusterMetrics::AppendGaugesAndTotals(std::map<std::string, double>& m) const {
+  for (const auto& [labels, n] : running_) m[Labeled("jobs_running", labels)] = static_cast<double>(n);
+  for (const auto& [labels, n] : pending_) m[Labeled("jobs_pending", labels)] = static_cast<double>(n);
+  m["gpus_allocated"] = static_cast<double>(gpus_allocated_);
+  m["gpus_pending"] = static_cast<double>(gpus_pending_);
+  if (auto it = options_.capacity_gpus.find(cluster_); it != options_.capacity_gpus.end()) {
+    m["gpus_total"] = static_cast<double>(it->second);
+    if (it->second > 0) {
+      m["gpu_allocation_ratio"] = static_cast<double>(gpus_allocated_) / static_cast<double>(it->second);
+    }
+  }
+  for (const auto& [labels, n] : submitted_total_) m[Labeled("jobs_submitted_total", labels)] = static_cast<double>(n);
+  for (const auto& [labels, n] : started_total_) m[Labeled("jobs_started_total", labels)] = static_cast<double>(n);
+  for (const auto& [labels, n] : finished_total_) m[Labeled("jobs_finished_total", labels)] = static_cast<double>(n);
+  for (const auto& [labels, v] : gpu_seconds_total_) m[Labeled("job_gpu_seconds_total", labels)] = v;
+  m["records_total"] = static_cast<double>(records_total_);
+  m["late_records_total"] = static_cast<double>(late_total_);
+}
+
+void ClusterMetrics::CloseWindow(int64_t start_ms, std::vector<core::MetricsWindow>& out) {
+  const int64_t base_ms = options_.base_window_ms();
+  const int64_t end_ms = start_ms + base_ms;
+  closed_.insert_or_assign(start_ms, has_open_ && open_start_ms_ == start_ms ? std::move(open_)
+                                                                              : WindowAggregate(options_.quantile_accuracy));
+  has_open_ = false;
+  // Forget base windows that no view reaches any more.
+  while (!closed_.empty() && closed_.begin()->first < end_ms - options_.longest_window_ms()) closed_.erase(closed_.begin());
+
+  for (size_t i = 0; i < options_.windows_s.size(); ++i) {
+    const int64_t window_ms = options_.windows_s[i] * 1000;
+    core::MetricsWindow mw;
+    mw.cluster = cluster_;
+    mw.window_s = options_.windows_s[i];
+    mw.start_ms = end_ms - window_ms;
+    mw.end_ms = end_ms;
+    mw.ts_ms = end_ms;
+    std::map<std::string, double> m;
+    if (i == 0) {
+      AppendView(closed_.at(start_ms), m);
+      AppendGaugesAndTotals(m);
+    } else {
+      WindowAggregate view(options_.quantile_accuracy);
+      for (auto it = closed_.lower_bound(mw.start_ms); it != closed_.end() && it->first < end_ms; ++it) {
+        view.Merge(it->second);
+      }
+      AppendView(view, m);
+    }
+    mw.metrics.assign(m.begin(), m.end());
+    out.push_back(std::move(mw));
+  }
+}
+
+void ClusterMetrics::Save(StateWriter& out) const {
+  out.Str(cluster_);
+  out.U64(closed_.size());
+  for (const auto& [start, w] : closed_) {
+    out.I64(start);
+    w.Save(out);
+  }
+  out.U64(jobs_.size());
+  // Sorted, so equal state gives equal bytes.
+  std::map<std::string_view, const JobInFlight*> sorted;
+  for (const auto& [id, job] : jobs_) sorted.emplace(id, &job);
+  for (const auto& [id, job] : sorted) {
+    out.Str(id);
+    out.Str(job->type);
+    out.I64(job->gpu_num);
+    out.U64(job->running ? 1 : 0);
+  }
+  SaveCounts(out, running_);
+  SaveCounts(out, pending_);
+  out.I64(gpus_allocated_);
+  out.I64(gpus_pending_);
+  SaveCounts(out, submitted_total_);
+  SaveCounts(out, started_total_);
+  SaveCounts(out, finished_total_);
+  SaveSums(out, gpu_seconds_total_);
+  out.I64(records_total_);
+  out.I64(late_total_);
+}
+
+bool ClusterMetrics::Load(StateReader& in) {
+  if (in.Str() != cluster_) return false;
+  closed_.clear();
+  const uint64_t windows = in.Count(64);
+  for (uint64_t i = 0; i < windows && in.ok(); ++i) {
+    const int64_t start = in.I64();
+    WindowAggregate w(options_.quantile_accuracy);
+    if (!w.Load(in, options_.quantile_accuracy)) return false;
+    closed_.insert_or_assign(start, std::move(w));
+  }
+  jobs_.clear();
+  const uint64_t jobs = in.Count(32);
+  for (uint64_t i = 0; i < jobs && in.ok(); ++i) {
+    std::string id = in.Str();
+    JobInFlight job;
+    job.type = in.Str();
+    job.gpu_num = in.I64();
+    job.running = in.U64() != 0;
+    jobs_.insert_or_assign(std::move(id), std::move(job));
+  }
+  LoadCounts(in, running_);
+  LoadCounts(in, pending_);
+  gpus_allocated_ = in.I64();
+  gpus_pending_ = in.I64();
+  LoadCounts(in, submitted_total_);
+  LoadCounts(in, started_total_);
+  LoadCounts(in, finished_total_);
+  LoadSums(in, gpu_seconds_total_);
+  records_total_ = in.I64();
+  late_total_ = in.I64();
+  has_open_ = false;
+  return in.ok();
+}
+
+}  // namespace acmetrace::processors

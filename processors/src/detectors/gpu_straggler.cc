@@ -1,0 +1,130 @@
+// gpu_straggler: a working GPU whose SM activity stays far below that of its node's other GPUs while
+// those agree with each other (one job spans them: a straggler slows the whole job). SM activity is
+// smoothed per GPU (EWMA over smooth_s); the flag opens when the GPU has run below open_ratio x the
+// peers' median for open_for_s and closes once it is back above close_ratio (or the peers stop
+// working) for close_for_s. Subject: the GPU.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "detector_kind.h"
+#include "detector_support.h"
+
+namespace acmetrace::processors::detectors {
+namespace {
+
+constexpr KeySpec kKeys[] = {
+    {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median"},
+    {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)"},
+    {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens"},
+    {"close_for_s", "120", "seconds the close condition must hold before the flag closes"},
+    {"smooth_s", "60", "time constant (s) of the per-GPU moving average of SM_ACTIVE"},
+    {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this"},
+    {"max_peer_spread", "0.25", "peers agree when (max - min) of their smoothed SM_ACTIVE is at most this share of their median"},
+    {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison"},
+    {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do"},
+};
+
+class GpuStragglerDetector : public Detector {
+ public:
+  explicit GpuStragglerDetector(const KindConfig& c)
+      : open_ratio_(c.Double("open_ratio")),
+        close_ratio_(c.Double("close_ratio")),
+        open_for_ms_(c.Millis("open_for_s")),
+        close_for_ms_(c.Millis("close_for_s")),
+        smooth_ms_(std::max<int64_t>(1, c.Millis("smooth_s"))),
+        min_peer_sm_(c.Double("min_peer_sm")),
+        max_peer_spread_(c.Double("max_peer_spread")),
+        min_peers_(c.Int("min_peers")),
+        min_gpu_util_(c.Double("min_gpu_util")) {}
+
+  std::string_view kind() const override { return "gpu_straggler"; }
+
+  void Observe(const core::Record& record) override {
+    const auto* sample = std::get_if<core::UtilSample>(&record);
+    if (sample == nullptr) return;
+    const std::vector<double>* sm = FindGpuMetric(*sample, "SM_ACTIVE");
+    if (sm == nullptr) return;
+    const std::vector<double>* util = FindGpuMetric(*sample, "GPU_UTIL");
+    std::vector<Gpu>& gpus = nodes_[sample->cluster + '/' + sample->node];
+    if (gpus.size() < sm->size()) gpus.resize(sm->size());
+    const int64_t t = sample->ts_ms;
+    for (size_t i = 0; i < sm->size(); ++i) {
+      Gpu& g = gpus[i];
+      const double v = (*sm)[i];
+      g.fresh = core::IsSample(v);
+      if (!g.fresh) continue;
+      // Moving average that forgets a GPU's past after a silence (a new job may run there).
+      const double dt = g.last_ms == kNoTimeMs ? 1e18 : static_cast<double>(t - g.last_ms);
+      const double a = 1.0 - std::exp(-dt / static_cast<double>(smooth_ms_));
+      g.smooth = g.last_ms == kNoTimeMs ? v : g.smooth + a * (v - g.smooth);
+      g.last_ms = t;
+      const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
+      g.working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+    }
+    std::vector<double> peers;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      Gpu& g = gpus[i];
+      if (!g.fresh) continue;
+      peers.clear();
+      for (size_t j = 0; j < gpus.size(); ++j) {
+        if (j != i && gpus[j].fresh) peers.push_back(gpus[j].smooth);
+      }
+      double ratio = NAN;
+      bool busy_peers = false;
+      if (static_cast<int64_t>(peers.size()) >= min_peers_) {
+        std::sort(peers.begin(), peers.end());
+        const size_t n = peers.size();
+        const double median = n % 2 ? peers[n / 2] : 0.5 * (peers[n / 2 - 1] + peers[n / 2]);
+        busy_peers = median >= min_peer_sm_ && peers.back() - peers.front() <= max_peer_spread_ * median;
+        if (median > 0) ratio = g.smooth / median;
+      }
+      const bool straggling = busy_peers && g.working && ratio < open_ratio_;
+      const bool recovered = !busy_peers || !g.working || !(ratio < close_ratio_);
+      const double value = std::isnan(ratio) ? 1.0 : ratio;
+      switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
+        case HysteresisState::Change::kOpened:
+          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), true, t, value, open_ratio_);
+          break;
+        case HysteresisState::Change::kClosed:
+          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), false, t, value, close_ratio_);
+          break;
+        case HysteresisState::Change::kNone: break;
+      }
+    }
+  }
+
+  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
+    outbox_.FlushTo(watermark_ms, out);
+  }
+
+ private:
+  struct Gpu {
+    double smooth = 0;
+    int64_t last_ms = kNoTimeMs;
+    bool fresh = false;    // sampled in the current record
+    bool working = false;
+    HysteresisState state;
+  };
+
+  const double open_ratio_, close_ratio_;
+  const int64_t open_for_ms_, close_for_ms_, smooth_ms_;
+  const double min_peer_sm_, max_peer_spread_;
+  const int64_t min_peers_;
+  const double min_gpu_util_;
+  std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
+  AnomalyOutbox outbox_;
+};
+
+std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<GpuStragglerDetector>(c); }
+
+}  // namespace
+
+extern const DetectorKind kGpuStragglerKind{
+    "gpu_straggler",
+    "a working GPU's SM_ACTIVE stays below open_ratio x its node peers' median while the peers agree (subject: the GPU)",
+    kKeys, &Make};
+
+}  // namespace acmetrace::processors::detectors

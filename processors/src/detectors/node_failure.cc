@@ -1,0 +1,28 @@
+// node_failure: a job ends NODE_FAIL (Slurm: a node it ran on failed). The job trace carries no node
+// placement, so the subject is the job id; the flag opens at the job's end and closes hold_s later.
+#include "detector_kind.h"
+#include "job_end_flag.h"
+
+namespace acmetrace::processors::detectors {
+namespace {
+
+constexpr KeySpec kKeys[] = {
+    {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated"},
+    {"hold_s", "600", "seconds the flag stays open after the job's end"},
+};
+
+std::unique_ptr<Detector> Make(const KindConfig& c) {
+  std::vector<std::string> states = c.List("states");
+  return std::make_unique<JobEndFlagDetector>(
+      "node_failure", c.Millis("hold_s"),
+      [states](const core::JobEvent& job) { return StateListed(states, job.state); },
+      [](const core::JobEvent& job) { return static_cast<double>(job.node_num); }, core::kNoSample);
+}
+
+}  // namespace
+
+extern const DetectorKind kNodeFailureKind{
+    "node_failure", "a job ends NODE_FAIL (subject: the job id; the trace has no node placement); value: its nodes",
+    kKeys, &Make};
+
+}  // namespace acmetrace::processors::detectors

@@ -1,0 +1,82 @@
+// telemetry_gap: a node sends no sample while the rest of its cluster reports. Judged at each of the
+// cluster's sample times once every record of it has been seen: the flag opens when the node has been
+// silent for open_after_s and closes once it has reported again for close_for_s. Subject: the node.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "detector_kind.h"
+#include "detector_support.h"
+
+namespace acmetrace::processors::detectors {
+namespace {
+
+constexpr KeySpec kKeys[] = {
+    {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports"},
+    {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds"},
+};
+
+class TelemetryGapDetector : public Detector {
+ public:
+  explicit TelemetryGapDetector(const KindConfig& c)
+      : open_after_ms_(c.Millis("open_after_s")), close_for_ms_(c.Millis("close_for_s")) {}
+
+  std::string_view kind() const override { return "telemetry_gap"; }
+
+  void Observe(const core::Record& record) override {
+    const auto* sample = std::get_if<core::UtilSample>(&record);
+    if (sample == nullptr) return;
+    Cluster& c = clusters_[sample->cluster];
+    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    Node& node = c.nodes[sample->node];
+    node.last_ms = std::max(node.last_ms, sample->ts_ms);
+  }
+
+  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
+    for (auto& [name, c] : clusters_) {
+      if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) Judge(name, c, done);
+    }
+    outbox_.FlushTo(watermark_ms, out);
+  }
+
+ private:
+  struct Node {
+    int64_t last_ms = kNoTimeMs;
+    HysteresisState state;
+  };
+  struct Cluster {
+    SampleTimeCursor times;
+    std::map<std::string, Node> nodes;
+  };
+
+  // Every record of sample time t has been seen: who was silent?
+  void Judge(const std::string& cluster, Cluster& c, int64_t t) {
+    for (auto& [name, node] : c.nodes) {
+      const int64_t silent_ms = t - node.last_ms;
+      switch (node.state.Update(t, silent_ms >= open_after_ms_, silent_ms == 0, 0, close_for_ms_)) {
+        case HysteresisState::Change::kOpened:
+          outbox_.Add(cluster, kind(), name, true, t, static_cast<double>(silent_ms) / 1000.0,
+                      static_cast<double>(open_after_ms_) / 1000.0);
+          break;
+        case HysteresisState::Change::kClosed:
+          outbox_.Add(cluster, kind(), name, false, t, 0, static_cast<double>(open_after_ms_) / 1000.0);
+          break;
+        case HysteresisState::Change::kNone: break;
+      }
+    }
+  }
+
+  const int64_t open_after_ms_, close_for_ms_;
+  std::map<std::string, Cluster> clusters_;
+  AnomalyOutbox outbox_;
+};
+
+std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<TelemetryGapDetector>(c); }
+
+}  // namespace
+
+extern const DetectorKind kTelemetryGapKind{
+    "telemetry_gap", "a node sends no sample for open_after_s while its cluster reports (subject: the node)", kKeys,
+    &Make};
+
+}  // namespace acmetrace::processors::detectors

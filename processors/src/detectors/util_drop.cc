@@ -1,0 +1,155 @@
+// util_drop: a cluster-wide fall in utilization, as when shared storage or the network stalls every
+// running job. Each GPU that holds memory (a job runs there) is compared with its own rolling baseline,
+// so jobs ending or starting do not look like a drop: the cluster is "down" at a sample time when at
+// least open_share of those GPUs run below drop_ratio x their baseline. The flag opens after open_for_s
+// of that and closes once the share has stayed at or below close_share for close_for_s; baselines stop
+// learning while the cluster is down. Subject: the cluster. Value: the share of GPUs down.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "detector_kind.h"
+#include "detector_support.h"
+
+namespace acmetrace::processors::detectors {
+namespace {
+
+constexpr KeySpec kKeys[] = {
+    {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline"},
+    {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s"},
+    {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)"},
+    {"open_for_s", "180", "seconds the share must stay at or above open_share before the flag opens"},
+    {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes"},
+    {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average"},
+    {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average"},
+    {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples"},
+    {"settle_s", "180", "a GPU counts this many seconds after it starts holding memory (job start-up is not a drop)"},
+    {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this"},
+    {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted"},
+    {"min_gpus", "8", "fewest counted GPUs for a judgement"},
+};
+
+class UtilDropDetector : public Detector {
+ public:
+  explicit UtilDropDetector(const KindConfig& c)
+      : drop_ratio_(c.Double("drop_ratio")),
+        open_share_(c.Double("open_share")),
+        close_share_(c.Double("close_share")),
+        open_for_ms_(c.Millis("open_for_s")),
+        close_for_ms_(c.Millis("close_for_s")),
+        short_ms_(std::max<int64_t>(1, c.Millis("short_s"))),
+        baseline_ms_(std::max<int64_t>(1, c.Millis("baseline_s"))),
+        min_baseline_ms_(c.Millis("min_baseline_s")),
+        settle_ms_(c.Millis("settle_s")),
+        busy_fb_mib_(c.Double("busy_fb_mib")),
+        min_baseline_util_(c.Double("min_baseline_util")),
+        min_gpus_(c.Int("min_gpus")) {}
+
+  std::string_view kind() const override { return "util_drop"; }
+
+  void Observe(const core::Record& record) override {
+    const auto* sample = std::get_if<core::UtilSample>(&record);
+    if (sample == nullptr) return;
+    Cluster& c = clusters_[sample->cluster];
+    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    const std::vector<double>* util = FindGpuMetric(*sample, "GPU_UTIL");
+    if (util == nullptr) return;
+    const std::vector<double>* fb = FindGpuMetric(*sample, "FB_USED");
+    std::vector<Gpu>& gpus = c.nodes[sample->node];
+    if (gpus.size() < util->size()) gpus.resize(util->size());
+    const int64_t t = sample->ts_ms;
+    const bool learn = !c.state.open() && !c.state.pending();
+    for (size_t i = 0; i < util->size(); ++i) {
+      const double u = (*util)[i];
+      if (!core::IsSample(u)) continue;
+      Gpu& g = gpus[i];
+      // Without FB_USED in the feed every GPU counts as busy; with it, a missing cell says nothing.
+      const double f = fb != nullptr && i < fb->size() ? (*fb)[i] : NAN;
+      if (fb != nullptr && !core::IsSample(f)) continue;
+      if (fb != nullptr && !(f > busy_fb_mib_)) {
+        g = Gpu{};
+        g.last_ms = t;
+        continue;
+      }
+      const double dt = g.last_ms == kNoTimeMs ? 0 : static_cast<double>(t - g.last_ms);
+      g.last_ms = t;
+      if (g.busy_since_ms == kNoTimeMs) {
+        g.busy_since_ms = t;
+        g.short_avg = u;
+      } else {
+        g.short_avg += (1 - std::exp(-dt / static_cast<double>(short_ms_))) * (u - g.short_avg);
+      }
+      if (t - g.busy_since_ms < settle_ms_ || !learn) continue;  // start-up, or the cluster is down
+      if (!g.has_baseline) {
+        g.baseline = u;
+        g.has_baseline = true;
+      } else {
+        g.baseline += (1 - std::exp(-dt / static_cast<double>(baseline_ms_))) * (u - g.baseline);
+        g.learned_ms += static_cast<int64_t>(dt);
+      }
+    }
+  }
+
+  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
+    for (auto& [name, c] : clusters_) {
+      if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) Judge(name, c, done);
+    }
+    outbox_.FlushTo(watermark_ms, out);
+  }
+
+ private:
+  struct Gpu {
+    int64_t busy_since_ms = kNoTimeMs;
+    int64_t last_ms = kNoTimeMs;
+    int64_t learned_ms = 0;  // time the baseline has learned over
+    bool has_baseline = false;
+    double short_avg = 0;
+    double baseline = 0;
+  };
+  struct Cluster {
+    SampleTimeCursor times;
+    std::map<std::string, std::vector<Gpu>> nodes;
+    HysteresisState state;
+  };
+
+  void Judge(const std::string& cluster, Cluster& c, int64_t t) {
+    int64_t counted = 0, down = 0;
+    for (const auto& [_, gpus] : c.nodes) {
+      for (const Gpu& g : gpus) {
+        if (g.last_ms != t || g.busy_since_ms == kNoTimeMs || !g.has_baseline || g.learned_ms < min_baseline_ms_) {
+          continue;
+        }
+        if (g.baseline < min_baseline_util_) continue;
+        ++counted;
+        down += g.short_avg < drop_ratio_ * g.baseline;
+      }
+    }
+    if (counted < min_gpus_) return;
+    const double share = static_cast<double>(down) / static_cast<double>(counted);
+    switch (c.state.Update(t, share >= open_share_, share <= close_share_, open_for_ms_, close_for_ms_)) {
+      case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, share, open_share_); break;
+      case HysteresisState::Change::kClosed: outbox_.Add(cluster, kind(), cluster, false, t, share, close_share_); break;
+      case HysteresisState::Change::kNone: break;
+    }
+  }
+
+  const double drop_ratio_, open_share_, close_share_;
+  const int64_t open_for_ms_, close_for_ms_, short_ms_, baseline_ms_, min_baseline_ms_, settle_ms_;
+  const double busy_fb_mib_, min_baseline_util_;
+  const int64_t min_gpus_;
+  std::map<std::string, Cluster> clusters_;
+  AnomalyOutbox outbox_;
+};
+
+std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<UtilDropDetector>(c); }
+
+}  // namespace
+
+extern const DetectorKind kUtilDropKind{
+    "util_drop",
+    "at least open_share of the cluster's busy GPUs run below drop_ratio x their own rolling GPU_UTIL baseline "
+    "(subject: the cluster)",
+    kKeys, &Make};
+
+}  // namespace acmetrace::processors::detectors

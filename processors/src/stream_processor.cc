@@ -1,0 +1,347 @@
+// StreamProcessor: watermark, lateness, per-cluster reorder buffers, window closing, snapshots.
+#include "acmetrace/processors/stream_processor.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "acmetrace/core/record_json.h"
+#include "acmetrace/core/record_parse.h"
+#include "acmetrace/processors/state_codec.h"
+
+namespace acmetrace::processors {
+namespace {
+
+constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
+constexpr uint64_t kSnapshotVersion = 1;
+
+int TopicRank(const core::Record& r) {
+  // The replay's tie order: job events, then utilization, then power.
+  if (std::holds_alternative<core::JobEvent>(r)) return 0;
+  if (std::holds_alternative<core::UtilSample>(r)) return 1;
+  if (std::holds_alternative<core::PowerSample>(r)) return 2;
+  return 3;
+}
+
+const std::string& ClusterOf(const core::Record& r) {
+  return std::visit([](const auto& v) -> const std::string& { return v.cluster; }, r);
+}
+
+int64_t FloorTo(int64_t t, int64_t step) {
+  int64_t q = t / step;
+  if (t % step != 0 && t < 0) --q;
+  return q * step;
+}
+
+}  // namespace
+
+struct StreamProcessor::Pending {
+  int64_t eff_ts_ms;
+  int topic_rank;
+  std::string key;
+  uint64_t seq;
+  bool late;
+  core::Record record;
+  bool operator<(const Pending& o) const {
+    return std::tie(eff_ts_ms, topic_rank, key, seq) < std::tie(o.eff_ts_ms, o.topic_rank, o.key, o.seq);
+  }
+};
+
+struct StreamProcessor::ClusterState {
+  ClusterState(const std::string& name, const ProcessOptions& options) : name(name), metrics(name, options) {}
+  std::string name;
+  std::vector<int64_t> next_offset;  // per partition; -1 = nothing read yet
+  std::vector<int64_t> max_ts;       // per partition: highest event time read (any cluster's record)
+  int64_t watermark = kNoTime;
+  int64_t closed_through = kNoTime;   // every base window ending at or before this is closed
+  int64_t emitted_through = kNoTime;  // windows ending at or before this were written by an earlier owner
+  uint64_t seq = 0;
+  std::map<int64_t, std::vector<Pending>> buffer;  // by base window start
+  ClusterMetrics metrics;
+  std::vector<std::unique_ptr<Detector>> detectors;
+};
+
+StreamProcessor::StreamProcessor(ProcessOptions options, core::RecordSink& sink, DetectorFactory detectors)
+    : options_(std::move(options)), sink_(sink), make_detectors_(std::move(detectors)) {}
+
+StreamProcessor::~StreamProcessor() = default;
+
+int StreamProcessor::DeclarePartition(const std::string& name) {
+  for (size_t i = 0; i < partition_names_.size(); ++i) {
+    if (partition_names_[i] == name) return static_cast<int>(i);
+  }
+  partition_names_.push_back(name);
+  partition_idle_.push_back(false);
+  for (auto& [_, c] : clusters_) {
+    c->next_offset.push_back(-1);
+    c->max_ts.push_back(kNoTime);
+  }
+  return static_cast<int>(partition_names_.size() - 1);
+}
+
+void StreamProcessor::SetPartitionIdle(int partition, bool idle) {
+  if (partition_idle_[partition] == idle) return;
+  partition_idle_[partition] = idle;
+  for (auto& [_, c] : clusters_) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+  (void)CloseReadyWindows(false);
+}
+
+bool StreamProcessor::Owns(std::string_view cluster) const {
+  return own_all_ || clusters_.find(cluster) != clusters_.end();
+}
+
+StreamProcessor::ClusterState& StreamProcessor::CreateCluster(const std::string& cluster) {
+  auto state = std::make_unique<ClusterState>(cluster, options_);
+  state->next_offset.assign(partition_names_.size(), -1);
+  state->max_ts.assign(partition_names_.size(), kNoTime);
+  if (make_detectors_) state->detectors = make_detectors_();
+  ClusterState& ref = *state;
+  clusters_.insert_or_assign(cluster, std::move(state));
+  return ref;
+}
+
+void StreamProcessor::Own(const std::string& cluster) {
+  if (clusters_.find(cluster) == clusters_.end()) CreateCluster(cluster);
+}
+
+void StreamProcessor::Release(const std::string& cluster) {
+  if (auto it = clusters_.find(cluster); it != clusters_.end()) clusters_.erase(it);
+}
+
+std::vector<std::string> StreamProcessor::owned() const {
+  std::vector<std::string> out;
+  for (const auto& [name, _] : clusters_) out.push_back(name);
+  return out;
+}
+
+int64_t StreamProcessor::ResumeOffset(int partition) const {
+  int64_t lowest = -2;
+  for (const auto& [_, c] : clusters_) {
+    const int64_t o = c->next_offset[partition];
+    if (o < 0) return -1;
+    lowest = lowest == -2 ? o : std::min(lowest, o);
+  }
+  return lowest == -2 ? -1 : lowest;
+}
+
+int64_t StreamProcessor::watermark_ms(const std::string& cluster) const {
+  auto it = clusters_.find(cluster);
+  return it == clusters_.end() ? kNoTime : it->second->watermark;
+}
+
+int64_t StreamProcessor::ComputeWatermark(const ClusterState& c) const {
+  const int64_t lateness = options_.allowed_lateness_ms;
+  int64_t lowest = std::numeric_limits<int64_t>::max();
+  int64_t highest = kNoTime;
+  bool any_active = false;
+  for (size_t p = 0; p < c.max_ts.size(); ++p) {
+    const int64_t wm = c.max_ts[p] == kNoTime ? kNoTime : c.max_ts[p] - lateness;
+    highest = std::max(highest, wm);
+    if (partition_idle_[p]) continue;
+    any_active = true;
+    lowest = std::min(lowest, wm);
+  }
+  // Every partition caught up: all that exists has been read, up to the highest time minus lateness.
+  return any_active ? lowest : highest;
+}
+
+void StreamProcessor::Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms) {
+  if (offset >= 0) c.next_offset[partition] = offset + 1;
+  if (ts_ms != kNoTime && ts_ms > c.max_ts[partition]) c.max_ts[partition] = ts_ms;
+}
+
+core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms) {
+  partition_idle_[partition] = false;
+  ++stats_.skipped;
+  for (auto& [_, c] : clusters_) {
+    if (offset >= 0 && offset < c->next_offset[partition]) continue;
+    Observe(*c, partition, offset, ts_ms);
+    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+  }
+  return CloseReadyWindows(false);
+}
+
+core::Status StreamProcessor::Process(int partition, int64_t offset, core::Record&& record) {
+  partition_idle_[partition] = false;
+  const int64_t ts = core::TimestampMsOf(record);
+  ClusterState* target = nullptr;
+  {
+    const std::string& cluster = ClusterOf(record);
+    auto it = clusters_.find(cluster);
+    if (it != clusters_.end()) {
+      target = it->second.get();
+    } else if (own_all_) {
+      target = &CreateCluster(cluster);
+    }
+  }
+  bool processed = false;
+  for (auto& [_, c] : clusters_) {
+    if (offset >= 0 && offset < c->next_offset[partition]) continue;  // covered by its snapshot
+    if (c.get() == target) {
+      // Late: below this partition's watermark or below the cluster's. Clamped into the oldest
+      // window still open, which depends only on this partition's order (or, with an idle
+      // partition, on the watermark).
+      int64_t eff = ts;
+      if (c->max_ts[partition] != kNoTime) eff = std::max(eff, c->max_ts[partition] - options_.allowed_lateness_ms);
+      if (c->watermark != kNoTime) eff = std::max(eff, c->watermark);
+      if (c->closed_through != kNoTime) eff = std::max(eff, c->closed_through);
+      const bool late = eff != ts;
+      if (late) ++stats_.late;
+      Pending p{eff, TopicRank(record), std::string(), c->seq++, late, std::move(record)};
+      core::AppendKey(p.key, p.record);
+      c->buffer[FloorTo(eff, options_.base_window_ms())].push_back(std::move(p));
+      processed = true;
+    }
+    Observe(*c, partition, offset, ts);
+    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+  }
+  if (processed) {
+    ++stats_.records;
+  } else {
+    ++stats_.skipped;
+  }
+  return CloseReadyWindows(false);
+}
+
+core::Status StreamProcessor::Finish() { return CloseReadyWindows(true); }
+
+core::Status StreamProcessor::CloseReadyWindows(bool finishing) {
+  const int64_t base = options_.base_window_ms();
+  for (;;) {
+    ClusterState* next = nullptr;
+    int64_t next_start = 0;
+    for (auto& [_, c] : clusters_) {  // in cluster name order: ties go to the first
+      if (c->buffer.empty()) continue;
+      const int64_t start = c->buffer.begin()->first;
+      const bool ready = finishing || (c->watermark != kNoTime && start + base <= c->watermark);
+      if (ready && (next == nullptr || start < next_start)) {
+        next = c.get();
+        next_start = start;
+      }
+    }
+    if (next == nullptr) return core::Status::Ok();
+    if (core::Status s = CloseWindow(*next, next_start); !s.ok()) return s;
+  }
+}
+
+core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
+  const int64_t end_ms = start_ms + options_.base_window_ms();
+  auto node = c.buffer.extract(c.buffer.begin());
+  std::vector<Pending>& records = node.mapped();
+  std::sort(records.begin(), records.end());
+  for (Pending& p : records) {
+    c.metrics.Apply(p.record, start_ms, p.late);
+    if (!p.late) {
+      for (auto& d : c.detectors) d->Observe(p.record);
+    }
+  }
+  anomalies_.clear();
+  for (auto& d : c.detectors) d->AdvanceTo(end_ms - 1, anomalies_);
+  for (const core::AnomalyEvent& a : anomalies_) {
+    if (core::Status s = sink_.Write(core::Record(a)); !s.ok()) return s;
+    ++stats_.anomalies;
+  }
+  windows_.clear();
+  c.metrics.CloseWindow(start_ms, windows_);
+  for (core::MetricsWindow& w : windows_) {
+    if (c.emitted_through != kNoTime && w.end_ms <= c.emitted_through) {
+      ++stats_.suppressed;
+      continue;
+    }
+    if (core::Status s = sink_.Write(core::Record(std::move(w))); !s.ok()) return s;
+    ++stats_.windows;
+  }
+  c.closed_through = std::max(c.closed_through, end_ms);
+  return core::Status::Ok();
+}
+
+std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
+  auto it = clusters_.find(cluster);
+  if (it == clusters_.end()) return {};
+  const ClusterState& c = *it->second;
+  StateWriter out;
+  out.Str(kSnapshotMagic);
+  out.U64(kSnapshotVersion);
+  out.Str(c.name);
+  out.U64(partition_names_.size());
+  for (size_t p = 0; p < partition_names_.size(); ++p) {
+    out.Str(partition_names_[p]);
+    out.I64(c.next_offset[p]);
+    out.I64(c.max_ts[p]);
+  }
+  out.I64(c.watermark);
+  out.I64(c.closed_through);
+  int64_t emitted = std::max(c.emitted_through, c.closed_through);
+  if (final_flush_follows && !c.buffer.empty()) {
+    emitted = std::max(emitted, c.buffer.rbegin()->first + options_.base_window_ms());
+  }
+  out.I64(emitted);
+  out.U64(c.seq);
+  size_t pending = 0;
+  for (const auto& [_, v] : c.buffer) pending += v.size();
+  out.U64(pending);
+  std::string json;
+  for (const auto& [_, v] : c.buffer) {
+    for (const Pending& p : v) {
+      out.I64(p.eff_ts_ms);
+      out.U64(p.seq);
+      out.U64(p.late ? 1 : 0);
+      out.Str(core::TopicOf(p.record));
+      json.clear();
+      core::AppendRecordJson(json, p.record);
+      out.Str(json);
+    }
+  }
+  c.metrics.Save(out);
+  return out.Take();
+}
+
+core::Status StreamProcessor::Restore(std::string_view snapshot) {
+  StateReader in(snapshot);
+  if (in.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
+  if (const uint64_t v = in.U64(); v != kSnapshotVersion) {
+    return core::Status::Error("state snapshot version " + std::to_string(v) + " is not " +
+                               std::to_string(kSnapshotVersion));
+  }
+  const std::string cluster = in.Str();
+  if (!in.ok() || cluster.empty()) return core::Status::Error("state snapshot: truncated header");
+  Release(cluster);
+  ClusterState& c = CreateCluster(cluster);
+  const uint64_t partitions = in.Count(24);
+  for (uint64_t i = 0; i < partitions && in.ok(); ++i) {
+    const std::string name = in.Str();
+    const int64_t next_offset = in.I64();
+    const int64_t max_ts = in.I64();
+    const int p = DeclarePartition(name);
+    c.next_offset[p] = next_offset;
+    c.max_ts[p] = max_ts;
+  }
+  c.watermark = in.I64();
+  c.closed_through = in.I64();
+  c.emitted_through = in.I64();
+  c.seq = in.U64();
+  const uint64_t pending = in.Count(40);
+  core::RecordParser parser;
+  for (uint64_t i = 0; i < pending && in.ok(); ++i) {
+    Pending p{};
+    p.eff_ts_ms = in.I64();
+    p.seq = in.U64();
+    p.late = in.U64() != 0;
+    const std::string topic = in.Str();
+    const std::string json = in.Str();
+    if (!in.ok()) break;
+    if (core::Status s = parser.ParseValue(topic, json, p.record); !s.ok()) {
+      Release(cluster);
+      return core::Status::Error("state snapshot of " + cluster + ": buffered record: " + s.message());
+    }
+    p.topic_rank = TopicRank(p.record);
+    core::AppendKey(p.key, p.record);
+    c.buffer[FloorTo(p.eff_ts_ms, options_.base_window_ms())].push_back(std::move(p));
+  }
+  if (!in.ok() || !c.metrics.Load(in) || !in.at_end()) {
+    Release(cluster);
+    return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace acmetrace::processors

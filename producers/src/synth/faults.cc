@@ -1,0 +1,408 @@
+// Fault injection: where the incidents go, how big they are, and what they do to the data. Magnitudes
+// are drawn from ranges seen in production A100 fleets (not from what a detector needs); placement
+// keeps incidents on one subject (GPU, node, cluster, job) apart and starts them an hour into the window,
+// so that detectors with rolling baselines have one.
+#include "synth/faults.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "synth/random.h"
+
+namespace acmetrace::producers::synth {
+namespace {
+
+constexpr int64_t kLeadInS = 3600;     // no incident in the window's first hour...
+constexpr int64_t kTailS = 1800;       // ...nor in its last half hour
+constexpr int64_t kApartS = 600;       // incidents on one node or GPU stay 10 minutes apart
+constexpr int64_t kClusterApartS = 1800;  // cluster-wide ones half an hour
+constexpr int kMaxTries = 200;
+constexpr double kUtilEwmaS = 600;     // a util drop is sized against the last ~10 minutes
+constexpr double kIdlePowerShare = 0.3;  // a stalled GPU still draws about this share of its power
+
+// XIDs of incidents in A100 fleets: MMU fault (31), GPU stopped processing (43), double-bit ECC (48),
+// fell off the bus (79), contained and uncontained ECC (94, 95).
+constexpr uint16_t kInjectedXids[] = {31, 43, 48, 79, 94, 95};
+
+// Busy spans of one subject.
+class Spans {
+ public:
+  bool Free(int64_t start, int64_t end, int64_t apart) const {
+    for (const auto& [s, e] : spans_) {
+      if (start < e + apart && s < end + apart) return false;
+    }
+    return true;
+  }
+  void Add(int64_t start, int64_t end) { spans_.emplace_back(start, end); }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> spans_;
+};
+
+bool IsFailed(JobState s) { return s == JobState::kFailed || s == JobState::kNodeFail || s == JobState::kTimeout; }
+
+// Incidents of one kind per simulated day: "a few".
+int CountFor(Rng& rng, int days) {
+  int n = 0;
+  for (int d = 0; d < days; ++d) n += 2 + static_cast<int>(rng.Below(3));
+  return n;
+}
+
+int64_t Uniform(Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
+  return hi <= lo ? lo : lo + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(hi - lo + 1)));
+}
+
+// A job that fails at once, as in a burst of failures (bad image, storage outage, broken driver): the
+// size, type and user follow the cluster's GPU job mix; it runs between 10 s and 10 min.
+Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng) {
+  std::vector<double> type_cumulative;
+  double sum = 0;
+  for (const auto& t : model.gpu_types) type_cumulative.push_back(sum += t.count_share);
+  const GpuTypeModel& type = model.gpu_types[PickWeighted(type_cumulative, rng.Uniform())];
+  std::vector<double> size_cumulative;
+  sum = 0;
+  for (const auto& sw : type.sizes) size_cumulative.push_back(sum += sw.weight);
+  const int max_gpus = nodes == 1 ? 8 : 8 * (nodes / 2);
+  Job job;
+  job.type = type.type;
+  job.gpus = std::min(type.sizes[PickWeighted(size_cumulative, rng.Uniform())].gpus, max_gpus);
+  job.nodes = (job.gpus + 7) / 8;
+  job.state = JobState::kFailed;
+  // Users as the scheduler picks them: Zipf over the population, pretraining from a few teams.
+  std::vector<double> user_cumulative;
+  sum = 0;
+  for (int r = 0; r < model.users; ++r) user_cumulative.push_back(sum += 1.0 / std::pow(r + 1.0, 1.05));
+  job.user = type.type == JobType::kPretrain ? static_cast<int>(rng.Below(std::min(8, model.users)))
+                                             : static_cast<int>(PickWeighted(user_cumulative, rng.Uniform()));
+  job.run_s = std::max<int64_t>(1, std::llround(std::exp(std::log(10.0) + rng.Uniform() * std::log(60.0))));
+  job.end_s = end_s;
+  job.start_s = end_s - job.run_s;
+  job.eligible_s = job.start_s;
+  job.submit_s = job.start_s - static_cast<int64_t>(rng.Below(30));
+  if (model.kalos_format) {
+    const int per_pod = std::min(job.gpus, 8);
+    job.cpus = job.nodes * 15 * per_pod;
+    job.mem_gb = 125 * per_pod;
+    job.shared_mem_gb = 12.5f * static_cast<float>(per_pod);
+  } else {
+    job.cpus = job.gpus >= 8 ? job.nodes * 128 : job.gpus * 8;
+  }
+  return job;
+}
+
+}  // namespace
+
+std::string_view FaultKindName(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kGpuOverheat: return "gpu_overheat";
+    case FaultKind::kXidError: return "xid_error";
+    case FaultKind::kTelemetryGap: return "telemetry_gap";
+    case FaultKind::kGpuStraggler: return "gpu_straggler";
+    case FaultKind::kUtilDrop: return "util_drop";
+    case FaultKind::kFailureBurst: return "failure_burst";
+    case FaultKind::kNodeFailure: return "node_failure";
+  }
+  return "unknown";
+}
+
+FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint64_t seed) {
+  FaultPlan plan;
+  plan.nodes_ = schedule.nodes;
+  plan.window_start_s_ = schedule.window_start_s;
+  plan.noise_key_ = MixKey(MixKey(seed, HashName(model.name)), 0xFA17);
+  Rng rng(plan.noise_key_);
+  const int64_t ws = schedule.window_start_s, we = schedule.window_end_s;
+  const int64_t lo = ws + kLeadInS, hi = we - kTailS;
+  const int days = static_cast<int>((we - ws + 86399) / 86400);
+  if (hi - lo < 3600) return plan;  // too short a window to place anything
+  const int nodes = schedule.nodes;
+  Spans cluster;
+  Spans drops;
+  std::vector<Spans> node_spans(nodes);
+
+  // Utilization drops: every running job stalls (storage or network outage) for 10-60 minutes; the
+  // cluster's GPU_UTIL falls by 20-60 points (at most 95% of what it was).
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t duration = Uniform(rng, 600, 3600);
+      const int64_t start = Uniform(rng, lo, hi - duration);
+      if (!cluster.Free(start, start + duration, kClusterApartS)) continue;
+      cluster.Add(start, start + duration);
+      drops.Add(start, start + duration);
+      plan.faults_.push_back({FaultKind::kUtilDrop, start, start + duration, -1, -1, -1, 20 + 40 * rng.Uniform()});
+      break;
+    }
+  }
+
+  // Failure bursts: 3-10x the cluster's own rate of failed GPU jobs for 10-30 minutes, as extra FAILED
+  // jobs. A burst that would add less than one job (tiny scales) is not an incident and is not placed.
+  double failed = 0;
+  for (const Job& job : schedule.jobs) {
+    failed += job.in_trace && job.gpus > 0 && IsFailed(job.state) && job.end_s >= ws && job.end_s < we;
+  }
+  const double failure_rate_s = failed / static_cast<double>(we - ws);
+  std::vector<Job> extra;
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t duration = Uniform(rng, 600, 1800);
+      const int64_t start = Uniform(rng, lo, hi - duration);
+      if (!cluster.Free(start, start + duration, kClusterApartS)) continue;
+      const double factor = 3 + 7 * rng.Uniform();
+      const int64_t jobs = std::llround((factor - 1) * failure_rate_s * static_cast<double>(duration));
+      if (jobs < 1) break;
+      cluster.Add(start, start + duration);
+      plan.faults_.push_back({FaultKind::kFailureBurst, start, start + duration, -1, -1, -1, factor});
+      for (int64_t k = 0; k < jobs; ++k) {
+        Job job = MakeFailingJob(model, nodes, Uniform(rng, start, start + duration - 1), rng);
+        job.key = MixKey(plan.noise_key_, 0xB000000 + extra.size());
+        job.in_trace = job.submit_s >= ws && job.submit_s < we;
+        extra.push_back(std::move(job));
+      }
+      break;
+    }
+  }
+  if (!extra.empty()) {
+    for (Job& job : extra) schedule.jobs.push_back(std::move(job));
+    std::stable_sort(schedule.jobs.begin(), schedule.jobs.end(),
+                     [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
+  }
+
+  // Node failures: a node dies under a running GPU job, which ends NODE_FAIL there and then. Jobs on
+  // more nodes are more exposed.
+  auto& jobs = schedule.jobs;
+  std::vector<char> taken(jobs.size(), 0);
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t t = Uniform(rng, lo, hi);
+      std::vector<int> candidates;
+      std::vector<double> cumulative;
+      double weight = 0;
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        const Job& job = jobs[j];
+        if (!job.in_trace || job.gpus == 0 || job.start_s < 0 || job.alloc.empty() || taken[j]) continue;
+        if (IsFailed(job.state) || job.xid != 0 || job.start_s > t - 120 || job.end_s < t + 60) continue;
+        candidates.push_back(static_cast<int>(j));
+        cumulative.push_back(weight += job.nodes);
+      }
+      if (candidates.empty()) continue;
+      const int j = candidates[PickWeighted(cumulative, rng.Uniform())];
+      Job& job = jobs[j];
+      job.state = JobState::kNodeFail;
+      job.end_s = t;
+      job.run_s = t - job.start_s;
+      taken[j] = 1;
+      plan.faults_.push_back({FaultKind::kNodeFailure, t, t, -1, -1, j, 0});
+      break;
+    }
+  }
+  // NODE_FAIL jobs of the model itself are incidents too.
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Job& job = jobs[j];
+    if (taken[j] || !job.in_trace || job.gpus == 0 || job.state != JobState::kNodeFail) continue;
+    if (job.end_s < ws || job.end_s >= we) continue;
+    Fault f{FaultKind::kNodeFailure, job.end_s, job.end_s, -1, -1, static_cast<int32_t>(j), 0};
+    f.injected = false;
+    plan.faults_.push_back(f);
+  }
+
+  // Stragglers: one GPU of a node that a single busy job holds whole (all 8 GPUs, past its start-up)
+  // runs at 20-50% of its SM activity for 5-30 minutes (thermal or power throttling, a degraded link).
+  // Not during a utilization drop, where its peers are not busy either.
+  struct Host {
+    int node;
+    int64_t from, to;
+  };
+  std::vector<Host> hosts;
+  for (const Job& job : jobs) {
+    if (job.start_s < 0 || job.activity < 0) continue;
+    const int64_t from = std::max(job.start_s + 600, lo), to = std::min(job.end_s - 120, hi);
+    if (to - from < 300) continue;
+    for (const NodeAlloc& a : job.alloc) {
+      if (a.gpu_mask == 0xFF) hosts.push_back({a.node, from, to});
+    }
+  }
+  auto place_gpu_fault = [&](FaultKind kind, int64_t min_s, int64_t max_s, double level) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t duration = Uniform(rng, min_s, max_s);
+      int node;
+      int64_t start;
+      if (kind == FaultKind::kGpuStraggler) {
+        if (hosts.empty()) return;
+        const Host& h = hosts[rng.Below(hosts.size())];
+        if (h.to - h.from < duration) continue;
+        node = h.node;
+        start = Uniform(rng, h.from, h.to - duration);
+        if (!drops.Free(start, start + duration, 300)) continue;
+      } else {
+        node = static_cast<int>(rng.Below(static_cast<uint64_t>(nodes)));
+        start = Uniform(rng, lo, hi - duration);
+      }
+      if (!node_spans[node].Free(start, start + duration, kApartS)) continue;
+      node_spans[node].Add(start, start + duration);
+      const int gpu = kind == FaultKind::kTelemetryGap ? -1 : static_cast<int>(rng.Below(8));
+      plan.faults_.push_back({kind, start, start + duration, node, gpu, -1, level});
+      return;
+    }
+  };
+  for (int n = CountFor(rng, days); n > 0; --n) place_gpu_fault(FaultKind::kGpuStraggler, 300, 1800, 0.2 + 0.3 * rng.Uniform());
+  // Telemetry gaps: a node's exporter (or its network) is down for 1-10 minutes: every cell empty.
+  if (nodes > 1) {
+    for (int n = CountFor(rng, days); n > 0; --n) place_gpu_fault(FaultKind::kTelemetryGap, 60, 600, 0);
+  }
+  // Overheating: a GPU's cooling fails and it runs at 86-95 C for 2-20 minutes.
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    place_gpu_fault(FaultKind::kGpuOverheat, 120, 1200, static_cast<double>(Uniform(rng, 86, 95)));
+  }
+  // XID errors: the register holds the code for 2-30 minutes, as the generator's own XIDs do.
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    place_gpu_fault(FaultKind::kXidError, 120, 1800, kInjectedXids[rng.Below(std::size(kInjectedXids))]);
+  }
+  plan.Index();
+  return plan;
+}
+
+void FaultPlan::Index() {
+  gpu_faults_.assign(static_cast<size_t>(nodes_) * 8, {});
+  cluster_faults_.clear();
+  node_gaps_.clear();
+  drop_scale_.assign(faults_.size(), -1);
+  for (size_t i = 0; i < faults_.size(); ++i) {
+    const Fault& f = faults_[i];
+    switch (f.kind) {
+      case FaultKind::kGpuOverheat:
+      case FaultKind::kGpuStraggler:
+        gpu_faults_[f.node * 8 + f.gpu].push_back(static_cast<int32_t>(i));
+        break;
+      case FaultKind::kUtilDrop: cluster_faults_.push_back(static_cast<int32_t>(i)); break;
+      case FaultKind::kTelemetryGap: node_gaps_.push_back(static_cast<int32_t>(i)); break;
+      default: break;
+    }
+  }
+}
+
+std::vector<XidWindow> FaultPlan::ResolveXids(const std::vector<XidWindow>& natural) {
+  std::vector<XidWindow> injected;
+  std::vector<Fault> kept;
+  for (const Fault& f : faults_) {
+    if (f.kind != FaultKind::kXidError || !f.injected) {
+      kept.push_back(f);
+      continue;
+    }
+    const int index = f.node * 8 + f.gpu;
+    bool clash = false;
+    for (const XidWindow& w : natural) {
+      clash |= w.gpu_index == index && f.start_s < w.end_s + kApartS && w.start_s < f.end_s + kApartS;
+    }
+    if (clash) continue;
+    kept.push_back(f);
+    injected.push_back({index, f.start_s, f.end_s, static_cast<uint16_t>(f.level)});
+  }
+  for (const XidWindow& w : natural) {
+    if (w.end_s <= window_start_s_) continue;
+    Fault f{FaultKind::kXidError, std::max(w.start_s, window_start_s_), w.end_s, w.gpu_index / 8, w.gpu_index % 8,
+            -1, static_cast<double>(w.code)};
+    f.injected = false;
+    kept.push_back(f);
+  }
+  faults_ = std::move(kept);
+  Index();
+  return injected;
+}
+
+void FaultPlan::BeginRow(int64_t t) {
+  row_t_ = t;
+  if (!node_gaps_.empty()) {
+    silent_.assign(static_cast<size_t>(nodes_), 0);
+    for (int32_t i : node_gaps_) {
+      const Fault& f = faults_[i];
+      if (t >= f.start_s && t < f.end_s) silent_[f.node] = 1;
+    }
+  }
+  row_activity_scale_ = 1;
+  for (int32_t i : cluster_faults_) {
+    const Fault& f = faults_[i];
+    if (t < f.start_s || t >= f.end_s) continue;
+    if (drop_scale_[i] < 0) {
+      // Sized once, as it starts: D points off what the cluster ran at just before.
+      drop_scale_[i] = util_ewma_ > 1 ? std::clamp(1.0 - f.level / util_ewma_, 0.05, 1.0) : 0.5;
+    }
+    row_activity_scale_ = static_cast<float>(drop_scale_[i]);
+  }
+}
+
+GpuFaultEffect FaultPlan::GpuEffect(int gpu_index, bool running) const {
+  GpuFaultEffect fx;
+  if (running) fx.activity_scale = row_activity_scale_;
+  if (!gpu_faults_.empty()) {
+    for (int32_t i : gpu_faults_[gpu_index]) {
+      const Fault& f = faults_[i];
+      if (row_t_ < f.start_s || row_t_ >= f.end_s) continue;
+      if (f.kind == FaultKind::kGpuOverheat) {
+        // Heats up over a minute and a half, then holds the level within a degree.
+        const double ramp = std::min(1.0, static_cast<double>(row_t_ - f.start_s + 15) / 90.0);
+        uint64_t bits = MixKey(noise_key_, static_cast<uint64_t>(gpu_index) * 0x100000000ull + static_cast<uint64_t>(row_t_));
+        const double jitter = static_cast<double>(SplitMix64(bits) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+        fx.temp_floor = static_cast<float>(40 + (f.level - 40) * ramp + jitter);
+      } else if (f.kind == FaultKind::kGpuStraggler && running) {
+        fx.sm_scale = static_cast<float>(f.level);
+      }
+    }
+  }
+  const float slowest = std::min(fx.activity_scale, fx.sm_scale);
+  if (slowest < 1) fx.power_scale = static_cast<float>(kIdlePowerShare + (1 - kIdlePowerShare) * slowest);
+  return fx;
+}
+
+void FaultPlan::EndRow(double mean_util) {
+  if (mean_util < 0) return;
+  if (util_ewma_ < 0) {
+    util_ewma_ = mean_util;
+    return;
+  }
+  util_ewma_ += (mean_util - util_ewma_) * (15.0 / kUtilEwmaS);
+}
+
+void FaultPlan::AppendRows(const ClusterModel& model, const ClusterLayout& layout,
+                           const std::vector<std::string>& job_ids, const std::vector<std::string>& metrics,
+                           std::string& out) const {
+  auto written = [&](std::string_view m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
+  std::vector<std::tuple<int64_t, std::string_view, std::string, int64_t>> rows;
+  for (const Fault& f : faults_) {
+    bool visible = true;
+    std::string subject;
+    switch (f.kind) {
+      case FaultKind::kGpuOverheat: visible = written("GPU_TEMP"); break;
+      case FaultKind::kXidError: visible = written("XID_ERRORS"); break;
+      case FaultKind::kGpuStraggler: visible = written("SM_ACTIVE"); break;
+      case FaultKind::kUtilDrop: visible = written("GPU_UTIL"); break;
+      case FaultKind::kTelemetryGap: visible = !metrics.empty(); break;
+      default: break;
+    }
+    if (!visible) continue;
+    switch (f.kind) {
+      case FaultKind::kUtilDrop:
+      case FaultKind::kFailureBurst: subject = model.name; break;
+      case FaultKind::kNodeFailure: subject = job_ids[f.job]; break;
+      case FaultKind::kTelemetryGap: subject = layout.nodes[f.node].name; break;
+      default: subject = layout.nodes[f.node].name + "-" + std::to_string(f.gpu);
+    }
+    rows.emplace_back(f.start_s, FaultKindName(f.kind), std::move(subject), f.end_s);
+  }
+  std::sort(rows.begin(), rows.end());
+  for (const auto& [start, kind, subject, end] : rows) {
+    out += model.name;
+    out += ',';
+    out += kind;
+    out += ',';
+    out += subject;
+    out += ',';
+    out += std::to_string(start);
+    out += ',';
+    out += std::to_string(end);
+    out += '\n';
+  }
+}
+
+}  // namespace acmetrace::producers::synth

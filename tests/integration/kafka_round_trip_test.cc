@@ -1,0 +1,157 @@
+// Replay into a real broker and read back: exactly the stdout feed, per topic and key, with the
+// design's keys, the trace_ts_ms header and replay-time timestamps; one delivery report per record.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+
+#include "acmetrace/kafka/kafka_admin.h"
+#include "acmetrace/kafka/kafka_message.h"
+#include "acmetrace/kafka/kafka_sink.h"
+#include "kafka_test_support.h"
+
+namespace acmetrace::kafka::testing {
+namespace {
+
+using PerKey = std::map<std::pair<std::string, std::string>, std::vector<std::string>>;
+
+PerKey ByTopicAndKey(const std::vector<Framed>& records) {
+  PerKey out;
+  for (const Framed& f : records) out[{f.topic, f.key}].push_back(f.value);
+  return out;
+}
+
+TEST(KafkaRoundTripTest, ReplayReadsBackAsTheStdoutFeed) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty()) << "no broker: run through ctest (fixture kafka_broker)";
+  const std::string data = std::string(Fixtures()) + "/release";
+
+  CommandResult to_stdout = RunCommand(std::string(Binary()) + " replay --data " + data + " --sink stdout");
+  ASSERT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  const std::vector<Framed> expected = ParseFramedLines(to_stdout.out);
+  ASSERT_GT(expected.size(), 10u);
+
+  const std::string dir = FreshDir("round-trip");
+  std::ofstream(dir + "/acmetrace.yaml") << "kafka:\n  partitions: 3\n  retention_ms: -1\n  linger_ms: 5\n";
+  const int64_t started_ms = UnixNowMs();
+  CommandResult to_kafka = RunCommand(std::string(Binary()) + " --config " + dir + "/acmetrace.yaml replay --data " +
+                                      data + " --sink kafka --brokers " + brokers);
+  ASSERT_EQ(to_kafka.exit_code, 0) << to_kafka.err;
+  const auto n = static_cast<int64_t>(expected.size());
+  EXPECT_EQ(NumberBefore(to_kafka.err, "records produced"), n) << to_kafka.err;
+  EXPECT_EQ(NumberBefore(to_kafka.err, "delivery reports"), n) << to_kafka.err;
+  EXPECT_EQ(NumberBefore(to_kafka.err, "delivered,"), n) << to_kafka.err;
+  EXPECT_EQ(NumberBefore(to_kafka.err, "failed)"), 0) << to_kafka.err;
+  EXPECT_NE(to_kafka.err.find("created topic acme.jobs (3 partitions, retention.ms=-1)"), std::string::npos)
+      << to_kafka.err;
+
+  const std::vector<Framed> got = ConsumeAll(brokers, {"acme.jobs", "acme.util", "acme.power"},
+                                             "round-trip-" + std::to_string(::getpid()));
+  EXPECT_EQ(got.size(), expected.size());
+  // Same records per topic and key, in the same order (a key lives in one partition).
+  EXPECT_EQ(ByTopicAndKey(got), ByTopicAndKey(expected));
+  const int64_t finished_ms = UnixNowMs();
+  for (const Framed& f : got) {
+    EXPECT_EQ(f.trace_ts_ms, TsMsOf(f.value)) << f.value;
+    EXPECT_GE(f.timestamp_ms, started_ms - 1000) << "Kafka timestamp is not the replay time: " << f.value;
+    EXPECT_LE(f.timestamp_ms, finished_ms + 1000);
+  }
+
+  // Every configured topic exists as configured, the processors' outputs included.
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
+  ASSERT_TRUE(admin.ok()) << admin.status().message();
+  for (const char* topic : {"acme.jobs", "acme.util", "acme.power", "acme.metrics", "acme.anomalies"}) {
+    core::Result<TopicDescription> d = admin.value()->Describe(topic);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    EXPECT_EQ(d.value().partitions, 3) << topic;
+    EXPECT_EQ(d.value().retention_ms, "-1") << topic;
+  }
+}
+
+TEST(KafkaRoundTripTest, KcatSeesKeysValuesAndTheTraceHeader) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty());
+  const std::string topic = "it.kcat." + std::to_string(::getpid());
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  settings.topics = {topic};
+  settings.partitions = 1;
+  core::Result<std::unique_ptr<KafkaSink>> sink = KafkaSink::Open(settings);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  OutgoingMessage m;
+  m.topic = topic;
+  m.key = "seren/5778432";
+  m.value = R"({"v":1,"ts_ms":1677601102000})";
+  m.trace_ts_ms = 1677601102000;
+  ASSERT_TRUE(sink.value()->Produce(m).ok());
+  ASSERT_TRUE(sink.value()->Flush().ok());
+  CommandResult kcat = RunCommand("kcat -b " + brokers + " -C -t " + topic + " -o beginning -e -q -f '%k|%s|%h\\n'");
+  ASSERT_EQ(kcat.exit_code, 0) << kcat.err;
+  EXPECT_EQ(kcat.out, "seren/5778432|{\"v\":1,\"ts_ms\":1677601102000}|trace_ts_ms=1677601102000\n");
+}
+
+TEST(KafkaRoundTripTest, TraceTimestampModeStampsTheTraceTime) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty());
+  const std::string topic = "it.trace-ts." + std::to_string(::getpid());
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  settings.topics = {topic};
+  settings.partitions = 2;
+  settings.timestamp = TimestampMode::kTrace;
+  core::Result<std::unique_ptr<KafkaSink>> sink = KafkaSink::Open(settings);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  MessageEncoder encoder(TimestampMode::kTrace);
+  core::PowerSample p;
+  p.cluster = "seren";
+  p.model = "GPU_AB";
+  p.ts_ms = 1677601080000;
+  p.fields.emplace_back(core::InternName("Sys_Total_Power"), 2520);
+  OutgoingMessage m = encoder.Encode(core::Record(p));
+  m.topic = topic;
+  ASSERT_TRUE(sink.value()->Produce(m).ok());
+  ASSERT_TRUE(sink.value()->Flush().ok());
+  EXPECT_EQ(sink.value()->counts().delivered, 1);
+  const std::vector<Framed> got = ConsumeAll(brokers, {topic}, "trace-ts-" + std::to_string(::getpid()));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].timestamp_ms, 1677601080000);
+  EXPECT_EQ(got[0].trace_ts_ms, 1677601080000);
+  EXPECT_EQ(got[0].key, "seren/GPU_AB");
+}
+
+TEST(KafkaRoundTripTest, AFatalProducerErrorStopsTheSink) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty());
+  const std::string topic = "it.fatal." + std::to_string(::getpid());
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  settings.topics = {topic};
+  core::Result<std::unique_ptr<KafkaSink>> sink = KafkaSink::Open(settings);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  ASSERT_TRUE(sink.value()->Produce({topic, "k", "{}", 0, kNoTraceTs}).ok());
+  ASSERT_TRUE(sink.value()->Flush().ok());
+  sink.value()->TriggerFatalErrorForTesting("sequence broken on purpose");
+  core::Status s = sink.value()->Produce({topic, "k", "{}", 0, kNoTraceTs});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("kafka producer fatal error"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("sequence broken on purpose"), std::string::npos) << s.message();
+  EXPECT_FALSE(sink.value()->Flush().ok());
+  EXPECT_EQ(sink.value()->counts().delivered, 1);
+}
+
+TEST(KafkaRoundTripTest, UnreachableBrokerExitsOneWithAClearMessage) {
+  const std::string dir = FreshDir("unreachable");
+  std::ofstream(dir + "/acmetrace.yaml") << "kafka:\n  connect_timeout_ms: 1500\n";
+  CommandResult r = RunCommand(std::string(Binary()) + " --config " + dir + "/acmetrace.yaml replay --data " +
+                               Fixtures() + "/release --sink kafka --brokers 127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("acmetrace replay: cannot reach Kafka at 127.0.0.1:1 within 1500 ms (kafka.connect_timeout_ms)"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace acmetrace::kafka::testing

@@ -1,0 +1,112 @@
+// InputErrors: one "FILE:LINE: FIELD: reason" line each, exact counts, strict mode, bounded output.
+#include "acmetrace/core/input_errors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace acmetrace::core {
+namespace {
+
+// Captures what InputErrors prints.
+class Captured {
+ public:
+  Captured() : file_(open_memstream(&data_, &size_)) {}
+  ~Captured() {
+    if (file_ != nullptr) std::fclose(file_);
+    std::free(data_);
+  }
+  std::FILE* file() { return file_; }
+  std::string text() {
+    std::fflush(file_);
+    return std::string(data_, size_);
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  std::FILE* file_;
+};
+
+TEST(InputErrorsTest, PrintsOneLinePerErrorInTheDocumentedForm) {
+  Captured out;
+  InputErrors errors(out.file());
+  errors.Report("seren", "job_trace", "data/job_trace/trace_seren.csv", 3, "gpu_num", "not a non-negative integer: 'x'");
+  errors.ReportFile("kalos", "utilization", "data/utilization/kalos/GPU_UTIL.csv", "cannot open");
+  EXPECT_EQ(out.text(),
+            "data/job_trace/trace_seren.csv:3: gpu_num: not a non-negative integer: 'x'\n"
+            "data/utilization/kalos/GPU_UTIL.csv: cannot open\n");
+}
+
+TEST(InputErrorsTest, CountsPerClusterAndKind) {
+  InputErrors errors(nullptr);
+  errors.Report("seren", "job_trace", "f", 2, "a", "r");
+  errors.Report("seren", "job_trace", "f", 3, "a", "r");
+  errors.Report("seren", "utilization", "g", 9, "b", "r");
+  errors.ReportFile("kalos", "job_trace", "h", "r");
+  EXPECT_EQ(errors.total(), 4);
+  const auto counts = errors.counts();
+  EXPECT_EQ(counts.size(), 3u);
+  EXPECT_EQ(counts.at({"seren", "job_trace"}), 2);
+  EXPECT_EQ(counts.at({"seren", "utilization"}), 1);
+  EXPECT_EQ(counts.at({"kalos", "job_trace"}), 1);
+}
+
+TEST(InputErrorsTest, RemembersTheFirstError) {
+  InputErrors errors(nullptr);
+  EXPECT_EQ(errors.first(), "");
+  errors.Report("seren", "job_trace", "a.csv", 7, "queue", "not a number: 'q'");
+  errors.Report("seren", "job_trace", "a.csv", 8, "duration", "not a number: 'd'");
+  EXPECT_EQ(errors.first(), "a.csv:7: queue: not a number: 'q'");
+}
+
+TEST(InputErrorsTest, StrictModeStopsAtTheFirstError) {
+  InputErrors lenient(nullptr, false);
+  InputErrors strict(nullptr, true);
+  EXPECT_FALSE(strict.must_stop());
+  lenient.Report("seren", "job_trace", "a.csv", 2, "x", "y");
+  strict.Report("seren", "job_trace", "a.csv", 2, "x", "y");
+  EXPECT_FALSE(lenient.must_stop());
+  EXPECT_TRUE(strict.must_stop());
+}
+
+TEST(InputErrorsTest, BoundsPrintedLinesButKeepsTheExactCount) {
+  Captured out;
+  InputErrors errors(out.file(), false, 2);
+  for (int i = 1; i <= 5; ++i) errors.Report("seren", "utilization", "u.csv", i, "Time", "bad");
+  errors.Finish();
+  EXPECT_EQ(errors.total(), 5);
+  EXPECT_EQ(out.text(),
+            "u.csv:1: Time: bad\n"
+            "u.csv:2: Time: bad\n"
+            "... 3 more input errors not shown\n");
+}
+
+TEST(InputErrorsTest, FinishIsSilentWhenNothingWasSuppressed) {
+  Captured out;
+  InputErrors errors(out.file(), false, 2);
+  errors.Report("seren", "utilization", "u.csv", 1, "Time", "bad");
+  errors.Finish();
+  EXPECT_EQ(out.text(), "u.csv:1: Time: bad\n");
+}
+
+TEST(InputErrorsTest, CountsExactlyFromManyThreads) {
+  InputErrors errors(nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&errors, t] {
+      for (int i = 0; i < 1000; ++i) errors.Report(t % 2 == 0 ? "seren" : "kalos", "utilization", "f", i, "x", "y");
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.total(), 4000);
+  EXPECT_EQ(errors.counts().at({"seren", "utilization"}), 2000);
+  EXPECT_EQ(errors.counts().at({"kalos", "utilization"}), 2000);
+}
+
+}  // namespace
+}  // namespace acmetrace::core

@@ -1,0 +1,71 @@
+// Number parsing of CSV cells: whole-cell doubles, exact integers, spaces, rejects.
+#include "acmetrace/core/number.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+
+namespace acmetrace::core {
+namespace {
+
+TEST(ParseDoubleTest, ParsesTheReleaseValues) {
+  EXPECT_EQ(ParseDouble("8.101"), 8.101);
+  EXPECT_EQ(ParseDouble("0.437"), 0.437);
+  EXPECT_EQ(ParseDouble("67.47"), 67.47);
+  EXPECT_EQ(ParseDouble("936.0"), 936.0);
+  EXPECT_EQ(ParseDouble("10.0"), 10.0);
+  EXPECT_EQ(ParseDouble("117"), 117.0);
+  EXPECT_EQ(ParseDouble("0"), 0.0);
+  EXPECT_EQ(ParseDouble("-2.5"), -2.5);
+  EXPECT_EQ(ParseDouble("+2.5"), 2.5);
+  EXPECT_EQ(ParseDouble("1e3"), 1000.0);
+  EXPECT_EQ(ParseDouble("1.5E-3"), 0.0015);
+}
+
+TEST(ParseDoubleTest, AllowsSurroundingSpacesAndTabs) {
+  EXPECT_EQ(ParseDouble(" 8.101"), 8.101);
+  EXPECT_EQ(ParseDouble("8.101 "), 8.101);
+  EXPECT_EQ(ParseDouble("\t 42 \t"), 42.0);
+  EXPECT_EQ(ParseDouble(" +1 "), 1.0);
+}
+
+TEST(ParseDoubleTest, RejectsAnythingButAWholeNumber) {
+  for (const char* text : {"", " ", "\t", "abc", "8.1.1", "8,1", "1 2", "12abc", "abc12", "0x10", "--1", "+",
+                           "-", "e5", "1e", "8.101\r", "\"8\""}) {
+    EXPECT_EQ(ParseDouble(text), std::nullopt) << "'" << text << "'";
+  }
+}
+
+TEST(ParseIntegerTest, ParsesIntegers) {
+  EXPECT_EQ(ParseInteger("128"), 128);
+  EXPECT_EQ(ParseInteger("0"), 0);
+  EXPECT_EQ(ParseInteger("-3"), -3);
+  EXPECT_EQ(ParseInteger(" 1024 "), 1024);
+  EXPECT_EQ(ParseInteger("9223372036854775807"), INT64_MAX);
+}
+
+TEST(ParseIntegerTest, AcceptsWholeFloats) {
+  EXPECT_EQ(ParseInteger("8.0"), 8);
+  EXPECT_EQ(ParseInteger("64.00"), 64);
+  EXPECT_EQ(ParseInteger("1e3"), 1000);
+  EXPECT_EQ(ParseInteger("-2.0"), -2);
+}
+
+TEST(ParseIntegerTest, RejectsFractionsAndGarbage) {
+  for (const char* text : {"", " ", "8.5", "0.1", "abc", "8x", "x8", "1,024", "99999999999999999999",
+                           "1e300", "nan", "inf"}) {
+    EXPECT_EQ(ParseInteger(text), std::nullopt) << "'" << text << "'";
+  }
+}
+
+TEST(TrimSpacesTest, TrimsSpacesAndTabsOnly) {
+  EXPECT_EQ(TrimSpaces("  a b \t"), "a b");
+  EXPECT_EQ(TrimSpaces("\t\t"), "");
+  EXPECT_EQ(TrimSpaces(""), "");
+  EXPECT_EQ(TrimSpaces("x"), "x");
+  EXPECT_EQ(TrimSpaces("\nx\n"), "\nx\n");
+}
+
+}  // namespace
+}  // namespace acmetrace::core

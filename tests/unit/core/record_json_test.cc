@@ -1,0 +1,278 @@
+// JSON of records and the stdio framing, byte for byte as design.md "Records" writes them.
+#include "acmetrace/core/record_json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/transport.h"
+
+namespace acmetrace::core {
+namespace {
+
+JobEvent SerenExampleJob(JobEventKind kind) {
+  JobEvent e;
+  e.cluster = "seren";
+  e.event = kind;
+  e.job_id = "5778432";
+  e.user = "u5907";
+  e.type = "Other";
+  e.node_num = 1;
+  e.gpu_num = 8;
+  e.cpu_num = 128;
+  switch (kind) {
+    case JobEventKind::kSubmit:
+      e.ts_ms = 1677601102000;
+      break;
+    case JobEventKind::kStart:
+      e.ts_ms = 1677601134000;
+      e.queue_s = 32;
+      break;
+    case JobEventKind::kEnd:
+      e.ts_ms = 1677601251000;
+      e.queue_s = 32;
+      e.state = "FAILED";
+      e.duration_s = 117;
+      e.gpu_time = 936.0;
+      break;
+  }
+  return e;
+}
+
+std::string Json(const Record& r) {
+  std::string out;
+  AppendRecordJson(out, r);
+  return out;
+}
+
+std::string Number(double v) {
+  std::string out;
+  AppendJsonNumber(out, v);
+  return out;
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
+}
+
+constexpr char kStatic[] =
+    R"("job_id":"5778432","user":"u5907","type":"Other","node_num":1,"gpu_num":8,"cpu_num":128)";
+
+TEST(RecordJsonTest, WritesTheDesignsSubmitEvent) {
+  EXPECT_EQ(Json(SerenExampleJob(JobEventKind::kSubmit)),
+            std::string(R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1677601102000,)") + kStatic + "}");
+}
+
+TEST(RecordJsonTest, WritesTheDesignsStartEvent) {
+  EXPECT_EQ(Json(SerenExampleJob(JobEventKind::kStart)),
+            std::string(R"({"v":1,"cluster":"seren","event":"start","ts_ms":1677601134000,)") + kStatic +
+                R"(,"queue_s":32})");
+}
+
+TEST(RecordJsonTest, WritesTheDesignsEndEvent) {
+  EXPECT_EQ(Json(SerenExampleJob(JobEventKind::kEnd)),
+            std::string(R"({"v":1,"cluster":"seren","event":"end","ts_ms":1677601251000,)") + kStatic +
+                R"(,"state":"FAILED","duration_s":117,"queue_s":32,"gpu_time":936})");
+}
+
+TEST(RecordJsonTest, WritesMissingPublishedNumbersAsNull) {
+  JobEvent e = SerenExampleJob(JobEventKind::kEnd);
+  e.queue_s = kNoSample;
+  e.duration_s = kNoSample;
+  e.gpu_time = kNoSample;
+  EXPECT_EQ(Json(e), std::string(R"({"v":1,"cluster":"seren","event":"end","ts_ms":1677601251000,)") + kStatic +
+                         R"(,"state":"FAILED","duration_s":null,"queue_s":null,"gpu_time":null})");
+}
+
+TEST(RecordJsonTest, WritesTheDesignsUtilizationRecord) {
+  UtilSample s;
+  s.cluster = "seren";
+  s.node = "10.140.1.10";
+  s.ts_ms = 1688169600000;
+  s.gpu.push_back(GpuMetric{InternName("GPU_UTIL"), {99, 98, 0, 100, 97, 99, kNoSample, 100}});
+  s.gpu.push_back(GpuMetric{InternName("GPU_TEMP"), {41, 40, 38, 45, 44, 41, kNoSample, 43}});
+  s.host.push_back(HostMetric{InternName("NODE_CPU_UTILIZATION"), 8.101});
+  s.host.push_back(HostMetric{InternName("NODE_MEMORY_UTILIZATION"), 12.3});
+  EXPECT_EQ(Json(s),
+            R"({"v":1,"cluster":"seren","node":"10.140.1.10","ts_ms":1688169600000,)"
+            R"("gpu":{"GPU_UTIL":[99,98,0,100,97,99,null,100],"GPU_TEMP":[41,40,38,45,44,41,null,43]},)"
+            R"("host":{"NODE_CPU_UTILIZATION":8.101,"NODE_MEMORY_UTILIZATION":12.3}})");
+}
+
+TEST(RecordJsonTest, WritesEmptyUtilizationGroupsAsEmptyObjects) {
+  UtilSample s;
+  s.cluster = "kalos";
+  s.node = "lingjun-pod9-0016";
+  s.ts_ms = 1684321260000;
+  s.gpu.push_back(GpuMetric{InternName("GPU_UTIL"), {100, kNoSample, kNoSample, 0}});
+  EXPECT_EQ(Json(s), R"({"v":1,"cluster":"kalos","node":"lingjun-pod9-0016","ts_ms":1684321260000,)"
+                     R"("gpu":{"GPU_UTIL":[100,null,null,0]},"host":{}})");
+  s.gpu.clear();
+  s.host.push_back(HostMetric{InternName("NODE_IB_SEND"), 12345});
+  EXPECT_EQ(Json(s), R"({"v":1,"cluster":"kalos","node":"lingjun-pod9-0016","ts_ms":1684321260000,)"
+                     R"("gpu":{},"host":{"NODE_IB_SEND":12345}})");
+}
+
+TEST(RecordJsonTest, WritesThePowerRecord) {
+  PowerSample p;
+  p.cluster = "seren";
+  p.model = "GPU_AB";
+  p.ts_ms = 1677601080000;
+  p.fields.emplace_back(InternName("Sys_Total_Power"), 2520);
+  EXPECT_EQ(Json(p), R"({"v":1,"cluster":"seren","model":"GPU_AB","ts_ms":1677601080000,)"
+                     R"("fields":{"Sys_Total_Power":2520}})");
+  p.fields.emplace_back(InternName("CPU_Power"), 400.5);
+  EXPECT_EQ(Json(p), R"({"v":1,"cluster":"seren","model":"GPU_AB","ts_ms":1677601080000,)"
+                     R"("fields":{"Sys_Total_Power":2520,"CPU_Power":400.5}})");
+}
+
+TEST(RecordJsonTest, FramesALineWithTopicAndKey) {
+  std::string out;
+  AppendFramedLine(out, SerenExampleJob(JobEventKind::kSubmit));
+  EXPECT_EQ(out, std::string(R"({"topic":"acme.jobs","key":"seren/5778432","value":)") +
+                     R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1677601102000,)" + kStatic + "}}\n");
+
+  UtilSample s;
+  s.cluster = "seren";
+  s.node = "10.140.1.10";
+  out.clear();
+  AppendFramedLine(out, s);
+  EXPECT_EQ(out.rfind(R"({"topic":"acme.util","key":"seren/10.140.1.10","value":{"v":1,)", 0), 0u) << out;
+
+  PowerSample p;
+  p.cluster = "seren";
+  p.model = "GPU_B";
+  out.clear();
+  AppendFramedLine(out, p);
+  EXPECT_EQ(out.rfind(R"({"topic":"acme.power","key":"seren/GPU_B","value":{"v":1,)", 0), 0u) << out;
+  EXPECT_EQ(out.back(), '\n');
+  EXPECT_EQ(out.find('\n'), out.size() - 1);
+}
+
+TEST(RecordJsonTest, EscapesKeysThatNeedIt) {
+  JobEvent e = SerenExampleJob(JobEventKind::kSubmit);
+  e.job_id = "a\"b\\c";
+  std::string out;
+  AppendFramedLine(out, e);
+  EXPECT_EQ(out.rfind(R"({"topic":"acme.jobs","key":"seren/a\"b\\c","value":)", 0), 0u) << out;
+  EXPECT_NE(out.find(R"("job_id":"a\"b\\c")"), std::string::npos) << out;
+}
+
+TEST(AppendJsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(JsonString("plain"), "\"plain\"");
+  EXPECT_EQ(JsonString(""), "\"\"");
+  EXPECT_EQ(JsonString("a\"b"), R"("a\"b")");
+  EXPECT_EQ(JsonString("a\\b"), R"("a\\b")");
+  EXPECT_EQ(JsonString("l1\nl2\r\t"), R"("l1\u000al2\u000d\u0009")");
+  EXPECT_EQ(JsonString(std::string("\x01\x1f", 2)), R"("\u0001\u001f")");
+  EXPECT_EQ(JsonString(std::string("nul\0x", 5)), R"("nul\u0000x")");
+}
+
+TEST(AppendJsonStringTest, PassesUtf8Through) {
+  EXPECT_EQ(JsonString("\xC2\xB0" "C \xE2\x9C\x93"), "\"\xC2\xB0" "C \xE2\x9C\x93\"");
+}
+
+TEST(AppendJsonNumberTest, WritesIntegralValuesWithoutAFraction) {
+  EXPECT_EQ(Number(10.0), "10");  // Kalos queue "10.0"
+  EXPECT_EQ(Number(936.0), "936");
+  EXPECT_EQ(Number(0.0), "0");
+  EXPECT_EQ(Number(-3.0), "-3");
+  EXPECT_EQ(Number(4560592618.0), "4560592618");
+}
+
+TEST(AppendJsonNumberTest, WritesTheShortestRoundTrip) {
+  EXPECT_EQ(Number(8.101), "8.101");
+  EXPECT_EQ(Number(0.437), "0.437");
+  EXPECT_EQ(Number(0.08101), "0.08101");
+  EXPECT_EQ(Number(0.1 + 0.2), "0.30000000000000004");
+  for (double v : {1e-7, 123.456, -0.5, 1e20, 6.02214076e23, 2.5e-300, 1234567.891}) {
+    const std::string text = Number(v);
+    EXPECT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
+    EXPECT_EQ(text.find_first_not_of("0123456789.-+e"), std::string::npos) << text;  // valid JSON
+  }
+}
+
+TEST(AppendJsonNumberTest, WritesNonFiniteAsNull) {
+  EXPECT_EQ(Number(kNoSample), "null");
+  EXPECT_EQ(Number(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(Number(-std::numeric_limits<double>::infinity()), "null");
+}
+
+TEST(RecordTest, TopicsTimestampsAndKeys) {
+  const Record job = SerenExampleJob(JobEventKind::kEnd);
+  UtilSample util;
+  util.cluster = "kalos";
+  util.node = "lingjun-pod9-0016";
+  util.ts_ms = 5;
+  PowerSample power;
+  power.cluster = "seren";
+  power.model = "CPU_D";
+  power.ts_ms = 7;
+  EXPECT_EQ(TopicOf(job), "acme.jobs");
+  EXPECT_EQ(TopicOf(Record(util)), "acme.util");
+  EXPECT_EQ(TopicOf(Record(power)), "acme.power");
+  EXPECT_EQ(TimestampMsOf(job), 1677601251000);
+  EXPECT_EQ(TimestampMsOf(Record(util)), 5);
+  EXPECT_EQ(TimestampMsOf(Record(power)), 7);
+  std::string key;
+  AppendKey(key, job);
+  EXPECT_EQ(key, "seren/5778432");
+  key.clear();
+  AppendKey(key, util);
+  EXPECT_EQ(key, "kalos/lingjun-pod9-0016");
+  key.clear();
+  AppendKey(key, power);
+  EXPECT_EQ(key, "seren/CPU_D");
+  EXPECT_EQ(JobEventKindName(JobEventKind::kSubmit), "submit");
+  EXPECT_EQ(JobEventKindName(JobEventKind::kStart), "start");
+  EXPECT_EQ(JobEventKindName(JobEventKind::kEnd), "end");
+}
+
+TEST(InternNameTest, ReturnsOneStableCopyPerName) {
+  std::string name = "GPU_UTIL_intern_test";
+  const std::string_view a = InternName(name);
+  name[0] = 'X';  // the interned copy must not alias the argument
+  const std::string_view b = InternName("GPU_UTIL_intern_test");
+  EXPECT_EQ(a, "GPU_UTIL_intern_test");
+  EXPECT_EQ(a.data(), b.data());
+  EXPECT_NE(InternName("GPU_TEMP_intern_test").data(), a.data());
+}
+
+TEST(StdioSinkTest, WritesOneFramedLinePerRecord) {
+  char* data = nullptr;
+  size_t size = 0;
+  std::FILE* mem = open_memstream(&data, &size);
+  ASSERT_NE(mem, nullptr);
+  {
+    StdioSink sink(mem);
+    ASSERT_TRUE(sink.Write(SerenExampleJob(JobEventKind::kSubmit)).ok());
+    ASSERT_TRUE(sink.Write(SerenExampleJob(JobEventKind::kStart)).ok());
+    ASSERT_TRUE(sink.Flush().ok());
+  }
+  std::fclose(mem);
+  std::string expected;
+  AppendFramedLine(expected, SerenExampleJob(JobEventKind::kSubmit));
+  AppendFramedLine(expected, SerenExampleJob(JobEventKind::kStart));
+  EXPECT_EQ(std::string(data, size), expected);
+  std::free(data);
+}
+
+TEST(NullSinkTest, CountsPerTopic) {
+  NullSink sink;
+  ASSERT_TRUE(sink.Write(SerenExampleJob(JobEventKind::kSubmit)).ok());
+  ASSERT_TRUE(sink.Write(SerenExampleJob(JobEventKind::kEnd)).ok());
+  ASSERT_TRUE(sink.Write(UtilSample{}).ok());
+  EXPECT_EQ(sink.counts().at("acme.jobs"), 2);
+  EXPECT_EQ(sink.counts().at("acme.util"), 1);
+  EXPECT_EQ(sink.counts().count("acme.power"), 0u);
+}
+
+}  // namespace
+}  // namespace acmetrace::core

@@ -1,0 +1,200 @@
+// Parsing records back from JSON: exact round trip with AppendFramedLine for every record kind.
+#include "acmetrace/core/record_parse.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "acmetrace/core/record_json.h"
+
+namespace acmetrace::core {
+namespace {
+
+std::vector<Record> EveryKind() {
+  std::vector<Record> out;
+  JobEvent submit;
+  submit.cluster = "seren";
+  submit.event = JobEventKind::kSubmit;
+  submit.ts_ms = 1677601102000;
+  submit.job_id = "5778432";
+  submit.user = "u5907";
+  submit.type = "Other";
+  submit.node_num = 1;
+  submit.gpu_num = 8;
+  submit.cpu_num = 128;
+  out.emplace_back(submit);
+  JobEvent start = submit;
+  start.event = JobEventKind::kStart;
+  start.ts_ms = 1677601134000;
+  start.queue_s = 32;
+  out.emplace_back(start);
+  JobEvent end = start;
+  end.event = JobEventKind::kEnd;
+  end.ts_ms = 1677601251000;
+  end.state = "FAILED";
+  end.duration_s = 117;
+  end.gpu_time = 936.5;
+  out.emplace_back(end);
+  JobEvent kalos_end;  // a string job id, float queue, a missing published column
+  kalos_end.cluster = "kalos";
+  kalos_end.event = JobEventKind::kEnd;
+  kalos_end.ts_ms = 1684321276000;
+  kalos_end.job_id = "dlctk696s0jbvitv";
+  kalos_end.user = "uf794";
+  kalos_end.type = "Other";
+  kalos_end.node_num = 8;
+  kalos_end.gpu_num = 64;
+  kalos_end.cpu_num = 960;
+  kalos_end.state = "NODE_FAIL";
+  kalos_end.duration_s = 18;
+  kalos_end.queue_s = 10.25;
+  kalos_end.gpu_time = kNoSample;
+  out.emplace_back(kalos_end);
+
+  UtilSample util;
+  util.cluster = "seren";
+  util.node = "10.140.1.10";
+  util.ts_ms = 1688169600000;
+  util.gpu.push_back({InternName("GPU_UTIL"), {99, 98, 0, 100, 97, 99, kNoSample, 100}});
+  util.gpu.push_back({InternName("SM_ACTIVE"), {0.123456789, 1e-7, 0.5, 0.999, kNoSample, 0, 0.1, 0.2}});
+  util.host.push_back({InternName("NODE_CPU_UTILIZATION"), 0.08101});
+  util.host.push_back({InternName("NODE_IB_SEND"), 1.5e12});
+  util.host.push_back({InternName("NODE_MEMORY_UTILIZATION"), kNoSample});
+  out.emplace_back(util);
+  UtilSample empty_util;
+  empty_util.cluster = "kalos";
+  empty_util.node = "lingjun-pod9-0016";
+  empty_util.ts_ms = 1684321260000;
+  out.emplace_back(empty_util);
+
+  PowerSample power;
+  power.cluster = "seren";
+  power.model = "GPU_B";
+  power.ts_ms = 1677601080000;
+  power.fields = {{InternName("CPU_Power"), 380}, {InternName("FAN_Power"), 75.5}, {InternName("Sys_Total_Power"), 2400}};
+  out.emplace_back(power);
+
+  MetricsWindow metrics;
+  metrics.cluster = "seren";
+  metrics.window_s = 300;
+  metrics.start_ms = 1677600900000;
+  metrics.end_ms = 1677601200000;
+  metrics.ts_ms = metrics.end_ms;
+  metrics.metrics = {{"gpu_util_percent{stat=mean}", 61.25}, {"jobs_running{type=Eval}", 412}, {"job_failure_ratio", kNoSample}};
+  out.emplace_back(metrics);
+
+  AnomalyEvent anomaly;
+  anomaly.cluster = "seren";
+  anomaly.kind = "gpu_overheat";
+  anomaly.subject = "10.140.1.10-3";
+  anomaly.open = true;
+  anomaly.ts_ms = 1688169615000;
+  anomaly.value = 88;
+  anomaly.threshold = 85;
+  out.emplace_back(anomaly);
+  AnomalyEvent closing = anomaly;
+  closing.open = false;
+  closing.value = kNoSample;
+  closing.subject = "weird \"subject\"\\\n";
+  out.emplace_back(closing);
+  return out;
+}
+
+TEST(RecordParserTest, FramedLineRoundTripsEveryKindByteForByte) {
+  RecordParser parser;
+  for (const Record& r : EveryKind()) {
+    std::string line;
+    AppendFramedLine(line, r);
+    Record parsed;
+    std::string key;
+    Status s = parser.ParseFramedLine(line, parsed, &key);
+    ASSERT_TRUE(s.ok()) << s.message() << "\n" << line;
+    EXPECT_EQ(parsed.index(), r.index());
+    std::string again;
+    AppendFramedLine(again, parsed);
+    EXPECT_EQ(again, line);
+    std::string expected_key;
+    AppendKey(expected_key, r);
+    EXPECT_EQ(key, expected_key);
+    EXPECT_EQ(TimestampMsOf(parsed), TimestampMsOf(r));
+  }
+}
+
+TEST(RecordParserTest, ValueRoundTripsAndKeepsNumbersExact) {
+  RecordParser parser;
+  const std::vector<Record> records = EveryKind();
+  const auto& util = std::get<UtilSample>(records[4]);
+  std::string json;
+  AppendRecordJson(json, records[4]);
+  Record parsed;
+  ASSERT_TRUE(parser.ParseValue(kTopicUtil, json, parsed).ok());
+  const auto& back = std::get<UtilSample>(parsed);
+  ASSERT_EQ(back.gpu.size(), util.gpu.size());
+  for (size_t m = 0; m < util.gpu.size(); ++m) {
+    EXPECT_EQ(back.gpu[m].name, util.gpu[m].name);
+    EXPECT_EQ(back.gpu[m].name.data(), util.gpu[m].name.data()) << "names are interned";
+    ASSERT_EQ(back.gpu[m].values.size(), util.gpu[m].values.size());
+    for (size_t i = 0; i < util.gpu[m].values.size(); ++i) {
+      const double a = util.gpu[m].values[i], b = back.gpu[m].values[i];
+      if (std::isnan(a)) {
+        EXPECT_TRUE(std::isnan(b));
+      } else {
+        EXPECT_EQ(a, b);
+      }
+    }
+  }
+  EXPECT_EQ(back.host[0].value, 0.08101);
+  EXPECT_TRUE(std::isnan(back.host[2].value));
+}
+
+TEST(RecordParserTest, ReusesTheRecordAcrossKindsAndShapes) {
+  RecordParser parser;
+  Record r;
+  std::vector<Record> records = EveryKind();
+  // Parse a wide sample, then a narrower one of the same kind: nothing of the first may remain.
+  for (int i : {4, 5, 4, 0, 6, 2}) {
+    std::string line;
+    AppendFramedLine(line, records[i]);
+    ASSERT_TRUE(parser.ParseFramedLine(line, r).ok());
+    std::string again;
+    AppendFramedLine(again, r);
+    EXPECT_EQ(again, line);
+  }
+}
+
+TEST(RecordParserTest, AcceptsFieldsInAnyOrderAndSkipsUnknownOnes) {
+  RecordParser parser;
+  Record r;
+  const std::string line =
+      R"({"value":{"ts_ms":5,"extra":[1,{"a":2}],"model":"CPU_D","fields":{"Sys_Total_Power":546},"cluster":"seren","v":1},)"
+      R"("key":"seren/CPU_D","topic":"acme.power"})";
+  ASSERT_TRUE(parser.ParseFramedLine(line, r).ok());
+  const auto& p = std::get<PowerSample>(r);
+  EXPECT_EQ(p.model, "CPU_D");
+  EXPECT_EQ(p.ts_ms, 5);
+  ASSERT_EQ(p.fields.size(), 1u);
+  EXPECT_EQ(p.fields[0].second, 546);
+}
+
+TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
+  RecordParser parser;
+  Record r;
+  Status s = parser.ParseValue(kTopicJobs, R"({"v":1,"cluster":"seren","event":"submit","ts_ms":"soon","job_id":"1"})", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ts_ms"), std::string::npos) << s.message();
+  s = parser.ParseValue(kTopicJobs, R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1})", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("job_id"), std::string::npos) << s.message();
+  s = parser.ParseValue(kTopicUtil, R"({"cluster":"seren","node":"n","ts_ms":1,"gpu":{"GPU_UTIL":[1,"x"]}})", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("GPU_UTIL"), std::string::npos) << s.message();
+  EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.nope","key":"k","value":{}})", r).ok());
+  EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.jobs","key":"k","value":{"cluster":)", r).ok());
+  EXPECT_FALSE(parser.ParseFramedLine("not json", r).ok());
+  EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.jobs","key":"k"})", r).ok());
+}
+
+}  // namespace
+}  // namespace acmetrace::core

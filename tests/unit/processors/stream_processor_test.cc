@@ -1,0 +1,423 @@
+// The engine: windows close on the watermark, late records are counted and kept, the output does
+// not depend on how the input is split or interleaved, snapshots resume exactly, ownership splits.
+#include "acmetrace/processors/stream_processor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acmetrace/core/record_json.h"
+
+namespace acmetrace::processors {
+namespace {
+
+constexpr int64_t kT0 = 1688169600000;  // 2023-07-01 00:00 UTC, a whole minute
+
+/// Records every written record as its framed line.
+class CaptureSink : public core::RecordSink {
+ public:
+  core::Status Write(const core::Record& record) override {
+    core::AppendFramedLine(text, record);
+    records.push_back(record);
+    return core::Status::Ok();
+  }
+  core::Status Flush() override { return core::Status::Ok(); }
+  std::vector<core::MetricsWindow> Windows(std::string_view cluster = "", int64_t window_s = 0) const {
+    std::vector<core::MetricsWindow> out;
+    for (const core::Record& r : records) {
+      if (const auto* w = std::get_if<core::MetricsWindow>(&r)) {
+        if ((cluster.empty() || w->cluster == cluster) && (window_s == 0 || w->window_s == window_s)) out.push_back(*w);
+      }
+    }
+    return out;
+  }
+  std::string text;
+  std::vector<core::Record> records;
+};
+
+double Metric(const core::MetricsWindow& w, const std::string& name) {
+  for (const auto& [n, v] : w.metrics) {
+    if (n == name) return v;
+  }
+  return -1;
+}
+
+/// A deterministic stand-in detector: a GPU with utilization 0 opens "test_idle", a later nonzero
+/// sample closes it.
+class IdleGpuDetector : public Detector {
+ public:
+  std::string_view kind() const override { return "test_idle"; }
+  void Observe(const core::Record& record) override {
+    const auto* s = std::get_if<core::UtilSample>(&record);
+    if (s == nullptr) return;
+    ASSERT_GE(s->ts_ms, last_ts_) << "detectors see event-time order";
+    last_ts_ = s->ts_ms;
+    for (const core::GpuMetric& m : s->gpu) {
+      if (m.name != "GPU_UTIL") continue;
+      for (size_t i = 0; i < m.values.size(); ++i) {
+        const std::string subject = s->node + "-" + std::to_string(i);
+        const bool idle = m.values[i] == 0;
+        if (idle != open_[subject]) {
+          open_[subject] = idle;
+          core::AnomalyEvent a;
+          a.cluster = s->cluster;
+          a.kind = "test_idle";
+          a.subject = subject;
+          a.open = idle;
+          a.ts_ms = s->ts_ms;
+          a.value = m.values[i];
+          a.threshold = 0;
+          pending_.push_back(a);
+        }
+      }
+    }
+  }
+  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
+    std::stable_sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.ts_ms, a.subject) < std::tie(b.ts_ms, b.subject);
+    });
+    size_t n = 0;
+    while (n < pending_.size() && pending_[n].ts_ms <= watermark_ms) out.push_back(pending_[n++]);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+ private:
+  int64_t last_ts_ = 0;
+  std::map<std::string, bool> open_;
+  std::vector<core::AnomalyEvent> pending_;
+};
+
+DetectorFactory FakeDetectors() {
+  return [] {
+    std::vector<std::unique_ptr<Detector>> d;
+    d.push_back(std::make_unique<IdleGpuDetector>());
+    return d;
+  };
+}
+
+core::UtilSample Util(const std::string& cluster, const std::string& node, int64_t ts_ms, std::vector<double> util) {
+  core::UtilSample s;
+  s.cluster = cluster;
+  s.node = node;
+  s.ts_ms = ts_ms;
+  s.gpu.push_back({core::InternName("GPU_UTIL"), std::move(util)});
+  s.host.push_back({core::InternName("NODE_CPU_UTILIZATION"), 0.25});
+  return s;
+}
+
+core::JobEvent Job(const std::string& cluster, core::JobEventKind kind, int64_t ts_ms, const std::string& id,
+                   int64_t gpus) {
+  core::JobEvent e;
+  e.cluster = cluster;
+  e.event = kind;
+  e.ts_ms = ts_ms;
+  e.job_id = id;
+  e.user = "u";
+  e.type = gpus > 8 ? "Pretrain" : "Eval";
+  e.node_num = 1;
+  e.gpu_num = gpus;
+  e.cpu_num = 4;
+  if (kind != core::JobEventKind::kSubmit) e.queue_s = 5;
+  if (kind == core::JobEventKind::kEnd) {
+    e.state = (std::hash<std::string>{}(id) % 3 == 0) ? "FAILED" : "COMPLETED";
+    e.duration_s = 60;
+    e.gpu_time = 60.0 * static_cast<double>(gpus);
+  }
+  return e;
+}
+
+/// A time-ordered feed of two clusters over `minutes`: 4 nodes sampled every 15 s each, jobs
+/// submitted, started and ended, an IPMI row a minute. Deterministic.
+std::vector<core::Record> Feed(int minutes, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::vector<core::Record> out;
+  int job = 0;
+  std::multimap<int64_t, core::Record> later;  // starts and ends, by time
+  for (int64_t t = kT0; t < kT0 + minutes * 60'000; t += 15'000) {
+    while (!later.empty() && later.begin()->first <= t) {
+      out.push_back(later.begin()->second);
+      later.erase(later.begin());
+    }
+    for (const char* cluster : {"kalos", "seren"}) {
+      for (int n = 0; n < 4; ++n) {
+        std::vector<double> util;
+        for (int g = 0; g < 4; ++g) util.push_back(static_cast<double>(rng() % 3 == 0 ? 0 : rng() % 101));
+        out.emplace_back(Util(cluster, "10.0.0." + std::to_string(n), t, util));
+      }
+      if (rng() % 2 == 0) {
+        const std::string id = std::string(cluster) + "-" + std::to_string(job++);
+        const int64_t gpus = static_cast<int64_t>(rng() % 3) * 8;
+        out.emplace_back(Job(cluster, core::JobEventKind::kSubmit, t + 1000, id, gpus));
+        const int64_t start = t + 1000 + static_cast<int64_t>(rng() % 40) * 1000;
+        later.emplace(start, Job(cluster, core::JobEventKind::kStart, start, id, gpus));
+        const int64_t end = start + static_cast<int64_t>(1 + rng() % 300) * 1000;
+        later.emplace(end, Job(cluster, core::JobEventKind::kEnd, end, id, gpus));
+      }
+    }
+    if ((t - kT0) % 60'000 == 0) {
+      core::PowerSample p;
+      p.cluster = "seren";
+      p.model = "GPU_A";
+      p.ts_ms = t;
+      p.fields = {{core::InternName("Sys_Total_Power"), 2000.0 + static_cast<double>(rng() % 100)}};
+      out.emplace_back(p);
+    }
+  }
+  // The feed is ordered by time (ties keep the order they were made in, as the replay does).
+  std::stable_sort(out.begin(), out.end(),
+                   [](const core::Record& a, const core::Record& b) { return core::TimestampMsOf(a) < core::TimestampMsOf(b); });
+  return out;
+}
+
+ProcessOptions TestOptions() {
+  ProcessOptions o;
+  o.allowed_lateness_ms = 30'000;
+  return o;
+}
+
+std::string RunOnePartition(const std::vector<core::Record>& feed, ProcessOptions options = TestOptions()) {
+  CaptureSink sink;
+  StreamProcessor p(options, sink, FakeDetectors());
+  p.SetOwnAll(true);
+  const int part = p.DeclarePartition("stdin");
+  for (core::Record r : feed) EXPECT_TRUE(p.Process(part, -1, std::move(r)).ok());
+  EXPECT_TRUE(p.Finish().ok());
+  EXPECT_EQ(p.stats().late, 0);
+  return sink.text;
+}
+
+TEST(StreamProcessorTest, WindowsCloseOnlyWhenTheWatermarkPassesTheirEnd) {
+  CaptureSink sink;
+  ProcessOptions options = TestOptions();
+  StreamProcessor p(options, sink, nullptr);
+  p.SetOwnAll(true);
+  const int part = p.DeclarePartition("stdin");
+  ASSERT_TRUE(p.Process(part, -1, Util("seren", "n1", kT0 + 5'000, {1})).ok());
+  ASSERT_TRUE(p.Process(part, -1, Util("seren", "n1", kT0 + 60'000, {2})).ok());
+  // Watermark = 60 s - 30 s lateness: the first minute is still open.
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 + 30'000);
+  EXPECT_TRUE(sink.records.empty());
+  ASSERT_TRUE(p.Process(part, -1, Util("seren", "n1", kT0 + 89'999, {3})).ok());
+  EXPECT_TRUE(sink.records.empty());
+  ASSERT_TRUE(p.Process(part, -1, Util("seren", "n1", kT0 + 90'000, {4})).ok());
+  ASSERT_EQ(sink.Windows().size(), 3u);  // 60, 300 and 3600 s views of the first minute
+  EXPECT_EQ(sink.Windows()[0].end_ms, kT0 + 60'000);
+  EXPECT_EQ(Metric(sink.Windows()[0], "records"), 1);
+  ASSERT_TRUE(p.Finish().ok());
+  const auto minutes = sink.Windows("seren", 60);
+  ASSERT_EQ(minutes.size(), 2u);
+  EXPECT_EQ(Metric(minutes[1], "records"), 3);
+  EXPECT_EQ(Metric(minutes[1], "records_total"), 4);
+}
+
+TEST(StreamProcessorTest, LateRecordsAreCountedAndFoldedIntoTheOldestOpenWindow) {
+  CaptureSink sink;
+  StreamProcessor p(TestOptions(), sink, nullptr);
+  p.SetOwnAll(true);
+  const int part = p.DeclarePartition("stdin");
+  ASSERT_TRUE(p.Process(part, -1, Job("seren", core::JobEventKind::kSubmit, kT0 + 1'000, "j", 8)).ok());
+  ASSERT_TRUE(p.Process(part, -1, Job("seren", core::JobEventKind::kStart, kT0 + 2'000, "j", 8)).ok());
+  ASSERT_TRUE(p.Process(part, -1, Util("seren", "n", kT0 + 100'000, {1})).ok());  // closes minute 0
+  ASSERT_EQ(sink.Windows("seren", 60).size(), 1u);
+  EXPECT_EQ(Metric(sink.Windows("seren", 60)[0], "jobs_running{type=Eval}"), 1);
+  // The job's end comes 97 s behind: below the watermark (70 s). Not dropped: counted as late and
+  // applied at the watermark, so the running gauge comes back to 0.
+  ASSERT_TRUE(p.Process(part, -1, Job("seren", core::JobEventKind::kEnd, kT0 + 3'000, "j", 8)).ok());
+  EXPECT_EQ(p.stats().late, 1);
+  ASSERT_TRUE(p.Finish().ok());
+  const auto minutes = sink.Windows("seren", 60);
+  ASSERT_EQ(minutes.size(), 2u);
+  EXPECT_EQ(minutes[1].start_ms, kT0 + 60'000);  // the window holding the watermark (70 s)
+  EXPECT_EQ(Metric(minutes[1], "late_records"), 1);
+  EXPECT_EQ(Metric(minutes[1], "late_records_total"), 1);
+  EXPECT_EQ(Metric(minutes[1], "jobs_running{type=Eval}"), 0);
+  EXPECT_EQ(Metric(minutes[1], "jobs_finished_total{kind=gpu,type=Eval,state=" +
+                                   std::string(std::hash<std::string>{}("j") % 3 == 0 ? "FAILED" : "COMPLETED") + "}"),
+            1);
+}
+
+TEST(StreamProcessorTest, TheWatermarkIsTheLowestOverPartitionsAndIdlePartitionsDoNotHoldIt) {
+  CaptureSink sink;
+  StreamProcessor p(TestOptions(), sink, nullptr);
+  p.SetOwnAll(true);
+  const int a = p.DeclarePartition("acme.util/0");
+  const int b = p.DeclarePartition("acme.util/1");
+  ASSERT_TRUE(p.Process(a, 0, Util("seren", "n1", kT0 + 200'000, {1})).ok());
+  EXPECT_EQ(p.watermark_ms("seren"), kNoTime) << "partition b has said nothing yet";
+  ASSERT_TRUE(p.Process(b, 0, Util("seren", "n2", kT0 + 10'000, {1})).ok());
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 - 20'000);
+  // b lags a by minutes, yet its records are in order in b: not late.
+  ASSERT_TRUE(p.Process(b, 1, Util("seren", "n2", kT0 + 70'000, {1})).ok());
+  EXPECT_EQ(p.stats().late, 0);
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 + 40'000);
+  EXPECT_TRUE(sink.records.empty());
+  p.SetPartitionIdle(b, true);  // b caught up: a alone sets the watermark
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 + 170'000);
+  EXPECT_EQ(sink.Windows("seren", 60).size(), 2u);
+}
+
+TEST(StreamProcessorTest, SameInputSplitDifferentlyGivesByteIdenticalOutput) {
+  const std::vector<core::Record> feed = Feed(40);
+  const std::string reference = RunOnePartition(feed);
+  ASSERT_FALSE(reference.empty());
+  EXPECT_NE(reference.find("\"test_idle\""), std::string::npos) << "the detector's output is part of the check";
+
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    for (int partitions : {2, 3, 6}) {
+      // Records keyed to partitions as Kafka does (by key), each partition in order, partitions
+      // interleaved at random in chunks, and neighbours of different keys swapped within a
+      // partition (jitter well inside the allowed lateness).
+      std::vector<std::vector<core::Record>> parts(static_cast<size_t>(partitions));
+      for (const core::Record& r : feed) {
+        std::string key;
+        core::AppendKey(key, r);
+        parts[std::hash<std::string>{}(key) % parts.size()].push_back(r);
+      }
+      std::mt19937 rng(seed);
+      for (auto& part : parts) {
+        for (size_t i = 1; i < part.size(); ++i) {
+          std::string k1, k2;
+          core::AppendKey(k1, part[i - 1]);
+          core::AppendKey(k2, part[i]);
+          if (k1 != k2 && rng() % 4 == 0 && core::TimestampMsOf(part[i]) - core::TimestampMsOf(part[i - 1]) < 20'000) {
+            std::swap(part[i - 1], part[i]);
+            ++i;
+          }
+        }
+      }
+      CaptureSink sink;
+      StreamProcessor p(TestOptions(), sink, FakeDetectors());
+      p.SetOwnAll(true);
+      std::vector<int> ids;
+      for (int i = 0; i < partitions; ++i) ids.push_back(p.DeclarePartition("acme.util/" + std::to_string(i)));
+      std::vector<size_t> next(parts.size(), 0);
+      for (;;) {
+        std::vector<size_t> open;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (next[i] < parts[i].size()) open.push_back(i);
+        }
+        if (open.empty()) break;
+        const size_t i = open[rng() % open.size()];
+        const size_t chunk = 1 + rng() % 50;
+        for (size_t k = 0; k < chunk && next[i] < parts[i].size(); ++k, ++next[i]) {
+          ASSERT_TRUE(p.Process(ids[i], static_cast<int64_t>(next[i]), core::Record(parts[i][next[i]])).ok());
+        }
+        if (next[i] == parts[i].size()) p.SetPartitionIdle(ids[i], true);
+      }
+      ASSERT_TRUE(p.Finish().ok());
+      EXPECT_EQ(p.stats().late, 0);
+      EXPECT_EQ(sink.text, reference) << "seed " << seed << ", " << partitions << " partitions";
+    }
+  }
+}
+
+TEST(StreamProcessorTest, ARestoredSnapshotResumesWithoutCountingAnythingTwice) {
+  const std::vector<core::Record> feed = Feed(30, 7);
+  ProcessOptions options = TestOptions();
+  CaptureSink whole;
+  {
+    StreamProcessor p(options, whole, nullptr);
+    p.Own("seren");
+    p.Own("kalos");
+    const int part = p.DeclarePartition("acme.util/0");
+    for (size_t i = 0; i < feed.size(); ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+    ASSERT_TRUE(p.Finish().ok());
+  }
+  for (size_t cut : {size_t{1}, feed.size() / 3, feed.size() / 2, feed.size() - 1}) {
+    CaptureSink first, second;
+    std::vector<std::string> snapshots;
+    {
+      StreamProcessor p(options, first, nullptr);
+      p.Own("seren");
+      p.Own("kalos");
+      const int part = p.DeclarePartition("acme.util/0");
+      for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      // ...and it goes on a little after the snapshot before it is killed: that output is lost
+      // with it, or written again by the next run.
+      for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
+        ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      }
+    }
+    StreamProcessor p(options, second, nullptr);
+    const int part = p.DeclarePartition("acme.util/0");
+    for (const std::string& s : snapshots) ASSERT_TRUE(p.Restore(s).ok());
+    EXPECT_EQ(p.ResumeOffset(part), static_cast<int64_t>(cut));
+    // A reader that starts a little early (another cluster's older offset, or a re-fetch) is harmless.
+    for (size_t i = cut > 10 ? cut - 10 : 0; i < feed.size(); ++i) {
+      ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+    }
+    ASSERT_TRUE(p.Finish().ok());
+    // What the first run wrote up to its snapshot plus what the second wrote is the whole output.
+    std::string before_snapshot;
+    {
+      CaptureSink again;
+      StreamProcessor q(options, again, nullptr);
+      q.Own("seren");
+      q.Own("kalos");
+      const int qp = q.DeclarePartition("acme.util/0");
+      for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(q.Process(qp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      before_snapshot = again.text;
+    }
+    EXPECT_EQ(before_snapshot + second.text, whole.text) << "cut at " << cut;
+  }
+}
+
+TEST(StreamProcessorTest, ClustersOwnedByTwoInstancesGiveTheSameOutputAsOne) {
+  const std::vector<core::Record> feed = Feed(25, 3);
+  const std::string reference = RunOnePartition(feed);
+  std::map<std::string, std::string> by_cluster;
+  for (const char* cluster : {"kalos", "seren"}) {
+    CaptureSink sink;
+    StreamProcessor p(TestOptions(), sink, FakeDetectors());
+    p.Own(cluster);
+    const int part = p.DeclarePartition("stdin");
+    for (size_t i = 0; i < feed.size(); ++i) {
+      const auto& cl = std::visit([](const auto& v) -> const std::string& { return v.cluster; }, feed[i]);
+      if (p.Owns(cl)) {
+        ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      } else {
+        ASSERT_TRUE(p.Skip(part, static_cast<int64_t>(i), core::TimestampMsOf(feed[i])).ok());
+      }
+    }
+    ASSERT_TRUE(p.Finish().ok());
+    by_cluster[cluster] = sink.text;
+  }
+  // Each instance's output is exactly its cluster's lines of the single instance's output.
+  std::map<std::string, std::string> expected;
+  size_t start = 0;
+  while (start < reference.size()) {
+    const size_t nl = reference.find('\n', start);
+    const std::string line = reference.substr(start, nl + 1 - start);
+    expected[line.find("\"key\":\"seren") != std::string::npos ? "seren" : "kalos"] += line;
+    start = nl + 1;
+  }
+  EXPECT_EQ(by_cluster["seren"], expected["seren"]);
+  EXPECT_EQ(by_cluster["kalos"], expected["kalos"]);
+}
+
+TEST(StreamProcessorTest, StateIsBoundedByTheWindowsNotTheHistory) {
+  // The state (buffered records, minute aggregates of the longest view, jobs in flight) after 70
+  // minutes and after 4 hours is about the same size: it follows the windows, not the history.
+  CaptureSink sink;
+  StreamProcessor p(TestOptions(), sink, nullptr);
+  p.SetOwnAll(true);
+  const int part = p.DeclarePartition("stdin");
+  const std::vector<core::Record> feed = Feed(240, 5);
+  size_t at_70_minutes = 0;
+  for (const core::Record& r : feed) {
+    if (at_70_minutes == 0 && core::TimestampMsOf(r) >= kT0 + 70 * 60'000) at_70_minutes = p.Snapshot("seren").size();
+    ASSERT_TRUE(p.Process(part, -1, core::Record(r)).ok());
+  }
+  const size_t at_end = p.Snapshot("seren").size();
+  ASSERT_GT(at_70_minutes, 0u);
+  EXPECT_LT(static_cast<double>(at_end), 1.3 * static_cast<double>(at_70_minutes));
+  EXPECT_EQ(p.ResumeOffset(part), -1);
+}
+
+}  // namespace
+}  // namespace acmetrace::processors

@@ -1,0 +1,456 @@
+// Replayer pacing on a ManualClock (no test sleeps), its results and failures; and the acmetrace
+// binary's exit codes (0 ok, 1 failure, 2 bad usage) on the fixture release.
+#include "acmetrace/producers/replay.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "acmetrace/core/record_json.h"
+
+namespace acmetrace::producers {
+namespace {
+
+constexpr int64_t kTrace0 = 1677601102000;
+
+core::JobEvent Job(int64_t ts_ms, const std::string& id = "1") {
+  core::JobEvent e;
+  e.cluster = "seren";
+  e.ts_ms = ts_ms;
+  e.job_id = id;
+  return e;
+}
+
+core::UtilSample Util(int64_t ts_ms) {
+  core::UtilSample s;
+  s.cluster = "seren";
+  s.node = "10.140.1.10";
+  s.ts_ms = ts_ms;
+  return s;
+}
+
+// Hands out a fixed list of records; optionally reports an input error before record `error_at`.
+class VectorSource : public RecordSource {
+ public:
+  VectorSource(std::vector<core::Record> records, core::InputErrors* errors = nullptr, size_t error_at = SIZE_MAX)
+      : records_(std::move(records)), errors_(errors), error_at_(error_at) {}
+  const core::Record* Next() override {
+    if (next_ >= records_.size()) return nullptr;
+    if (next_ == error_at_ && errors_ != nullptr) {
+      errors_->Report("seren", "job_trace", "trace_seren.csv", 7, "gpu_num", "not a non-negative integer: 'x'");
+    }
+    return &records_[next_++];
+  }
+  int64_t bytes_read() const override { return static_cast<int64_t>(next_) * 100; }
+  int64_t bytes_total() const override { return static_cast<int64_t>(records_.size()) * 100; }
+  core::Status status() const override { return status_; }
+  void set_status(core::Status s) { status_ = std::move(s); }
+
+ private:
+  std::vector<core::Record> records_;
+  core::InputErrors* errors_;
+  size_t error_at_;
+  size_t next_ = 0;
+  core::Status status_ = core::Status::Ok();
+};
+
+// Remembers when (on the clock) each record was written, and can act like a slow or broken sink.
+class RecordingSink : public core::RecordSink {
+ public:
+  explicit RecordingSink(core::ManualClock& clock) : clock_(clock) {}
+  core::Status Write(const core::Record& record) override {
+    if (fail_at_ == writes_.size()) return core::Status::Error("sink: broker went away");
+    writes_.push_back({clock_.NowMs(), core::TimestampMsOf(record)});
+    clock_.AdvanceMs(cost_ms_);
+    return core::Status::Ok();
+  }
+  core::Status Flush() override {
+    ++flushes_;
+    return core::Status::Ok();
+  }
+  struct Write_ {
+    int64_t wall_ms;
+    int64_t trace_ms;
+  };
+  std::vector<int64_t> wall_times() const {
+    std::vector<int64_t> out;
+    for (const auto& w : writes_) out.push_back(w.wall_ms);
+    return out;
+  }
+  size_t writes() const { return writes_.size(); }
+  int flushes() const { return flushes_; }
+  void set_cost_ms(int64_t ms) { cost_ms_ = ms; }
+  void set_fail_at(size_t n) { fail_at_ = n; }
+
+ private:
+  core::ManualClock& clock_;
+  std::vector<Write_> writes_;
+  int64_t cost_ms_ = 0;
+  size_t fail_at_ = SIZE_MAX;
+  int flushes_ = 0;
+};
+
+ReplayOptions Speed(double speed) {
+  ReplayOptions o;
+  o.speed = speed;
+  o.progress_interval_ms = 0;
+  o.progress_out = nullptr;
+  return o;
+}
+
+TEST(ReplayerTest, PacesTraceTimeDividedBySpeed) {
+  core::ManualClock clock(5'000);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 90'000), Job(kTrace0 + 600'000)});
+  RecordingSink sink(clock);
+  Replayer replayer(source, sink, clock, errors, Speed(60));
+  const core::Result<ReplayStats> stats = replayer.Run();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  // 60 s of trace after the first record is due 1000 ms of wall time after the start.
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{5'000, 6'000, 6'500, 15'000}));
+  EXPECT_EQ(clock.NowMs(), 15'000);
+  EXPECT_EQ(stats.value().wall_ms, 10'000);
+}
+
+TEST(ReplayerTest, SpeedMaxNeverSleeps) {
+  core::ManualClock clock(42);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 3'600'000), Util(kTrace0 + 86'400'000)});
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(clock.sleeps(), 0);
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{42, 42, 42}));
+  EXPECT_EQ(stats.value().wall_ms, 0);
+}
+
+TEST(ReplayerTest, ParsedMaxSpeedIsUnpaced) {
+  const std::optional<double> speed = ParseSpeed("max");
+  ASSERT_TRUE(speed.has_value());
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 3'600'000)});
+  RecordingSink sink(clock);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(*speed)).Run().ok());
+  EXPECT_EQ(clock.sleeps(), 0);
+  EXPECT_EQ(clock.NowMs(), 0);
+}
+
+TEST(ReplayerTest, WallTimeNeverGoesBackwards) {
+  // A record behind the stream in trace time is sent at once, not "in the past".
+  core::ManualClock clock(1'000);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 120'000), Job(kTrace0 + 30'000), Job(kTrace0 - 60'000),
+                       Job(kTrace0 + 180'000)});
+  RecordingSink sink(clock);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(60)).Run().ok());
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{1'000, 3'000, 3'000, 3'000, 4'000}));
+}
+
+TEST(ReplayerTest, PacesFromOneAnchorSoASlowSinkCausesNoDrift) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 120'000), Job(kTrace0 + 1'200'000)});
+  RecordingSink sink(clock);
+  sink.set_cost_ms(2'500);  // each write takes 2.5 s of wall time
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(60)).Run().ok());
+  // Late records go at once; the last one is still due at exactly 0 + 1200 s / 60 = 20 s.
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{0, 2'500, 5'000, 20'000}));
+}
+
+TEST(ReplayerTest, FractionalSpeedsSlowTheReplayDown) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 1'000), Job(kTrace0 + 1'500)});
+  RecordingSink sink(clock);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(0.5)).Run().ok());
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{0, 2'000, 3'000}));
+}
+
+TEST(ReplayerTest, ReportsWhatItReplayed) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Util(kTrace0 + 15'000), Job(kTrace0 + 30'000, "2"), Util(kTrace0 + 45'000),
+                       Util(kTrace0 + 60'000)});
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  const ReplayStats& s = stats.value();
+  EXPECT_EQ(s.total, 5);
+  EXPECT_EQ(s.records, (std::map<std::string, int64_t>{{"acme.jobs", 2}, {"acme.util", 3}}));
+  EXPECT_EQ(s.first_ts_ms, kTrace0);
+  EXPECT_EQ(s.last_ts_ms, kTrace0 + 60'000);
+  EXPECT_EQ(s.bytes_read, 500);
+  EXPECT_EQ(sink.writes(), 5u);
+  EXPECT_GE(sink.flushes(), 1);
+}
+
+TEST(ReplayerTest, EmptySourceIsASuccessWithNothingSent) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({});
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(60)).Run();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats.value().total, 0);
+  EXPECT_EQ(clock.sleeps(), 0);
+}
+
+TEST(ReplayerTest, FailsOnASinkError) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 1), Job(kTrace0 + 2)});
+  RecordingSink sink(clock);
+  sink.set_fail_at(1);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("broker went away"), std::string::npos);
+  EXPECT_EQ(sink.writes(), 1u);
+}
+
+TEST(ReplayerTest, FailsOnASourceReadError) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0)});
+  source.set_status(core::Status::Error("trace_seren.csv: read error: Input/output error"));
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("trace_seren.csv: read error"), std::string::npos);
+}
+
+TEST(ReplayerTest, StrictModeStopsAtTheFirstInputError) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr, /*strict=*/true);
+  std::vector<core::Record> records;
+  for (int i = 0; i < 10; ++i) records.emplace_back(Job(kTrace0 + i));
+  VectorSource source(records, &errors, 3);
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("trace_seren.csv:7: gpu_num"), std::string::npos)
+      << stats.status().message();
+  EXPECT_LE(sink.writes(), 4u);
+}
+
+TEST(ReplayerTest, LenientModeCountsInputErrorsAndGoesOn) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr, /*strict=*/false);
+  std::vector<core::Record> records;
+  for (int i = 0; i < 10; ++i) records.emplace_back(Job(kTrace0 + i));
+  VectorSource source(records, &errors, 3);
+  RecordingSink sink(clock);
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(0)).Run();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(sink.writes(), 10u);
+  EXPECT_EQ(errors.total(), 1);
+}
+
+TEST(ParseSpeedTest, AcceptsMaxAndPositiveFactors) {
+  EXPECT_EQ(ParseSpeed("max"), 0.0);
+  EXPECT_EQ(ParseSpeed("60"), 60.0);
+  EXPECT_EQ(ParseSpeed("0.5"), 0.5);
+  EXPECT_EQ(ParseSpeed("1"), 1.0);
+  for (const char* bad : {"", "0", "-1", "-60", "abc", "fast", "MAX", "60x", "inf", "nan"}) {
+    EXPECT_EQ(ParseSpeed(bad), std::nullopt) << "'" << bad << "'";
+  }
+}
+
+TEST(DeclareReplayConfigTest, EveryKeyIsDocumentedAndLoadsBack) {
+  core::Config config;
+  DeclareReplayConfig(config);
+  ASSERT_FALSE(config.keys().empty());
+  const std::string doc = config.DocumentedYaml();
+  EXPECT_NE(doc.find("\nreplay:\n"), std::string::npos);
+  for (const core::ConfigKey& k : config.keys()) {
+    EXPECT_EQ(k.key.rfind("replay.", 0), 0u) << k.key;
+    EXPECT_FALSE(k.help.empty()) << k.key;
+    EXPECT_NE(doc.find("  # " + k.help + "\n  " + k.key.substr(7) + ": "), std::string::npos) << k.key;
+  }
+  core::Config reloaded;
+  DeclareReplayConfig(reloaded);
+  const core::Status s = reloaded.LoadYamlText(doc, "documented.yaml");
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (const core::ConfigKey& k : config.keys()) EXPECT_EQ(reloaded.GetString(k.key), k.default_value) << k.key;
+  EXPECT_EQ(ParseSpeed(config.GetString("replay.speed")), 0.0);  // the default is valid
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binary. These run `acmetrace` as a child process at --speed max (no pacing, no sleeps).
+
+std::string TestDir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
+                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
+                                     "." + info->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  return path.string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class AcmetraceBinaryTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(ACMETRACE_BINARY)) << "not built: " << ACMETRACE_BINARY;
+    dir_ = TestDir();
+  }
+
+  RunResult Run(const std::string& args) {
+    const std::string out = dir_ + "/stdout." + std::to_string(runs_);
+    const std::string err = dir_ + "/stderr." + std::to_string(runs_);
+    ++runs_;
+    const std::string command = Quote(ACMETRACE_BINARY) + " " + args + " </dev/null >" + Quote(out) + " 2>" + Quote(err);
+    const int status = std::system(command.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadFile(out);
+    r.err = ReadFile(err);
+    return r;
+  }
+
+  const std::string release_ = std::string(ACMETRACE_FIXTURES) + "/release";
+  std::string dir_;
+  int runs_ = 0;
+};
+
+TEST_F(AcmetraceBinaryTest, ReplaysTheFixtureToStdout) {
+  const RunResult r = Run("replay --data " + Quote(release_) + " --sink stdout --speed max");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::stringstream ss(r.out);
+  for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 21u) << r.out;
+  EXPECT_EQ(lines[6],
+            R"({"topic":"acme.jobs","key":"seren/5778432","value":{"v":1,"cluster":"seren","event":"submit",)"
+            R"("ts_ms":1677601102000,"job_id":"5778432","user":"u5907","type":"Other","node_num":1,"gpu_num":8,)"
+            R"("cpu_num":128}})");
+}
+
+TEST_F(AcmetraceBinaryTest, ReplaysTheFixtureToTheNullSink) {
+  const RunResult r = Run("replay --data " + Quote(release_) + " --sink null");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(AcmetraceBinaryTest, UnknownFlagIsBadUsage) {
+  EXPECT_EQ(Run("replay --data " + Quote(release_) + " --sink null --bogus").exit_code, 2);
+  EXPECT_EQ(Run("--bogus").exit_code, 2);
+  EXPECT_EQ(Run("no-such-command").exit_code, 2);
+  EXPECT_EQ(Run("").exit_code, 2);
+}
+
+TEST_F(AcmetraceBinaryTest, MissingDataFlagIsBadUsage) {
+  EXPECT_EQ(Run("replay --sink null").exit_code, 2);
+}
+
+TEST_F(AcmetraceBinaryTest, BadSpeedIsBadUsage) {
+  for (const char* speed : {"abc", "0", "-5", "fast"}) {
+    const RunResult r = Run("replay --data " + Quote(release_) + " --sink null --speed " + speed);
+    EXPECT_EQ(r.exit_code, 2) << speed << ": " << r.err;
+    EXPECT_NE(r.err.find("speed"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(AcmetraceBinaryTest, BadTimeOrSinkIsBadUsage) {
+  EXPECT_EQ(Run("replay --data " + Quote(release_) + " --sink null --from yesterday").exit_code, 2);
+  EXPECT_EQ(Run("replay --data " + Quote(release_) + " --sink null --to '2023-03-01 00:00:00'").exit_code, 2);
+  EXPECT_EQ(Run("replay --data " + Quote(release_) + " --sink carrier-pigeon").exit_code, 2);
+}
+
+TEST_F(AcmetraceBinaryTest, MissingDataDirectoryIsAFailureNamingIt) {
+  const std::string missing = dir_ + "/no-such-release";
+  const RunResult r = Run("replay --data " + Quote(missing) + " --sink null");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+}
+
+TEST_F(AcmetraceBinaryTest, DirectoryWithoutAcmeTraceFilesIsAFailure) {
+  std::filesystem::create_directories(dir_ + "/empty/data");
+  const RunResult r = Run("replay --data " + Quote(dir_ + "/empty") + " --sink null");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+}
+
+TEST_F(AcmetraceBinaryTest, StrictModeFailsOnAMalformedRowNamingFileLineAndField) {
+  const std::string trace = WriteFile(
+      dir_, "bad/data/job_trace/trace_seren.csv",
+      "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+      "1,u,1,eight,1,Other,FAILED,2023-03-01 00:18:22+08:00,,,,,\n");
+  const RunResult strict = Run("replay --data " + Quote(dir_ + "/bad") + " --sink null --strict");
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_NE(strict.err.find(trace + ":2: gpu_num: "), std::string::npos) << strict.err;
+  const RunResult lenient = Run("replay --data " + Quote(dir_ + "/bad") + " --sink null");
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_NE(lenient.err.find(trace + ":2: gpu_num: "), std::string::npos) << lenient.err;
+}
+
+TEST_F(AcmetraceBinaryTest, UnknownConfigKeyIsBadUsageNamingFileLineAndKey) {
+  const std::string config = WriteFile(dir_, "acmetrace.yaml", "replay:\n  sink: null\n  sped: 60\n");
+  const RunResult r = Run("--config " + Quote(config) + " replay --data " + Quote(release_));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(config + ":3: replay.sped"), std::string::npos) << r.err;
+}
+
+TEST_F(AcmetraceBinaryTest, FlagsOverrideTheConfigFile) {
+  const std::string config = WriteFile(dir_, "acmetrace.yaml", "replay:\n  sink: carrier-pigeon\n  speed: 60\n");
+  EXPECT_EQ(Run("--config " + Quote(config) + " replay --data " + Quote(release_)).exit_code, 2);
+  const RunResult r = Run("--config " + Quote(config) + " replay --data " + Quote(release_) + " --sink null --speed max");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(AcmetraceBinaryTest, SummaryOfTheRealSerenRow) {
+  const std::string trace = WriteFile(
+      dir_, "trace_seren.csv",
+      "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+      "5778432,u5907,1,8,128,Other,FAILED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,"
+      "2023-03-01 00:20:51+08:00,117,32,936.0\n");
+  const RunResult r = Run("summary " + Quote(trace));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t nl = r.out.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  EXPECT_EQ(r.out.substr(nl + 1),
+            "Seren,1,0,1,117.0,32.0,8.0,117.0,32.0,8.0,117.0,8.0,0.0,0.0,1.0,0.0,0.0,936.0,0.0,0.0,1.0,,,,,,,\n");
+  EXPECT_EQ(Run("summary " + Quote(dir_ + "/missing.csv")).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace acmetrace::producers
