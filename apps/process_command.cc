@@ -85,7 +85,9 @@ int RunStdin(processors::StreamProcessor& processor, core::RecordSink& sink, cor
       return processor.Skip(partition, -1, processors::kNoTime);
     }
     if (!IsInputTopic(core::TopicOf(record))) return processor.Skip(partition, -1, processors::kNoTime);
-    return processor.Process(partition, -1, std::move(record));
+    core::Status s = processor.Process(partition, -1, std::move(record));
+    processor.ReuseRecord(record);
+    return s;
   };
   while (!stop.load(std::memory_order_relaxed)) {
     const size_t n = std::fread(chunk.data(), 1, chunk.size(), stdin);
@@ -331,6 +333,7 @@ class KafkaProcessRun {
         s = processor_.Skip(p, r.offset, processors::kNoTime);
       } else {
         s = processor_.Process(p, r.offset, std::move(record_));
+        processor_.ReuseRecord(record_);
       }
     } else {
       const int64_t ts = r.trace_ts_ms != kafka::kNoTraceTs ? r.trace_ts_ms : ScanTsMs(r.value);

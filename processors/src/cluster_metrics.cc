@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "acmetrace/processors/state_codec.h"
 
@@ -134,7 +135,7 @@ WindowAggregate::WindowAggregate(double accuracy) : queue_s(accuracy), duration_
   quantities.fill(Distribution(accuracy));
 }
 
-void WindowAggregate::Merge(const WindowAggregate& o) {
+void WindowAggregate::Merge(const WindowAggregate& o, bool with_sketches) {
   records += o.records;
   late_records += o.late_records;
   MergeMap(submitted, o.submitted);
@@ -143,9 +144,15 @@ void WindowAggregate::Merge(const WindowAggregate& o) {
   MergeMap(gpu_seconds, o.gpu_seconds);
   gpu_jobs_finished += o.gpu_jobs_finished;
   gpu_jobs_failed += o.gpu_jobs_failed;
-  queue_s.Merge(o.queue_s);
-  duration_s.Merge(o.duration_s);
-  for (int i = 0; i < kQuantityCount; ++i) quantities[i].Merge(o.quantities[i]);
+  if (with_sketches) {
+    queue_s.Merge(o.queue_s);
+    duration_s.Merge(o.duration_s);
+  }
+  for (int i = 0; i < kQuantityCount; ++i) {
+    quantities[i].count += o.quantities[i].count;
+    quantities[i].sum += o.quantities[i].sum;
+    if (with_sketches) quantities[i].sketch.Merge(o.quantities[i].sketch);
+  }
   for (const auto& [t, totals] : o.per_time) per_time[t].Merge(totals);
   if (core::IsSample(o.gpu_temp_max) && !(gpu_temp_max >= o.gpu_temp_max)) gpu_temp_max = o.gpu_temp_max;
   for (const auto& [model, v] : o.ipmi_power) {
@@ -227,7 +234,47 @@ ClusterMetrics::ClusterMetrics(std::string cluster, const ProcessOptions& option
     : cluster_(std::move(cluster)),
       options_(options),
       percent_scale_(options.units == TelemetryUnits::kRaw ? 100.0 : 1.0),
-      open_(options.quantile_accuracy) {}
+      open_(options.quantile_accuracy) {
+  rolling_.assign(options_.windows_s.size() > 0 ? options_.windows_s.size() - 1 : 0,
+                  RollingSketches(options_.quantile_accuracy));
+}
+
+ClusterMetrics::RollingSketches::RollingSketches(double accuracy) : queue_s(accuracy), duration_s(accuracy) {
+  quantities.fill(QuantileSketch(accuracy));
+}
+
+void ClusterMetrics::RollingSketches::Add(const WindowAggregate& w) {
+  for (int i = 0; i < kQuantityCount; ++i) quantities[i].Merge(w.quantities[i].sketch);
+  queue_s.Merge(w.queue_s);
+  duration_s.Merge(w.duration_s);
+}
+
+void ClusterMetrics::RollingSketches::Subtract(const WindowAggregate& w) {
+  for (int i = 0; i < kQuantityCount; ++i) quantities[i].Subtract(w.quantities[i].sketch);
+  queue_s.Subtract(w.queue_s);
+  duration_s.Subtract(w.duration_s);
+}
+
+void ClusterMetrics::AdvanceRolling(int64_t end_ms) {
+  // closed_ holds every base window that any view still reaches; each view takes the new ones in
+  // and lets the ones before its start go.
+  for (size_t v = 0; v < rolling_.size(); ++v) {
+    RollingSketches& r = rolling_[v];
+    const int64_t view_start = end_ms - options_.windows_s[v + 1] * 1000;
+    const int64_t newest = r.starts.empty() ? std::numeric_limits<int64_t>::min() : r.starts.back();
+    for (auto it = closed_.upper_bound(newest); it != closed_.end() && it->first < end_ms; ++it) {
+      if (it->first < view_start) continue;
+      r.Add(it->second);
+      r.starts.push_back(it->first);
+    }
+    size_t gone = 0;
+    while (gone < r.starts.size() && r.starts[gone] < view_start) {
+      r.Subtract(closed_.at(r.starts[gone]));
+      ++gone;
+    }
+    r.starts.erase(r.starts.begin(), r.starts.begin() + static_cast<std::ptrdiff_t>(gone));
+  }
+}
 
 WindowAggregate& ClusterMetrics::Open(int64_t start_ms) {
   if (!has_open_ || open_start_ms_ != start_ms) {
@@ -475,7 +522,8 @@ void ClusterMetrics::CloseWindow(int64_t start_ms, std::vector<core::MetricsWind
   closed_.insert_or_assign(start_ms, has_open_ && open_start_ms_ == start_ms ? std::move(open_)
                                                                               : WindowAggregate(options_.quantile_accuracy));
   has_open_ = false;
-  // Forget base windows that no view reaches any more.
+  AdvanceRolling(end_ms);
+  // Forget base windows that no view reaches any more (the views let go of them above).
   while (!closed_.empty() && closed_.begin()->first < end_ms - options_.longest_window_ms()) closed_.erase(closed_.begin());
 
   for (size_t i = 0; i < options_.windows_s.size(); ++i) {
@@ -493,8 +541,12 @@ void ClusterMetrics::CloseWindow(int64_t start_ms, std::vector<core::MetricsWind
     } else {
       WindowAggregate view(options_.quantile_accuracy);
       for (auto it = closed_.lower_bound(mw.start_ms); it != closed_.end() && it->first < end_ms; ++it) {
-        view.Merge(it->second);
+        view.Merge(it->second, /*with_sketches=*/false);
       }
+      const RollingSketches& r = rolling_[i - 1];
+      view.queue_s = r.queue_s;
+      view.duration_s = r.duration_s;
+      for (int q = 0; q < kQuantityCount; ++q) view.quantities[q].sketch = r.quantities[q];
       AppendView(view, m);
     }
     mw.metrics.assign(m.begin(), m.end());
@@ -562,6 +614,8 @@ bool ClusterMetrics::Load(StateReader& in) {
   records_total_ = in.I64();
   late_total_ = in.I64();
   has_open_ = false;
+  rolling_.assign(rolling_.size(), RollingSketches(options_.quantile_accuracy));
+  if (!closed_.empty()) AdvanceRolling(closed_.rbegin()->first + options_.base_window_ms());
   return in.ok();
 }
 

@@ -63,6 +63,16 @@ bool QuantileSketch::Merge(const QuantileSketch& other) {
   return true;
 }
 
+void QuantileSketch::Subtract(const QuantileSketch& other) {
+  if (other.alpha_ != alpha_ || other.count_ == 0) return;
+  count_ -= other.count_;
+  zero_count_ -= other.zero_count_;
+  for (size_t i = 0; i < other.bins_.size(); ++i) {
+    if (other.bins_[i] == 0) continue;
+    bins_[static_cast<size_t>(other.offset_ + static_cast<int32_t>(i) - offset_)] -= other.bins_[i];
+  }
+}
+
 double QuantileSketch::Quantile(double q) const {
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
   if (q < 0) q = 0;

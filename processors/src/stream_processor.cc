@@ -32,17 +32,29 @@ int64_t FloorTo(int64_t t, int64_t step) {
   return q * step;
 }
 
+// The part of a record's key after "cluster/": within one cluster's buffer, ordering by it is
+// ordering by the key, without building the key.
+std::string_view KeySuffix(const core::Record& r) {
+  if (const auto* j = std::get_if<core::JobEvent>(&r)) return j->job_id;
+  if (const auto* u = std::get_if<core::UtilSample>(&r)) return u->node;
+  if (const auto* p = std::get_if<core::PowerSample>(&r)) return p->model;
+  return {};
+}
+
 }  // namespace
 
 struct StreamProcessor::Pending {
   int64_t eff_ts_ms;
   int topic_rank;
-  std::string key;
   uint64_t seq;
   bool late;
   core::Record record;
   bool operator<(const Pending& o) const {
-    return std::tie(eff_ts_ms, topic_rank, key, seq) < std::tie(o.eff_ts_ms, o.topic_rank, o.key, o.seq);
+    if (eff_ts_ms != o.eff_ts_ms) return eff_ts_ms < o.eff_ts_ms;
+    if (topic_rank != o.topic_rank) return topic_rank < o.topic_rank;
+    const int c = KeySuffix(record).compare(KeySuffix(o.record));
+    if (c != 0) return c < 0;
+    return seq < o.seq;
   }
 };
 
@@ -186,8 +198,7 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       if (c->closed_through != kNoTime) eff = std::max(eff, c->closed_through);
       const bool late = eff != ts;
       if (late) ++stats_.late;
-      Pending p{eff, TopicRank(record), std::string(), c->seq++, late, std::move(record)};
-      core::AppendKey(p.key, p.record);
+      Pending p{eff, TopicRank(record), c->seq++, late, std::move(record)};
       c->buffer[FloorTo(eff, options_.base_window_ms())].push_back(std::move(p));
       processed = true;
     }
@@ -200,6 +211,12 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
     ++stats_.skipped;
   }
   return CloseReadyWindows(false);
+}
+
+void StreamProcessor::ReuseRecord(core::Record& record) {
+  if (spare_.empty()) return;
+  record = std::move(spare_.back());
+  spare_.pop_back();
 }
 
 core::Status StreamProcessor::Finish() { return CloseReadyWindows(true); }
@@ -233,6 +250,8 @@ core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
     if (!p.late) {
       for (auto& d : c.detectors) d->Observe(p.record);
     }
+    // Keep a few records' storage for the parser (ReuseRecord): their vectors keep their capacity.
+    if (spare_.size() < kMaxSpareRecords) spare_.push_back(std::move(p.record));
   }
   anomalies_.clear();
   for (auto& d : c.detectors) d->AdvanceTo(end_ms - 1, anomalies_);
@@ -334,7 +353,6 @@ core::Status StreamProcessor::Restore(std::string_view snapshot) {
       return core::Status::Error("state snapshot of " + cluster + ": buffered record: " + s.message());
     }
     p.topic_rank = TopicRank(p.record);
-    core::AppendKey(p.key, p.record);
     c.buffer[FloorTo(p.eff_ts_ms, options_.base_window_ms())].push_back(std::move(p));
   }
   if (!in.ok() || !c.metrics.Load(in) || !in.at_end()) {

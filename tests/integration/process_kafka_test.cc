@@ -116,12 +116,15 @@ TEST_F(ProcessKafkaTest, KilledAndRestartedCountsNothingTwice) {
     // snapshots every 500 ms it is killed mid-stream or, on a fast machine, while following).
     BackgroundCommand first(Process("restart", state), dir_ + "/restart-1.out", dir_ + "/restart-1.err");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!std::filesystem::exists(snapshot) && std::chrono::steady_clock::now() < deadline) {
+    // Once it has saved state and written windows (the sink is flushed before each snapshot).
+    while ((!std::filesystem::exists(snapshot) || std::filesystem::file_size(dir_ + "/restart-1.out") == 0) &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting on a real process, not on a clock
     }
     ASSERT_TRUE(std::filesystem::exists(snapshot)) << ReadAll(dir_ + "/restart-1.err");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }  // ~BackgroundCommand: SIGKILL, no clean shutdown
+  EXPECT_GT(MetricsLines({dir_ + "/restart-1.out"}).size(), 0u);
   CommandResult second = RunCommand(Process("restart", state) + " --until-end > " + dir_ + "/restart-2.out");
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.err.find("resumed from"), std::string::npos) << second.err;

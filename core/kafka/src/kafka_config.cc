@@ -257,6 +257,13 @@ core::Result<Properties> ProducerProperties(const KafkaSettings& s) {
       {"client.id", s.client_id},
       {"enable.idempotence", "true"},
       {"acks", "all"},
+      // One request in flight per broker: with more, librdkafka 2.0 can lose records. When a
+      // partition's first batch from a new producer id fails with a retriable error (NOT_LEADER
+      // right after topic creation or a leader change) while the next batch, already in flight,
+      // succeeds (the broker accepts any first sequence from an unknown producer), librdkafka
+      // takes the failed batch as "implicitly acked" and never resends it
+      // (confluent-kafka-go#921; seen here in the broker-restart test and the benchmark).
+      {"max.in.flight.requests.per.connection", "1"},
       // Java's partitioner: a Java consumer or Kafka Streams job co-partitions with us by key.
       {"partitioner", "murmur2_random"},
       {"compression.codec", s.compression},

@@ -1,8 +1,10 @@
 // gpu_straggler: a working GPU whose SM activity stays far below that of its node's other GPUs while
-// those agree with each other (one job spans them: a straggler slows the whole job). SM activity is
-// smoothed per GPU (EWMA over smooth_s); the flag opens when the GPU has run below open_ratio x the
-// peers' median for open_for_s and closes once it is back above close_ratio (or the peers stop
-// working) for close_for_s. Subject: the GPU.
+// those agree with each other (one job spans them: a straggler slows the whole job down; a node shared
+// by jobs of different intensity has peers that disagree). SM activity is smoothed per GPU (EWMA over
+// smooth_s); the peers agree when the interquartile range of theirs is within max_peer_iqr of their
+// median. The flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and
+// closes once it is back above close_ratio (or the peers stop working or agreeing) for close_for_s.
+// Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -20,9 +22,9 @@ constexpr KeySpec kKeys[] = {
     {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)"},
     {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens"},
     {"close_for_s", "120", "seconds the close condition must hold before the flag closes"},
-    {"smooth_s", "60", "time constant (s) of the per-GPU moving average of SM_ACTIVE"},
+    {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE"},
     {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this"},
-    {"max_peer_spread", "0.25", "peers agree when (max - min) of their smoothed SM_ACTIVE is at most this share of their median"},
+    {"max_peer_iqr", "0.15", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median"},
     {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison"},
     {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do"},
 };
@@ -36,7 +38,7 @@ class GpuStragglerDetector : public Detector {
         close_for_ms_(c.Millis("close_for_s")),
         smooth_ms_(std::max<int64_t>(1, c.Millis("smooth_s"))),
         min_peer_sm_(c.Double("min_peer_sm")),
-        max_peer_spread_(c.Double("max_peer_spread")),
+        max_peer_iqr_(c.Double("max_peer_iqr")),
         min_peers_(c.Int("min_peers")),
         min_gpu_util_(c.Double("min_gpu_util")) {}
 
@@ -78,7 +80,8 @@ class GpuStragglerDetector : public Detector {
         std::sort(peers.begin(), peers.end());
         const size_t n = peers.size();
         const double median = n % 2 ? peers[n / 2] : 0.5 * (peers[n / 2 - 1] + peers[n / 2]);
-        busy_peers = median >= min_peer_sm_ && peers.back() - peers.front() <= max_peer_spread_ * median;
+        const double iqr = peers[(3 * n) / 4] - peers[n / 4];
+        busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
         if (median > 0) ratio = g.smooth / median;
       }
       const bool straggling = busy_peers && g.working && ratio < open_ratio_;
@@ -111,7 +114,7 @@ class GpuStragglerDetector : public Detector {
 
   const double open_ratio_, close_ratio_;
   const int64_t open_for_ms_, close_for_ms_, smooth_ms_;
-  const double min_peer_sm_, max_peer_spread_;
+  const double min_peer_sm_, max_peer_iqr_;
   const int64_t min_peers_;
   const double min_gpu_util_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU

@@ -84,6 +84,7 @@ TEST(KafkaConfigTest, ProducerGuaranteesAreOn) {
   EXPECT_EQ(ValueOf(p.value(), "enable.idempotence"), "true");
   EXPECT_EQ(ValueOf(p.value(), "acks"), "all");
   EXPECT_EQ(ValueOf(p.value(), "partitioner"), "murmur2_random");
+  EXPECT_EQ(ValueOf(p.value(), "max.in.flight.requests.per.connection"), "1");
   EXPECT_EQ(ValueOf(p.value(), "message.timeout.ms"), "300000");
 }
 

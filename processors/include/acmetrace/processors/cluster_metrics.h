@@ -62,7 +62,8 @@ struct TimeTotals {
 /// a max or a sketch, so Merge of the windows of a rolling view is exact. Value type.
 struct WindowAggregate {
   explicit WindowAggregate(double accuracy = 0.01);
-  void Merge(const WindowAggregate& other);
+  /// Adds other's counts, sums, maxima and (with_sketches) sketches.
+  void Merge(const WindowAggregate& other, bool with_sketches = true);
   void Save(StateWriter& out) const;
   bool Load(StateReader& in, double accuracy);
 
@@ -130,6 +131,20 @@ class ClusterMetrics {
   bool has_open_ = false;
   WindowAggregate open_;
   std::map<int64_t, WindowAggregate> closed_;  // base windows within the longest view, by start
+  // The sketches of each rolling view (windows_s[1..]), kept by adding the newest base window and
+  // subtracting the ones that leave: merging 60 windows' sketches every minute costs more than the
+  // records. Not saved: rebuilt from closed_ on Load (integer counts, so exactly the same).
+  struct RollingSketches {
+    explicit RollingSketches(double accuracy);
+    std::array<QuantileSketch, kQuantityCount> quantities;
+    QuantileSketch queue_s;
+    QuantileSketch duration_s;
+    std::vector<int64_t> starts;  // base windows included, oldest first
+    void Add(const WindowAggregate& w);
+    void Subtract(const WindowAggregate& w);
+  };
+  std::vector<RollingSketches> rolling_;
+  void AdvanceRolling(int64_t end_ms);
 
   std::unordered_map<std::string, JobInFlight> jobs_;
   std::map<std::string, int64_t> running_, pending_;  // by type label ("type=Eval")

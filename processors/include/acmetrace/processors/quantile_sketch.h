@@ -27,6 +27,9 @@ class QuantileSketch {
   /// Adds other's counts; both must have the same relative accuracy (else nothing is merged and
   /// false is returned).
   bool Merge(const QuantileSketch& other);
+  /// Removes counts that an earlier Merge added (other must be a sketch merged into this one):
+  /// rolling windows add the newest part and subtract the oldest. Exact: counts are integers.
+  void Subtract(const QuantileSketch& other);
   /// The value at rank floor(q * (count - 1)) (0 <= q <= 1) within relative error alpha; NaN if empty.
   double Quantile(double q) const;
 

@@ -85,6 +85,9 @@ class StreamProcessor {
   /// A record not processed here (another instance's cluster, or unparsable): only its event time
   /// (kNoTime if unknown) moves the partition's watermark and its offset counts as consumed.
   core::Status Skip(int partition, int64_t offset, int64_t ts_ms);
+  /// Gives record the storage of a record already processed (or leaves it as it is): a parser
+  /// that parses into it then allocates little.
+  void ReuseRecord(core::Record& record);
   /// The end of the input: every open window closes (the watermark goes to +infinity).
   core::Status Finish();
 
@@ -112,6 +115,8 @@ class StreamProcessor {
   ProcessStats stats_;
   std::vector<core::AnomalyEvent> anomalies_;       // scratch
   std::vector<core::MetricsWindow> windows_;        // scratch
+  static constexpr size_t kMaxSpareRecords = 256;
+  std::vector<core::Record> spare_;
 };
 
 }  // namespace acmetrace::processors
