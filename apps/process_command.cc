@@ -211,9 +211,11 @@ class KafkaProcessRun {
     core::Result<std::vector<kafka::PartitionInfo>> parts = reader_->Describe(kInputTopics);
     if (!parts.ok()) return parts.status();
     partitions_ = std::move(parts).value();
-    for (const kafka::PartitionInfo& p : partitions_) {
+    for (size_t i = 0; i < partitions_.size(); ++i) {
+      const kafka::PartitionInfo& p = partitions_[i];
       const int index = processor_.DeclarePartition(p.topic + "/" + std::to_string(p.partition));
-      index_[{p.topic, p.partition}] = index;
+      if (index != static_cast<int>(i)) return core::Status::Error("internal: partition index mismatch");
+      if (p.partition == 0) topic_first_.emplace_back(p.topic, index);
     }
     position_.assign(partitions_.size(), 0);
     core::Result<std::vector<kafka::PartitionInfo>> owners = reader_->Describe({options_.ownership_topic});
@@ -281,16 +283,31 @@ class KafkaProcessRun {
     if (!processor_.owned().empty() || !held_.empty()) {
       for (size_t i = 0; i < partitions_.size(); ++i) {
         const kafka::PartitionInfo& p = partitions_[i];
-        const int64_t resume = processor_.owned().empty() ? -1 : processor_.ResumeOffset(index_[{p.topic, p.partition}]);
+        const int index = static_cast<int>(i);
+        const int64_t resume = processor_.owned().empty() ? -1 : processor_.ResumeOffset(index);
         position_[i] = resume < 0 ? p.low : resume;
         if (until_end_ && position_[i] >= p.high) {
-          processor_.SetPartitionIdle(index_[{p.topic, p.partition}], true);
+          processor_.SetPartitionIdle(index, true);
           continue;  // nothing of it to read in a bounded run
         }
         starts.push_back(kafka::PartitionStart{p.topic, p.partition, resume});
       }
     }
     return reader_->Assign(starts);
+  }
+
+  // The processor's index of a partition (= its place in partitions_), -1 if not an input.
+  int IndexOf(std::string_view topic, int32_t partition) const {
+    for (const auto& [name, first] : topic_first_) {
+      if (name == topic) {
+        const int index = first + partition;
+        return index < static_cast<int>(partitions_.size()) && partitions_[static_cast<size_t>(index)].topic == topic &&
+                       partitions_[static_cast<size_t>(index)].partition == partition
+                   ? index
+                   : -1;
+      }
+    }
+    return -1;
   }
 
   bool AllConsumed() const {
@@ -310,9 +327,8 @@ class KafkaProcessRun {
   }
 
   core::Status HandleRecord(const kafka::FramedRecord& r) {
-    const auto it = index_.find({std::string(r.topic), r.partition});
-    if (it == index_.end()) return core::Status::Ok();
-    const int p = it->second;
+    const int p = IndexOf(r.topic, r.partition);
+    if (p < 0) return core::Status::Ok();
     const size_t pi = static_cast<size_t>(p);
     if (until_end_ && r.offset >= partitions_[pi].high) {
       // Produced after we started: a bounded run stops at the end it saw.
@@ -321,9 +337,9 @@ class KafkaProcessRun {
       return reader_->Pause(partitions_[pi].topic, partitions_[pi].partition);
     }
     position_[pi] = r.offset + 1;
-    std::string cluster(ClusterOfKey(r.key));
+    const std::string_view cluster = ClusterOfKey(r.key);
     if (!processor_.Owns(cluster) && !cluster.empty() && held_.count(OwnerPartition(cluster)) > 0) {
-      if (core::Status s = Adopt(cluster); !s.ok()) return s;
+      if (core::Status s = Adopt(std::string(cluster)); !s.ok()) return s;
     }
     core::Status s = core::Status::Ok();
     if (processor_.Owns(cluster)) {
@@ -364,7 +380,7 @@ class KafkaProcessRun {
           if (core::Status s = Reassign(); !s.ok()) return s;
         }
       }
-      if (until_end_ && (AllConsumed() || processor_.owned().empty()) && !reassign_) return core::Status::Ok();
+      if (until_end_ && !reassign_ && (AllConsumed() || processor_.owned_count() == 0)) return core::Status::Ok();
       core::Result<kafka::ReaderEvent> event = reader_->Next(100);
       if (!event.ok()) return event.status();
       const kafka::ReaderEvent& e = event.value();
@@ -372,11 +388,10 @@ class KafkaProcessRun {
         if (core::Status s = HandleRecord(*e.record); !s.ok()) return s;
         if (errors_.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
       } else if (e.kind == kafka::ReaderEvent::Kind::kPartitionEnd) {
-        const auto it = index_.find({std::string(e.topic), e.partition});
-        if (it != index_.end()) {
-          const size_t pi = static_cast<size_t>(it->second);
+        if (const int p = IndexOf(e.topic, e.partition); p >= 0) {
+          const size_t pi = static_cast<size_t>(p);
           position_[pi] = std::max(position_[pi], e.offset);
-          processor_.SetPartitionIdle(it->second, true);
+          processor_.SetPartitionIdle(p, true);
         }
       }
       if (now >= next_snapshot) {
@@ -417,7 +432,7 @@ class KafkaProcessRun {
   std::unique_ptr<kafka::KafkaPartitionReader> reader_;
   std::unique_ptr<kafka::KafkaGroupMembership> membership_;
   std::vector<kafka::PartitionInfo> partitions_;
-  std::map<std::pair<std::string, int32_t>, int> index_;
+  std::vector<std::pair<std::string, int>> topic_first_;  // topic -> index of its partition 0
   std::vector<int64_t> position_;  // per partitions_ entry: the next offset to read
   int32_t ownership_partitions_ = 1;
   std::set<int32_t> held_;

@@ -37,15 +37,17 @@ Status Missing(std::string_view field) {
   return Status::Error(std::move(m));
 }
 
-// A number or null (NaN).
+// A number or null (NaN). Numbers first: they are the common case, and a failed typed read leaves
+// the value to be read again.
 simdjson::error_code GetNumberOrNull(od::value v, double& out) {
-  od::json_type type;
-  if (auto e = v.type().get(type); e) return e;
-  if (type == od::json_type::null) {
+  simdjson::error_code e = v.get_double().get(out);
+  if (e != simdjson::INCORRECT_TYPE) return e;
+  bool null = false;
+  if (v.is_null().get(null) == simdjson::SUCCESS && null) {
     out = kNoSample;
     return simdjson::SUCCESS;
   }
-  return v.get_double().get(out);
+  return e;
 }
 
 }  // namespace

@@ -149,5 +149,16 @@ TEST_F(ProcessKafkaTest, TwoInstancesInOneGroupWriteTheSameMetricsAsOne) {
   EXPECT_NE(logs.find("owns kalos"), std::string::npos) << logs;
 }
 
+TEST_F(ProcessKafkaTest, SinkKafkaWritesTheSameWindowsToAcmeMetrics) {
+  CommandResult run = RunCommand(std::string(Binary()) + " process --source kafka --sink kafka --brokers " +
+                                 broker_->bootstrap() + " --group to-kafka --until-end");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::set<std::string> lines;
+  for (const Framed& f : ConsumeAll(broker_->bootstrap(), {"acme.metrics"}, "metrics-reader")) {
+    lines.insert("{\"topic\":\"" + f.topic + "\",\"key\":\"" + f.key + "\",\"value\":" + f.value + "}");
+  }
+  EXPECT_EQ(lines, reference_);
+}
+
 }  // namespace
 }  // namespace acmetrace::kafka::testing

@@ -2,7 +2,9 @@
 #include "acmetrace/kafka/kafka_admin.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "rdkafka_handles.h"
 #include "topic_admin.h"
@@ -108,13 +110,17 @@ core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const s
       return core::Status::Error("kafka: creating topic " + name + ": " + (why != nullptr ? why : rd_kafka_err2str(err)));
     }
   }
-  // A broker-default partition count is known only once the topic exists.
-  if (std::any_of(out.begin(), out.end(), [](const TopicDescription& d) { return d.partitions < 0; })) {
+  // A broker-default partition count is known only once the new topic shows in the metadata,
+  // which may take a moment after CreateTopics returns.
+  const auto unknown = [&out] {
+    return std::any_of(out.begin(), out.end(), [](const TopicDescription& d) { return d.partitions < 0; });
+  };
+  for (int attempt = 0; attempt < 50 && unknown(); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     core::Result<std::map<std::string, int32_t>> now = ListTopics(rk, timeout_ms);
-    if (now.ok()) {
-      for (TopicDescription& d : out) {
-        if (auto it = now.value().find(d.name); it != now.value().end()) d.partitions = it->second;
-      }
+    if (!now.ok()) break;
+    for (TopicDescription& d : out) {
+      if (auto it = now.value().find(d.name); it != now.value().end() && it->second > 0) d.partitions = it->second;
     }
   }
   return out;

@@ -24,7 +24,7 @@ constexpr KeySpec kKeys[] = {
     {"close_for_s", "120", "seconds the close condition must hold before the flag closes"},
     {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE"},
     {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this"},
-    {"max_peer_iqr", "0.15", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median"},
+    {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median"},
     {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison"},
     {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do"},
 };

@@ -5,6 +5,7 @@
 #include "synth/faults.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -122,20 +123,6 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   Spans drops;
   std::vector<Spans> node_spans(nodes);
 
-  // Utilization drops: every running job stalls (storage or network outage) for 10-60 minutes; the
-  // cluster's GPU_UTIL falls by 20-60 points (at most 95% of what it was).
-  for (int n = CountFor(rng, days); n > 0; --n) {
-    for (int tries = 0; tries < kMaxTries; ++tries) {
-      const int64_t duration = Uniform(rng, 600, 3600);
-      const int64_t start = Uniform(rng, lo, hi - duration);
-      if (!cluster.Free(start, start + duration, kClusterApartS)) continue;
-      cluster.Add(start, start + duration);
-      drops.Add(start, start + duration);
-      plan.faults_.push_back({FaultKind::kUtilDrop, start, start + duration, -1, -1, -1, 20 + 40 * rng.Uniform()});
-      break;
-    }
-  }
-
   // Failure bursts: 3-10x the cluster's own rate of failed GPU jobs for 10-30 minutes, as extra FAILED
   // jobs. A burst that would add less than one job (tiny scales) is not an incident and is not placed.
   double failed = 0;
@@ -205,6 +192,36 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
     Fault f{FaultKind::kNodeFailure, job.end_s, job.end_s, -1, -1, static_cast<int32_t>(j), 0};
     f.injected = false;
     plan.faults_.push_back(f);
+  }
+
+  // Utilization drops: every running job stalls (storage or network outage) for 10-60 minutes; the
+  // cluster's GPU_UTIL falls by 20-60 points. A drop of D points needs a cluster running well above D:
+  // it is placed where at least D + 10% of the GPUs are allocated throughout (and the 10 minutes before).
+  const int64_t minutes = (we - ws + 59) / 60;
+  std::vector<int64_t> allocated(static_cast<size_t>(minutes) + 1, 0);  // GPUs per minute, difference array first
+  for (const Job& job : jobs) {
+    if (job.start_s < 0 || job.alloc.empty() || job.end_s <= ws || job.start_s >= we) continue;
+    allocated[static_cast<size_t>((std::max(job.start_s, ws) - ws) / 60)] += job.gpus;
+    allocated[static_cast<size_t>((std::min(job.end_s, we) - ws + 59) / 60)] -= job.gpus;
+  }
+  for (size_t m = 1; m < allocated.size(); ++m) allocated[m] += allocated[m - 1];
+  auto min_allocated_share = [&](int64_t from, int64_t to) {
+    int64_t least = INT64_MAX;
+    for (int64_t m = (from - ws) / 60; m < (to - ws + 59) / 60 && m < minutes; ++m) least = std::min(least, allocated[m]);
+    return static_cast<double>(least) / (8.0 * nodes);
+  };
+  for (int n = CountFor(rng, days); n > 0; --n) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t duration = Uniform(rng, 600, 3600);
+      const int64_t start = Uniform(rng, lo, hi - duration);
+      const double points = 20 + 40 * rng.Uniform();
+      if (!cluster.Free(start, start + duration, kClusterApartS)) continue;
+      if (100 * min_allocated_share(start - 600, start + duration) < points + 10) continue;
+      cluster.Add(start, start + duration);
+      drops.Add(start, start + duration);
+      plan.faults_.push_back({FaultKind::kUtilDrop, start, start + duration, -1, -1, -1, points});
+      break;
+    }
   }
 
   // Stragglers: one GPU of a node that a single busy job holds whole (all 8 GPUs, past its start-up)

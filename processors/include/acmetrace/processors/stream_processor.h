@@ -76,6 +76,7 @@ class StreamProcessor {
   /// Stops owning cluster and drops its state.
   void Release(const std::string& cluster);
   std::vector<std::string> owned() const;
+  size_t owned_count() const { return clusters_.size(); }
   /// Where to start reading partition: the lowest next offset over the owned clusters; -1 if some
   /// owned cluster has read nothing of it (start at the beginning).
   int64_t ResumeOffset(int partition) const;

@@ -1,0 +1,467 @@
+// Each anomaly kind on hand-built records: when it opens, how hysteresis holds it, when it closes, and
+// that a value hovering at a threshold does not make it flap. Detectors are made the way the binary
+// makes them (DeclareDetectorConfig, MakeDetectors) and driven in event time only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acmetrace/core/config.h"
+#include "acmetrace/core/record.h"
+#include "acmetrace/processors/detector.h"
+
+namespace acmetrace::processors {
+namespace {
+
+constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
+
+using Values = std::vector<double>;
+const double kNone = core::kNoSample;
+
+core::Record Util(const std::string& node, int64_t t_s, const std::vector<std::pair<const char*, Values>>& gpu,
+                  const std::string& cluster = "seren") {
+  core::UtilSample s;
+  s.cluster = cluster;
+  s.node = node;
+  s.ts_ms = t_s * 1000;
+  for (const auto& [name, values] : gpu) s.gpu.push_back({core::InternName(name), values});
+  return s;
+}
+
+core::Record Job(core::JobEventKind event, const std::string& id, int64_t t_s, int64_t gpus,
+                 const std::string& user = "u0001", const std::string& state = "", const std::string& cluster = "seren") {
+  core::JobEvent j;
+  j.cluster = cluster;
+  j.event = event;
+  j.ts_ms = t_s * 1000;
+  j.job_id = id;
+  j.user = user;
+  j.type = "Other";
+  j.gpu_num = gpus;
+  j.node_num = (gpus + 7) / 8;
+  j.state = state;
+  return j;
+}
+
+core::Record End(const std::string& id, int64_t t_s, int64_t gpus, const std::string& state,
+                 const std::string& user = "u0001") {
+  return Job(core::JobEventKind::kEnd, id, t_s, gpus, user, state);
+}
+
+Values Eight(double v) { return Values(8, v); }
+Values EightWith(double v, size_t gpu, double other) {
+  Values out(8, v);
+  out[gpu] = other;
+  return out;
+}
+
+// One detector of a kind, made from the declared config (with overrides), fed like the engine feeds it.
+class Harness {
+ public:
+  explicit Harness(const std::string& kind, const std::vector<std::pair<std::string, std::string>>& overrides = {}) {
+    core::Config config;
+    DeclareDetectorConfig(config);
+    for (const auto& [k, v] : overrides) EXPECT_TRUE(config.Set(k, v).ok()) << k;
+    for (auto& d : MakeDetectors(config)) {
+      if (d->kind() == kind) detector_ = std::move(d);
+    }
+    EXPECT_NE(detector_, nullptr) << kind;
+  }
+
+  /// Observes record; first advances the watermark to just before it if it is later than the last.
+  void Feed(const core::Record& record) {
+    const int64_t ts = core::TimestampMsOf(record);
+    if (ts > last_ms_ && last_ms_ != INT64_MIN) Advance(ts - 1);
+    last_ms_ = std::max(last_ms_, ts);
+    detector_->Observe(record);
+  }
+  void Advance(int64_t watermark_ms) {
+    const size_t before = events_.size();
+    detector_->AdvanceTo(watermark_ms, events_);
+    for (size_t i = before; i < events_.size(); ++i) {
+      EXPECT_LE(events_[i].ts_ms, watermark_ms) << "a transition beyond the watermark";
+      if (i > 0) {
+        EXPECT_GE(events_[i].ts_ms, events_[i - 1].ts_ms) << "transitions out of order";
+      }
+    }
+  }
+  void AdvanceSeconds(int64_t t_s) { Advance(t_s * 1000); }
+
+  const std::vector<core::AnomalyEvent>& events() const { return events_; }
+  int Opens() const {
+    return static_cast<int>(std::count_if(events_.begin(), events_.end(), [](const auto& e) { return e.open; }));
+  }
+  int Closes() const { return static_cast<int>(events_.size()) - Opens(); }
+
+ private:
+  std::unique_ptr<Detector> detector_;
+  std::vector<core::AnomalyEvent> events_;
+  int64_t last_ms_ = INT64_MIN;
+};
+
+// ---- Registry -----------------------------------------------------------------------------------
+
+TEST(DetectorRegistryTest, DeclaresEveryKindWithDefaultsAndHelp) {
+  core::Config config;
+  DeclareDetectorConfig(config);
+  const std::vector<std::string> kinds = {"gpu_overheat",  "xid_error",     "telemetry_gap",
+                                          "gpu_straggler", "util_drop",     "failure_burst",
+                                          "queue_backlog", "large_job_failure", "node_failure"};
+  for (const std::string& kind : kinds) EXPECT_TRUE(config.GetBool("detect." + kind + ".enabled")) << kind;
+  for (const core::ConfigKey& key : config.keys()) {
+    EXPECT_EQ(key.key.rfind("detect.", 0), 0u) << key.key;
+    EXPECT_FALSE(key.help.empty()) << key.key;
+  }
+  EXPECT_DOUBLE_EQ(config.GetDouble("detect.gpu_overheat.open_c"), 85);
+  std::vector<std::unique_ptr<Detector>> detectors = MakeDetectors(config);
+  ASSERT_EQ(detectors.size(), kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ(detectors[i]->kind(), kinds[i]);
+}
+
+TEST(DetectorRegistryTest, DisabledKindsAreNotMadeAndUnknownKeysAreErrors) {
+  core::Config config;
+  DeclareDetectorConfig(config);
+  ASSERT_TRUE(config.LoadYamlText("detect:\n  xid_error.enabled: false\n  gpu_overheat.open_c: 90\n", "test").ok());
+  for (const auto& d : MakeDetectors(config)) EXPECT_NE(d->kind(), "xid_error");
+  EXPECT_DOUBLE_EQ(config.GetDouble("detect.gpu_overheat.open_c"), 90);
+  EXPECT_FALSE(config.LoadYamlText("detect:\n  gpu_overheat.open_celsius: 90\n", "test").ok());
+}
+
+// ---- gpu_overheat -----------------------------------------------------------------------------------
+
+TEST(GpuOverheatTest, OpensAfterSustainedHeatWithTheGpuAsSubject) {
+  Harness h("gpu_overheat");
+  for (int k = 0; k < 3; ++k) h.Feed(Util("10.140.1.10", kT0 + 15 * k, {{"GPU_TEMP", EightWith(60, 3, 88)}}));
+  h.AdvanceSeconds(kT0 + 30);
+  ASSERT_EQ(h.events().size(), 1u);  // 30 s at or above 85 C: open at the third sample
+  const core::AnomalyEvent& e = h.events()[0];
+  EXPECT_EQ(e.cluster, "seren");
+  EXPECT_EQ(e.kind, "gpu_overheat");
+  EXPECT_EQ(e.subject, "10.140.1.10-3");
+  EXPECT_TRUE(e.open);
+  EXPECT_EQ(e.ts_ms, (kT0 + 30) * 1000);
+  EXPECT_DOUBLE_EQ(e.value, 88);
+  EXPECT_DOUBLE_EQ(e.threshold, 85);
+}
+
+TEST(GpuOverheatTest, ASpikeDoesNotOpen) {
+  Harness h("gpu_overheat");
+  const double temps[] = {70, 90, 90, 70, 91, 70, 70};
+  for (int k = 0; k < 7; ++k) h.Feed(Util("10.140.1.10", kT0 + 15 * k, {{"GPU_TEMP", EightWith(60, 0, temps[k])}}));
+  h.AdvanceSeconds(kT0 + 200);
+  EXPECT_TRUE(h.events().empty());
+}
+
+TEST(GpuOverheatTest, HysteresisHoldsBetweenThresholdsAndClosesAfterSustainedCooling) {
+  Harness h("gpu_overheat");
+  int64_t t = kT0;
+  auto feed = [&](double temp, int samples) {
+    for (int k = 0; k < samples; ++k, t += 15) h.Feed(Util("lingjun-pod9-0016", t, {{"GPU_TEMP", EightWith(60, 5, temp)}}, "kalos"));
+  };
+  feed(90, 4);   // opens
+  feed(83, 20);  // below open_c, above close_c: stays open
+  feed(78, 4);   // below close_c for 45 s: not yet
+  feed(86, 2);   // hot again: the close timer restarts
+  feed(78, 8);   // below close_c for 105 s, then 120 s at the 9th sample
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.Closes(), 0);
+  feed(78, 1);
+  h.AdvanceSeconds(t);
+  ASSERT_EQ(h.events().size(), 2u);
+  EXPECT_EQ(h.events()[0].subject, "lingjun-pod9-0016-5");
+  EXPECT_FALSE(h.events()[1].open);
+  EXPECT_DOUBLE_EQ(h.events()[1].threshold, 80);
+}
+
+TEST(GpuOverheatTest, NoFlappingAroundTheThreshold) {
+  Harness h("gpu_overheat");
+  int64_t t = kT0;
+  for (int k = 0; k < 200; ++k, t += 15) {
+    h.Feed(Util("10.140.1.10", t, {{"GPU_TEMP", EightWith(60, 1, k % 2 ? 84 : 86)}}));
+  }
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Opens(), 0);  // never 30 s in a row at or above 85
+  Harness g("gpu_overheat");
+  t = kT0;
+  for (int k = 0; k < 200; ++k, t += 15) {
+    g.Feed(Util("10.140.1.10", t, {{"GPU_TEMP", EightWith(60, 1, k < 10 ? 90 : (k % 3 ? 84 : 79))}}));
+  }
+  g.AdvanceSeconds(t);
+  EXPECT_EQ(g.Opens(), 1);  // once open, dips below close_c shorter than 120 s do not close it
+  EXPECT_EQ(g.Closes(), 0);
+}
+
+TEST(GpuOverheatTest, MissingSamplesNeitherOpenNorClose) {
+  Harness h("gpu_overheat");
+  h.Feed(Util("10.140.1.10", kT0, {{"GPU_TEMP", EightWith(60, 2, 90)}}));
+  h.Feed(Util("10.140.1.10", kT0 + 15, {{"GPU_TEMP", EightWith(60, 2, kNone)}}));
+  h.Feed(Util("10.140.1.10", kT0 + 30, {{"GPU_TEMP", EightWith(60, 2, 90)}}));
+  h.AdvanceSeconds(kT0 + 30);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+// ---- xid_error ------------------------------------------------------------------------------------
+
+TEST(XidErrorTest, OpensOnTheFirstCodeAndClosesOnceTheRegisterStaysClear) {
+  Harness h("xid_error");
+  int64_t t = kT0;
+  auto feed = [&](double code, int samples) {
+    for (int k = 0; k < samples; ++k, t += 15) h.Feed(Util("10.140.1.10", t, {{"XID_ERRORS", EightWith(0, 6, code)}}));
+  };
+  feed(0, 4);
+  feed(79, 1);
+  h.AdvanceSeconds(t);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "10.140.1.10-6");
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 79);
+  feed(79, 10);
+  feed(0, 2);
+  feed(48, 1);  // a new code while open: still one flag
+  feed(0, 4);   // 0 for 45 s: not yet
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.Closes(), 0);
+  feed(0, 1);  // 60 s clear
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Closes(), 1);
+}
+
+TEST(XidErrorTest, IgnoresConfiguredCodes) {
+  Harness h("xid_error", {{"detect.xid_error.ignore_codes", "13,43"}});
+  for (int k = 0; k < 10; ++k) h.Feed(Util("10.140.1.10", kT0 + 15 * k, {{"XID_ERRORS", EightWith(0, 1, 43)}}));
+  h.AdvanceSeconds(kT0 + 200);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+// ---- telemetry_gap ------------------------------------------------------------------------------
+
+// One sample time of a cluster: every node in `nodes` reports.
+void Tick(Harness& h, int64_t t, const std::vector<std::string>& nodes) {
+  for (const std::string& n : nodes) h.Feed(Util(n, t, {{"GPU_UTIL", Eight(50)}}));
+}
+
+TEST(TelemetryGapTest, OpensWhenANodeIsSilentWhileItsClusterReportsAndClosesWhenItIsBack) {
+  Harness h("telemetry_gap");
+  const std::vector<std::string> all = {"10.140.0.131", "10.140.0.132", "10.140.0.133"};
+  const std::vector<std::string> two = {"10.140.0.131", "10.140.0.133"};
+  int64_t t = kT0;
+  for (int k = 0; k < 4; ++k, t += 15) Tick(h, t, all);
+  const int64_t last_seen = t - 15;
+  for (int k = 0; k < 3; ++k, t += 15) Tick(h, t, two);  // silent 45 s: not yet
+  h.AdvanceSeconds(t - 1);
+  EXPECT_EQ(h.Opens(), 0);
+  for (int k = 0; k < 8; ++k, t += 15) Tick(h, t, two);
+  h.AdvanceSeconds(t - 1);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "10.140.0.132");
+  EXPECT_EQ(h.events()[0].ts_ms, (last_seen + 60) * 1000);
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 60);
+  Tick(h, t, all);  // back, but one sample is not enough
+  t += 15;
+  Tick(h, t, two);
+  t += 15;
+  for (int k = 0; k < 2; ++k, t += 15) Tick(h, t, all);
+  h.AdvanceSeconds(t - 1);
+  EXPECT_EQ(h.Closes(), 0);
+  Tick(h, t, all);  // reported at three sample times in a row: 30 s
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Closes(), 1);
+  EXPECT_EQ(h.events().back().ts_ms, t * 1000);
+}
+
+TEST(TelemetryGapTest, ASingleMissedSampleOrASilentClusterIsNoGap) {
+  Harness h("telemetry_gap");
+  const std::vector<std::string> all = {"10.140.0.131", "10.140.0.132"};
+  int64_t t = kT0;
+  for (int k = 0; k < 40; ++k, t += 15) Tick(h, t, k % 3 == 1 ? std::vector<std::string>{"10.140.0.131"} : all);
+  // The whole cluster silent for an hour (end of its files), while the watermark moves on.
+  h.AdvanceSeconds(t + 3600);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+// ---- gpu_straggler ------------------------------------------------------------------------------
+
+TEST(GpuStragglerTest, OpensForAWorkingGpuFarBelowAgreeingPeersAndClosesWhenItRecovers) {
+  Harness h("gpu_straggler");
+  int64_t t = kT0;
+  auto feed = [&](double straggler_sm, int samples) {
+    for (int k = 0; k < samples; ++k, t += 15) {
+      h.Feed(Util("10.140.1.10", t, {{"GPU_UTIL", Eight(99)}, {"SM_ACTIVE", EightWith(0.7, 4, straggler_sm)}}));
+    }
+  };
+  feed(0.7, 20);
+  feed(0.2, 20);  // 5 minutes at 30% of its peers
+  h.AdvanceSeconds(t);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "10.140.1.10-4");
+  EXPECT_LT(h.events()[0].value, 0.6);
+  feed(0.5, 40);  // ~71% of peers: between the thresholds, stays open
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Closes(), 0);
+  feed(0.7, 40);
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Closes(), 1);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+TEST(GpuStragglerTest, IdleGpusAndNodesSharedByUnlikeJobsAreNotStragglers) {
+  Harness h("gpu_straggler");
+  for (int k = 0; k < 80; ++k) {
+    const int64_t t = kT0 + 15 * k;
+    // GPU 2 idle next to a busy 7-GPU job.
+    h.Feed(Util("10.140.1.10", t, {{"GPU_UTIL", EightWith(99, 2, 0)}, {"SM_ACTIVE", EightWith(0.7, 2, 0)}}));
+    // Eight one-GPU jobs of different intensity: the peers disagree.
+    h.Feed(Util("10.140.1.11", t,
+                {{"GPU_UTIL", Eight(99)}, {"SM_ACTIVE", Values{0.9, 0.2, 0.6, 0.35, 0.8, 0.45, 0.7, 0.3}}}));
+  }
+  h.AdvanceSeconds(kT0 + 15 * 80);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+// ---- util_drop ----------------------------------------------------------------------------------
+
+// Two nodes of 8 GPUs; util and FB_USED per GPU.
+void UtilRow(Harness& h, int64_t t, double util, double fb, double util_b, double fb_b) {
+  h.Feed(Util("10.140.0.131", t, {{"FB_USED", Eight(fb)}, {"GPU_UTIL", Eight(util)}}));
+  h.Feed(Util("10.140.0.132", t, {{"FB_USED", Eight(fb_b)}, {"GPU_UTIL", Eight(util_b)}}));
+}
+
+TEST(UtilDropTest, OpensWhenMostBusyGpusFallBelowTheirBaselineAndClosesOnRecovery) {
+  Harness h("util_drop");
+  int64_t t = kT0;
+  for (int k = 0; k < 80; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);  // 20 min of baseline
+  const int64_t drop = t;
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 40, 40000, 45, 40000);  // storage stall: 10 min
+  h.AdvanceSeconds(t - 1);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "seren");
+  EXPECT_GE(h.events()[0].ts_ms, (drop + 180) * 1000);
+  EXPECT_LE(h.events()[0].ts_ms, (drop + 300) * 1000);
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 1.0);  // every busy GPU is down
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Closes(), 1);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+TEST(UtilDropTest, JobsEndingOrStartingAreNoDrop) {
+  Harness h("util_drop");
+  int64_t t = kT0;
+  for (int k = 0; k < 80; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 95, 40000, 0, 0);  // the second node's job ended
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 95, 40000, k < 6 ? 0 : 90, 30000);  // a new job loads
+  h.AdvanceSeconds(t);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+// ---- failure_burst ------------------------------------------------------------------------------
+
+TEST(FailureBurstTest, OpensWhenManyUsersJobsFailAtOnceAndCloses) {
+  Harness h("failure_burst");
+  int64_t t = kT0;
+  int id = 0;
+  for (int k = 0; k < 12; ++k, t += 600) {  // two hours at one failure per 10 minutes
+    h.Feed(End(std::to_string(++id), t, 8, "FAILED", "u" + std::to_string(k)));
+  }
+  for (int k = 0; k < 3; ++k) h.Feed(End(std::to_string(++id), t + 10 * k, 8, "COMPLETED", "ux"));
+  h.AdvanceSeconds(t + 60);
+  EXPECT_EQ(h.Opens(), 0);
+  for (int k = 0; k < 8; ++k) h.Feed(End(std::to_string(++id), t + 100 + 20 * k, 1, "FAILED", "v" + std::to_string(k)));
+  h.AdvanceSeconds(t + 300);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "seren");
+  EXPECT_GE(h.events()[0].value, h.events()[0].threshold);
+  h.AdvanceSeconds(t + 3600);  // the window empties
+  EXPECT_EQ(h.Closes(), 1);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+TEST(FailureBurstTest, OneUsersSweepAndCpuJobsAreNoBurst) {
+  Harness h("failure_burst");
+  int64_t t = kT0;
+  int id = 0;
+  for (int k = 0; k < 12; ++k, t += 600) h.Feed(End(std::to_string(++id), t, 8, "FAILED", "u" + std::to_string(k)));
+  for (int k = 0; k < 20; ++k) h.Feed(End(std::to_string(++id), t + 10 * k, 1, "FAILED", "u0042"));
+  for (int k = 0; k < 20; ++k) h.Feed(End(std::to_string(++id), t + 300 + k, 0, "FAILED", "c" + std::to_string(k)));
+  h.AdvanceSeconds(t + 3600);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+// ---- queue_backlog ------------------------------------------------------------------------------
+
+TEST(QueueBacklogTest, OpensWhenWaitingDemandStaysHighAndClosesWhenTheJobsStart) {
+  Harness h("queue_backlog");
+  int64_t t = kT0;
+  int id = 0;
+  for (int k = 0; k < 24; ++k, t += 300) {  // two hours of jobs that start within a minute
+    h.Feed(Job(core::JobEventKind::kSubmit, std::to_string(++id), t, 8));
+    h.Feed(Job(core::JobEventKind::kStart, std::to_string(id), t + 40, 8));
+  }
+  const int64_t big = t;
+  h.Feed(Job(core::JobEventKind::kSubmit, "big", big, 512));
+  h.AdvanceSeconds(big + 600 + 1700);  // waiting 10 min, then high for 28 min: not yet
+  EXPECT_EQ(h.Opens(), 0);
+  h.AdvanceSeconds(big + 600 + 1860);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 512);
+  h.Feed(Job(core::JobEventKind::kStart, "big", big + 3000, 512));
+  h.AdvanceSeconds(big + 3000 + 540);
+  EXPECT_EQ(h.Closes(), 0);
+  h.AdvanceSeconds(big + 3000 + 700);
+  EXPECT_EQ(h.Closes(), 1);
+}
+
+// ---- large_job_failure and node_failure ------------------------------------------------------------
+
+TEST(LargeJobFailureTest, FlagsLargeFailedJobsForHoldSeconds) {
+  Harness h("large_job_failure");
+  h.Feed(End("5778432", kT0, 512, "FAILED"));
+  h.Feed(End("5778433", kT0 + 10, 512, "COMPLETED"));
+  h.Feed(End("5778434", kT0 + 20, 64, "FAILED"));
+  h.Feed(End("5778435", kT0 + 30, 256, "TIMEOUT"));
+  h.AdvanceSeconds(kT0 + 599);
+  ASSERT_EQ(h.Opens(), 2);
+  EXPECT_EQ(h.events()[0].subject, "5778432");
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 512);
+  EXPECT_EQ(h.events()[1].subject, "5778435");
+  EXPECT_EQ(h.Closes(), 0);
+  h.AdvanceSeconds(kT0 + 700);
+  EXPECT_EQ(h.Closes(), 2);
+  EXPECT_EQ(h.events()[2].ts_ms, (kT0 + 600) * 1000);
+}
+
+TEST(NodeFailureTest, FlagsNodeFailJobsByJobId) {
+  Harness h("node_failure");
+  h.Feed(End("dlctk696s0jbvitv", kT0, 64, "NODE_FAIL"));
+  h.Feed(End("dlctk696s0jbvitw", kT0 + 5, 64, "FAILED"));
+  h.AdvanceSeconds(kT0 + 700);
+  ASSERT_EQ(h.events().size(), 2u);
+  EXPECT_TRUE(h.events()[0].open);
+  EXPECT_EQ(h.events()[0].kind, "node_failure");
+  EXPECT_EQ(h.events()[0].subject, "dlctk696s0jbvitv");
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 8);  // nodes it held
+  EXPECT_FALSE(h.events()[1].open);
+  EXPECT_EQ(h.events()[1].ts_ms, (kT0 + 600) * 1000);
+}
+
+// ---- Ordering -------------------------------------------------------------------------------------
+
+TEST(DetectorOrderTest, TransitionsComeInTimeThenSubjectOrderUpToTheWatermark) {
+  Harness h("xid_error");
+  h.Feed(Util("10.140.0.132", kT0, {{"XID_ERRORS", EightWith(0, 7, 31)}}));
+  h.Feed(Util("10.140.0.131", kT0, {{"XID_ERRORS", Values{0, 0, 94, 0, 0, 0, 0, 0}}}));
+  h.Feed(Util("10.140.0.131", kT0 + 15, {{"XID_ERRORS", Values{95, 0, 94, 0, 0, 0, 0, 0}}}));
+  h.AdvanceSeconds(kT0);
+  ASSERT_EQ(h.events().size(), 2u);  // the one at kT0 + 15 waits for the watermark
+  EXPECT_EQ(h.events()[0].subject, "10.140.0.131-2");
+  EXPECT_EQ(h.events()[1].subject, "10.140.0.132-7");
+  h.AdvanceSeconds(kT0 + 15);
+  ASSERT_EQ(h.events().size(), 3u);
+  EXPECT_EQ(h.events()[2].subject, "10.140.0.131-0");
+}
+
+}  // namespace
+}  // namespace acmetrace::processors

@@ -1,0 +1,556 @@
+// Fault injection of the generator (--inject-faults): faults.csv's format and contents, that every
+// listed incident is really in the files with the documented magnitude, that incidents on one subject
+// do not overlap, determinism, and that the rest of the job trace is the clean run's. The files are
+// parsed with the simple code below on purpose.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "acmetrace/core/time.h"
+#include "acmetrace/producers/synth.h"
+
+namespace acmetrace::producers {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kStartS = 1688140800;  // synth's default start, 2023-07-01 00:00:00+08:00
+constexpr int64_t kEndS = kStartS + 86400;
+
+std::vector<std::string> Split(const std::string& line, char sep = ',') {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (true) {
+    const size_t next = line.find(sep, pos);
+    out.push_back(line.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) return out;
+    pos = next + 1;
+  }
+}
+
+double ToDouble(const std::string& s) {
+  if (s.empty()) return NAN;
+  double v = NAN;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(fs::path(testing::TempDir()) / ("synth_faults_" + name + "_" + std::to_string(getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+struct FaultRow {
+  std::string cluster, kind, subject;
+  int64_t start = 0, end = 0;
+};
+
+std::vector<FaultRow> ReadFaults(const std::string& path, std::string* header = nullptr) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  if (header != nullptr) *header = line;
+  std::vector<FaultRow> rows;
+  while (std::getline(in, line)) {
+    const auto f = Split(line);
+    EXPECT_EQ(f.size(), 5u) << line;
+    if (f.size() != 5) continue;
+    rows.push_back({f[0], f[1], f[2], std::stoll(f[3]), std::stoll(f[4])});
+  }
+  return rows;
+}
+
+// A wide utilization file: times and rows of values (NaN = empty cell).
+struct Wide {
+  std::vector<std::string> columns;  // without Time
+  std::vector<int64_t> times;
+  std::vector<std::vector<double>> rows;
+  int Column(const std::string& name) const {
+    auto it = std::find(columns.begin(), columns.end(), name);
+    return it == columns.end() ? -1 : static_cast<int>(it - columns.begin());
+  }
+  std::vector<int> NodeColumns(const std::string& node) const {
+    std::vector<int> out;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].rfind(node + "-", 0) == 0 || columns[i] == node) out.push_back(static_cast<int>(i));
+    }
+    return out;
+  }
+};
+
+Wide ReadWide(const std::string& path) {
+  Wide w;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  w.columns = Split(line);
+  w.columns.erase(w.columns.begin());
+  while (std::getline(in, line)) {
+    const auto f = Split(line);
+    w.times.push_back(std::stoll(f[0]));
+    std::vector<double> row(f.size() - 1);
+    for (size_t i = 1; i < f.size(); ++i) row[i - 1] = ToDouble(f[i]);
+    w.rows.push_back(std::move(row));
+  }
+  return w;
+}
+
+struct TraceRow {
+  std::string id, user, type, state;
+  int64_t gpus = 0, submit = 0, start = -1, end = 0;
+};
+
+std::vector<TraceRow> ReadTrace(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const auto header = Split(line);
+  auto col = [&](const char* name) { return std::find(header.begin(), header.end(), name) - header.begin(); };
+  const auto c_user = col("user"), c_gpus = col("gpu_num"), c_type = col("type"), c_state = col("state"),
+             c_submit = col("submit_time"), c_start = col("start_time"), c_end = col("end_time");
+  std::vector<TraceRow> rows;
+  while (std::getline(in, line)) {
+    const auto f = Split(line);
+    TraceRow r;
+    r.id = f[0];
+    r.user = f[c_user];
+    r.type = f[c_type];
+    r.state = f[c_state];
+    r.gpus = std::stoll(f[c_gpus]);
+    r.submit = *core::ParseIsoTimeMs(f[c_submit]) / 1000;
+    if (!f[c_start].empty()) r.start = *core::ParseIsoTimeMs(f[c_start]) / 1000;
+    r.end = *core::ParseIsoTimeMs(f[c_end]) / 1000;
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+const std::vector<std::string> kMetrics = {"GPU_TEMP", "XID_ERRORS", "GPU_UTIL", "SM_ACTIVE", "FB_USED",
+                                           "NODE_CPU_UTILIZATION"};
+
+SynthOptions Options(const std::string& dir, bool faults, double scale = 0.05,
+                     std::vector<std::string> metrics = kMetrics) {
+  SynthOptions o;
+  o.out_dir = dir;
+  o.days = 1;
+  o.scale = scale;
+  o.seed = 7;
+  o.inject_faults = faults;
+  o.metrics = std::move(metrics);
+  return o;
+}
+
+// One faulted and one clean day at scale 0.05, generated once for the suite.
+class SynthFaultsTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    faulted_ = new ScratchDir("faulted");
+    clean_ = new ScratchDir("clean");
+    auto r = WriteSynthetic(Options(faulted_->str(), true));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto c = WriteSynthetic(Options(clean_->str(), false));
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    faults_ = new std::vector<FaultRow>(ReadFaults(faulted_->str() + "/faults.csv"));
+  }
+  static void TearDownTestSuite() {
+    delete faulted_;
+    delete clean_;
+    delete faults_;
+  }
+  static std::string File(const std::string& cluster, const std::string& metric) {
+    return faulted_->str() + "/data/utilization/" + cluster + "/" + metric + ".csv";
+  }
+  static std::vector<FaultRow> Of(const std::string& kind) {
+    std::vector<FaultRow> out;
+    for (const FaultRow& f : *faults_) {
+      if (f.kind == kind) out.push_back(f);
+    }
+    return out;
+  }
+
+  static ScratchDir* faulted_;
+  static ScratchDir* clean_;
+  static std::vector<FaultRow>* faults_;
+};
+ScratchDir* SynthFaultsTest::faulted_ = nullptr;
+ScratchDir* SynthFaultsTest::clean_ = nullptr;
+std::vector<FaultRow>* SynthFaultsTest::faults_ = nullptr;
+
+TEST_F(SynthFaultsTest, FaultsCsvListsAFewOfEveryKindPerClusterInTheWindow) {
+  std::string header;
+  ReadFaults(faulted_->str() + "/faults.csv", &header);
+  EXPECT_EQ(header, "cluster,kind,subject,start,end");
+  EXPECT_FALSE(fs::exists(clean_->str() + "/faults.csv"));
+  std::map<std::pair<std::string, std::string>, int> count;
+  for (const FaultRow& f : *faults_) {
+    ++count[{f.cluster, f.kind}];
+    EXPECT_LE(f.start, f.end);
+    EXPECT_LT(f.start, kEndS);
+    EXPECT_GE(f.end, kStartS);
+  }
+  for (const char* cluster : {"seren", "kalos"}) {
+    for (const char* kind : {"gpu_overheat", "telemetry_gap", "util_drop"}) {
+      EXPECT_GE((count[{cluster, kind}]), 2) << cluster << " " << kind;
+      EXPECT_LE((count[{cluster, kind}]), 4) << cluster << " " << kind;
+    }
+    // A straggler needs a node one busy job holds whole, a burst at least one extra failed job: a
+    // small Kalos day may offer neither.
+    EXPECT_LE((count[{cluster, "gpu_straggler"}]), 4) << cluster;
+    EXPECT_LE((count[{cluster, "failure_burst"}]), 4) << cluster;
+    // Plus the generator's own XIDs and NODE_FAIL jobs. A node failure needs a GPU job of the trace
+    // running at the time: a small Kalos day has few.
+    EXPECT_GE((count[{cluster, "xid_error"}]), 2) << cluster;
+    EXPECT_GE((count[{cluster, "node_failure"}]), 1) << cluster;
+  }
+  EXPECT_GE((count[{"seren", "gpu_straggler"}] + count[{"kalos", "gpu_straggler"}]), 2);
+  EXPECT_GE((count[{"seren", "failure_burst"}] + count[{"kalos", "failure_burst"}]), 2);
+  // Sorted by start time within a cluster.
+  for (size_t i = 1; i < faults_->size(); ++i) {
+    if ((*faults_)[i].cluster == (*faults_)[i - 1].cluster) {
+      EXPECT_GE((*faults_)[i].start, (*faults_)[i - 1].start);
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, IncidentsOnOneSubjectOrNodeDoNotOverlap) {
+  // Subjects: GPU "node-i", node, cluster, job. GPU and node incidents of one node stay apart too.
+  auto node_of = [](const FaultRow& f) {
+    if (f.kind == "telemetry_gap") return f.subject;
+    if (f.kind == "gpu_overheat" || f.kind == "gpu_straggler" || f.kind == "xid_error") {
+      return f.subject.substr(0, f.subject.rfind('-'));
+    }
+    return std::string();
+  };
+  for (size_t i = 0; i < faults_->size(); ++i) {
+    for (size_t j = i + 1; j < faults_->size(); ++j) {
+      const FaultRow& a = (*faults_)[i];
+      const FaultRow& b = (*faults_)[j];
+      if (a.cluster != b.cluster || a.kind == "node_failure" || b.kind == "node_failure") continue;
+      const bool natural_xids = a.kind == "xid_error" && b.kind == "xid_error";  // the generator's own may touch
+      const bool same_subject = a.subject == b.subject && !natural_xids;
+      const bool same_node = !node_of(a).empty() && node_of(a) == node_of(b) && !(a.kind == "xid_error" || b.kind == "xid_error");
+      const bool cluster_wide = a.subject == a.cluster && b.subject == b.cluster;
+      if (same_subject || same_node || cluster_wide) {
+        EXPECT_TRUE(a.end <= b.start || b.end <= a.start)
+            << a.kind << " " << a.subject << " [" << a.start << "," << a.end << ") and " << b.kind << " " << b.subject
+            << " [" << b.start << "," << b.end << ")";
+      }
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, OverheatingGpusRunAt86To95CAndNothingElseAbove80) {
+  for (const char* cluster : {"seren", "kalos"}) {
+    const Wide temp = ReadWide(File(cluster, "GPU_TEMP"));
+    std::vector<FaultRow> overheats;
+    for (const FaultRow& f : Of("gpu_overheat")) {
+      if (f.cluster == cluster) overheats.push_back(f);
+    }
+    ASSERT_FALSE(overheats.empty());
+    for (const FaultRow& f : overheats) {
+      EXPECT_GE(f.end - f.start, 120);
+      EXPECT_LE(f.end - f.start, 1200);
+      const int c = temp.Column(f.subject);
+      ASSERT_GE(c, 0) << f.subject;
+      double hottest = 0;
+      for (size_t r = 0; r < temp.times.size(); ++r) {
+        const int64_t t = temp.times[r];
+        const double v = temp.rows[r][c];
+        if (t >= f.start + 90 && t < f.end && !std::isnan(v)) {
+          EXPECT_GE(v, 85) << f.subject << " at " << t;  // the level, within the degree of jitter
+          hottest = std::max(hottest, v);
+        }
+      }
+      EXPECT_GE(hottest, 86);
+      EXPECT_LE(hottest, 96);
+    }
+    for (size_t r = 0; r < temp.times.size(); ++r) {
+      for (size_t c = 0; c < temp.columns.size(); ++c) {
+        if (!(temp.rows[r][c] > 80)) continue;
+        const bool listed = std::any_of(overheats.begin(), overheats.end(), [&](const FaultRow& f) {
+          return f.subject == temp.columns[c] && temp.times[r] >= f.start && temp.times[r] < f.end;
+        });
+        EXPECT_TRUE(listed) << temp.columns[c] << " at " << temp.times[r] << ": " << temp.rows[r][c];
+      }
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, EveryXidStartOfTheFilesIsListed) {
+  const std::set<double> injected = {31, 43, 48, 79, 94, 95};
+  for (const char* cluster : {"seren", "kalos"}) {
+    const Wide xid = ReadWide(File(cluster, "XID_ERRORS"));
+    std::vector<FaultRow> rows;
+    for (const FaultRow& f : Of("xid_error")) {
+      if (f.cluster == cluster) rows.push_back(f);
+    }
+    // Every listed XID holds a code during its interval.
+    for (const FaultRow& f : rows) {
+      const int c = xid.Column(f.subject);
+      ASSERT_GE(c, 0) << f.subject;
+      int coded = 0, samples = 0;
+      for (size_t r = 0; r < xid.times.size(); ++r) {
+        if (xid.times[r] < f.start || xid.times[r] >= f.end || std::isnan(xid.rows[r][c])) continue;
+        ++samples;
+        coded += xid.rows[r][c] != 0;
+      }
+      EXPECT_EQ(coded, samples) << f.subject << " " << f.start;
+    }
+    // Every appearance of a code in the file starts inside a listed interval.
+    std::vector<double> last(xid.columns.size(), 0);
+    int starts = 0, injected_codes = 0;
+    for (size_t r = 0; r < xid.times.size(); ++r) {
+      for (size_t c = 0; c < xid.columns.size(); ++c) {
+        const double v = xid.rows[r][c];
+        if (std::isnan(v)) continue;
+        if (v != 0 && last[c] == 0) {
+          ++starts;
+          injected_codes += injected.count(v) > 0;
+          const bool listed = std::any_of(rows.begin(), rows.end(), [&](const FaultRow& f) {
+            return f.subject == xid.columns[c] && xid.times[r] >= f.start && xid.times[r] < f.end;
+          });
+          EXPECT_TRUE(listed) << xid.columns[c] << " at " << xid.times[r];
+        }
+        last[c] = v;
+      }
+    }
+    EXPECT_GT(starts, 0);
+    EXPECT_GT(injected_codes, 0);
+  }
+}
+
+TEST_F(SynthFaultsTest, TelemetryGapsEmptyTheNodesCellsInEveryFile) {
+  for (const char* cluster : {"seren", "kalos"}) {
+    std::vector<FaultRow> gaps;
+    for (const FaultRow& f : Of("telemetry_gap")) {
+      if (f.cluster == cluster) gaps.push_back(f);
+    }
+    ASSERT_FALSE(gaps.empty());
+    for (const std::string& metric : kMetrics) {
+      const Wide w = ReadWide(File(cluster, metric));
+      for (const FaultRow& f : gaps) {
+        EXPECT_GE(f.end - f.start, 60);
+        EXPECT_LE(f.end - f.start, 600);
+        const std::vector<int> cols = w.NodeColumns(f.subject);
+        ASSERT_FALSE(cols.empty()) << metric << " " << f.subject;
+        int inside = 0, present_around = 0;
+        for (size_t r = 0; r < w.times.size(); ++r) {
+          const int64_t t = w.times[r];
+          const bool in_gap = t >= f.start && t < f.end;
+          const bool near = (t >= f.start - 300 && t < f.start) || (t >= f.end && t < f.end + 300);
+          for (int c : cols) {
+            if (in_gap) {
+              EXPECT_TRUE(std::isnan(w.rows[r][c])) << metric << " " << w.columns[c] << " at " << t;
+              ++inside;
+            } else if (near) {
+              present_around += !std::isnan(w.rows[r][c]);
+            }
+          }
+        }
+        EXPECT_GT(inside, 0);
+        EXPECT_GT(present_around, 0);
+      }
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, StragglersRunAtAFifthToAHalfOfTheirBusyPeers) {
+  for (const char* cluster : {"seren", "kalos"}) {
+    const Wide sm = ReadWide(File(cluster, "SM_ACTIVE"));
+    for (const FaultRow& f : Of("gpu_straggler")) {
+      if (f.cluster != cluster) continue;
+      EXPECT_GE(f.end - f.start, 300);
+      EXPECT_LE(f.end - f.start, 1800);
+      const int c = sm.Column(f.subject);
+      const std::string node = f.subject.substr(0, f.subject.rfind('-'));
+      double own = 0, peers = 0;
+      for (size_t r = 0; r < sm.times.size(); ++r) {
+        if (sm.times[r] < f.start || sm.times[r] >= f.end || std::isnan(sm.rows[r][c])) continue;
+        own += sm.rows[r][c];
+        int n = 0;
+        double sum = 0;
+        for (int p : sm.NodeColumns(node)) {
+          if (p != c && !std::isnan(sm.rows[r][p])) sum += sm.rows[r][p], ++n;
+        }
+        peers += n > 0 ? sum / n : 0;
+      }
+      ASSERT_GT(peers, 0) << f.subject;
+      EXPECT_GE(own / peers, 0.1) << f.subject;  // 0.2-0.5 of its own level, which its peers share up to noise
+      EXPECT_LE(own / peers, 0.6) << f.subject;
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, UtilizationDropsTakeTwentyToSixtyPointsOffTheCluster) {
+  for (const char* cluster : {"seren", "kalos"}) {
+    const Wide util = ReadWide(File(cluster, "GPU_UTIL"));
+    std::vector<double> mean(util.times.size());
+    for (size_t r = 0; r < util.times.size(); ++r) {
+      double sum = 0;
+      int n = 0;
+      for (double v : util.rows[r]) {
+        if (!std::isnan(v)) sum += v, ++n;
+      }
+      mean[r] = n ? sum / n : 0;
+    }
+    auto average = [&](int64_t from, int64_t to) {
+      double sum = 0;
+      int n = 0;
+      for (size_t r = 0; r < util.times.size(); ++r) {
+        if (util.times[r] >= from && util.times[r] < to) sum += mean[r], ++n;
+      }
+      return n ? sum / n : NAN;
+    };
+    for (const FaultRow& f : Of("util_drop")) {
+      if (f.cluster != cluster) continue;
+      EXPECT_EQ(f.subject, cluster);
+      EXPECT_GE(f.end - f.start, 600);
+      EXPECT_LE(f.end - f.start, 3600);
+      const double before = average(f.start - 600, f.start);
+      const double during = average(f.start, f.end);
+      // Sized against the 10 minutes before; jobs come and go meanwhile, hence the margins.
+      EXPECT_GE(before - during, 12) << cluster << " " << f.start << ": " << before << " -> " << during;
+      EXPECT_LE(before - during, 70) << cluster << " " << f.start << ": " << before << " -> " << during;
+    }
+  }
+}
+
+TEST_F(SynthFaultsTest, JobTraceIsTheCleanOnePlusBurstsAndNodeFailures) {
+  for (const char* cluster : {"seren", "kalos"}) {
+    const std::string name = std::string("/data/job_trace/trace_") + cluster + ".csv";
+    const std::vector<TraceRow> clean = ReadTrace(clean_->str() + name);
+    const std::vector<TraceRow> faulted = ReadTrace(faulted_->str() + name);
+    // Job ids shift on Seren (they rise in submit order): match rows by their other fields.
+    auto key = [](const TraceRow& r) {
+      return r.user + "|" + r.type + "|" + std::to_string(r.gpus) + "|" + std::to_string(r.submit) + "|" +
+             std::to_string(r.start);
+    };
+    std::multimap<std::string, const TraceRow*> by_key;
+    for (const TraceRow& r : faulted) by_key.emplace(key(r), &r);
+    std::set<std::string> node_failures, bursts_ids;
+    std::vector<FaultRow> bursts;
+    for (const FaultRow& f : *faults_) {
+      if (f.cluster == cluster && f.kind == "node_failure") node_failures.insert(f.subject);
+      if (f.cluster == cluster && f.kind == "failure_burst") bursts.push_back(f);
+    }
+    std::set<const TraceRow*> matched;
+    int changed = 0;
+    for (const TraceRow& r : clean) {
+      auto [lo, hi] = by_key.equal_range(key(r));
+      const TraceRow* m = nullptr;
+      for (auto it = lo; it != hi && m == nullptr; ++it) {
+        if (!matched.count(it->second)) m = it->second;
+      }
+      ASSERT_NE(m, nullptr) << cluster << " clean job " << r.id << " missing with faults";
+      matched.insert(m);
+      if (m->state != r.state || m->end != r.end) {
+        ++changed;
+        EXPECT_EQ(m->state, "NODE_FAIL");
+        EXPECT_LT(m->end, r.end);
+        EXPECT_TRUE(node_failures.count(m->id)) << m->id;
+      }
+    }
+    EXPECT_GE(changed, 1);
+    int extra = 0;
+    for (const TraceRow& r : faulted) {
+      if (matched.count(&r)) continue;
+      ++extra;
+      EXPECT_EQ(r.state, "FAILED");
+      EXPECT_GT(r.gpus, 0);
+      const bool in_burst = std::any_of(bursts.begin(), bursts.end(),
+                                        [&](const FaultRow& b) { return r.end >= b.start && r.end < b.end; });
+      EXPECT_TRUE(in_burst) << r.id << " ends at " << r.end;
+    }
+    EXPECT_EQ(extra > 0, !bursts.empty());
+    // Node failures: start = end = the job's end.
+    for (const FaultRow& f : *faults_) {
+      if (f.cluster != cluster || f.kind != "node_failure") continue;
+      EXPECT_EQ(f.start, f.end);
+      auto it = std::find_if(faulted.begin(), faulted.end(), [&](const TraceRow& r) { return r.id == f.subject; });
+      ASSERT_NE(it, faulted.end()) << f.subject;
+      EXPECT_EQ(it->state, "NODE_FAIL");
+      EXPECT_EQ(it->end, f.end);
+    }
+  }
+}
+
+TEST(SynthFaultsScaleTest, BurstsAreThreeToTenTimesTheFailureRate) {
+  ScratchDir dir("bursts");
+  auto r = WriteSynthetic(Options(dir.str(), true, 1.0, {"none"}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::vector<FaultRow> faults = ReadFaults(dir.str() + "/faults.csv");
+  for (const FaultRow& f : faults) {
+    // Without telemetry only the job incidents can be seen, and only they are listed.
+    EXPECT_TRUE(f.kind == "failure_burst" || f.kind == "node_failure") << f.kind;
+  }
+  for (const char* cluster : {"seren", "kalos"}) {
+    const std::vector<TraceRow> trace = ReadTrace(dir.str() + "/data/job_trace/trace_" + cluster + ".csv");
+    auto failed_between = [&](int64_t from, int64_t to) {
+      return std::count_if(trace.begin(), trace.end(), [&](const TraceRow& t) {
+        return t.gpus > 0 && (t.state == "FAILED" || t.state == "NODE_FAIL" || t.state == "TIMEOUT") &&
+               t.end >= from && t.end < to;
+      });
+    };
+    double burst_time = 0, burst_failures = 0;
+    int bursts = 0;
+    for (const FaultRow& f : faults) {
+      if (f.cluster != cluster || f.kind != "failure_burst") continue;
+      ++bursts;
+      EXPECT_GE(f.end - f.start, 600);
+      EXPECT_LE(f.end - f.start, 1800);
+      burst_time += static_cast<double>(f.end - f.start);
+      burst_failures += static_cast<double>(failed_between(f.start, f.end));
+    }
+    ASSERT_GE(bursts, 2) << cluster;
+    const double rate = static_cast<double>(failed_between(kStartS, kEndS)) - burst_failures;
+    const double ratio = (burst_failures / burst_time) / (rate / (86400.0 - burst_time));
+    EXPECT_GE(ratio, 3.0 * 0.7) << cluster;  // 3-10x, with the Poisson noise of the few failures
+    EXPECT_LE(ratio, 10.0 * 1.3) << cluster;
+  }
+}
+
+TEST(SynthFaultsScaleTest, SameSeedSameFaults) {
+  ScratchDir a("same_a"), b("same_b");
+  ASSERT_TRUE(WriteSynthetic(Options(a.str(), true, 0.05, {"XID_ERRORS", "GPU_TEMP"})).ok());
+  ASSERT_TRUE(WriteSynthetic(Options(b.str(), true, 0.05, {"XID_ERRORS", "GPU_TEMP"})).ok());
+  EXPECT_EQ(ReadFile(a.str() + "/faults.csv"), ReadFile(b.str() + "/faults.csv"));
+  EXPECT_EQ(ReadFile(a.str() + "/data/utilization/seren/GPU_TEMP.csv"),
+            ReadFile(b.str() + "/data/utilization/seren/GPU_TEMP.csv"));
+  SynthOptions other = Options(b.str(), true, 0.05, {"XID_ERRORS", "GPU_TEMP"});
+  other.seed = 8;
+  ASSERT_TRUE(WriteSynthetic(other).ok());
+  EXPECT_NE(ReadFile(a.str() + "/faults.csv"), ReadFile(b.str() + "/faults.csv"));
+}
+
+}  // namespace
+}  // namespace acmetrace::producers
