@@ -1,16 +1,23 @@
-// failure_burst: failed GPU jobs far above the cluster's rolling baseline. Every step_s the failures
-// that ended in the last window_s are counted, at most per_user_max per user (a user's sweep of jobs
-// failing on the same bug is that user's problem; many users failing at once is the cluster's); the
-// baseline is the mean of those counts over the baseline_s before the window, excluding time the flag
-// was open. The count opens the flag when it is at least open_ratio x the baseline and open_sigmas
-// Poisson standard deviations above it (counts are small: a ratio alone would fire on noise), and
-// closes it once it has stayed within close_sigmas of the baseline for close_for_s. Subject: the cluster.
+// failure_burst: failed GPU jobs far above the cluster's rolling baseline, found with a Poisson scan
+// statistic (the likelihood ratio test of Kulldorff's scan), which judges a sharp burst of a few jobs on a
+// quiet cluster and a long rise on a busy one on the same scale.
+//
+// A failed GPU job counts once per user within dedupe_s (a user's sweep of jobs failing on the same bug
+// is that user's problem; many users failing at once is the cluster's). The baseline rate is the mean
+// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h).
+// Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
+// expects e, and n at least min_ratio x e:
+//     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
+// The score is the highest score_w. The flag opens when it reaches open_score and closes once it has
+// stayed below close_score for close_for_s. Subject: the cluster. Value: the failures counted in the
+// window that opened it; threshold: what the baseline expected there.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <string>
-#include <vector>
+#include <unordered_map>
 
 #include "detector_kind.h"
 #include "detector_support.h"
@@ -19,33 +26,38 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"window_s", "600", "failures are counted over the last window_s seconds"},
-    {"step_s", "60", "seconds of event time between two counts"},
-    {"baseline_s", "3600", "the baseline is the mean count over this many seconds before the window"},
-    {"min_history_s", "3600", "no judgement before this many seconds of counts"},
-    {"per_user_max", "1", "failures of one user counted per window at most (0 = no limit)"},
-    {"min_baseline", "1", "floor of the baseline count (quiet clusters)"},
-    {"open_ratio", "2", "open when the count is at least this multiple of the baseline..."},
-    {"open_sigmas", "4.5", "...and at least this many standard deviations (sqrt of the baseline) above it"},
-    {"close_sigmas", "2", "close when the count has stayed below baseline + this many standard deviations..."},
-    {"close_for_s", "120", "...for this many seconds"},
+    {"step_s", "60", "seconds of event time between two judgements"},
+    {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated"},
+    {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now"},
+    {"min_history_s", "3600", "no judgement before this many seconds of history"},
+    {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)"},
+    {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)"},
+    {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's"},
+    {"open_score", "6", "open when the score (log-likelihood ratio) reaches this..."},
+    {"close_score", "2", "...close when it has stayed below this..."},
+    {"close_for_s", "300", "...for this many seconds"},
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated"},
 };
 
 class FailureBurstDetector : public Detector {
  public:
   explicit FailureBurstDetector(const KindConfig& c)
-      : window_ms_(c.Millis("window_s")),
-        step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
-        baseline_ms_(c.Millis("baseline_s")),
+      : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
+        baseline_steps_(std::max<int64_t>(1, c.Millis("baseline_s") / step_ms_)),
         min_history_ms_(c.Millis("min_history_s")),
-        per_user_max_(c.Int("per_user_max")),
-        min_baseline_(c.Double("min_baseline")),
-        open_ratio_(c.Double("open_ratio")),
-        open_sigmas_(c.Double("open_sigmas")),
-        close_sigmas_(c.Double("close_sigmas")),
+        dedupe_ms_(c.Millis("dedupe_s")),
+        min_rate_(c.Double("min_rate_per_h") * static_cast<double>(step_ms_) / 3'600'000.0),
+        min_ratio_(c.Double("min_ratio")),
+        open_score_(c.Double("open_score")),
+        close_score_(c.Double("close_score")),
         close_for_ms_(c.Millis("close_for_s")),
-        states_(c.List("states")) {}
+        states_(c.List("states")) {
+    for (const std::string& w : c.List("windows_s")) {
+      windows_steps_.push_back(std::max<int64_t>(1, static_cast<int64_t>(std::atof(w.c_str()) * 1000) / step_ms_));
+    }
+    if (windows_steps_.empty()) windows_steps_.push_back(std::max<int64_t>(1, 600'000 / step_ms_));
+    std::sort(windows_steps_.begin(), windows_steps_.end());
+  }
 
   std::string_view kind() const override { return "failure_burst"; }
 
@@ -61,7 +73,7 @@ class FailureBurstDetector : public Detector {
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
     for (auto& [name, c] : clusters_) {
       while (c.next_ms != kNoTimeMs && c.next_ms <= watermark_ms) {
-        Count(name, c, c.next_ms);
+        Step(name, c, c.next_ms);
         c.next_ms += step_ms_;
       }
     }
@@ -74,57 +86,94 @@ class FailureBurstDetector : public Detector {
     std::string user;
   };
   struct Point {
-    int64_t t_ms;
-    double count;
+    int64_t count;
     bool open;
   };
   struct Cluster {
     int64_t next_ms = kNoTimeMs;
     int64_t first_ms = kNoTimeMs;
-    std::deque<Failure> failures;  // by end time
-    std::deque<Point> history;
+    std::deque<Failure> failures;                           // not yet stepped, by end time
+    std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
+    std::deque<Point> history;                              // counts of the last baseline_steps_ steps
+    int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
     HysteresisState state;
   };
+  struct Judgement {
+    double score = 0;
+    int64_t count = 0;
+    double expected = 0;
+  };
 
-  void Count(const std::string& cluster, Cluster& c, int64_t t) {
-    while (!c.failures.empty() && c.failures.front().ts_ms <= t - window_ms_) c.failures.pop_front();
-    std::map<std::string_view, int64_t> per_user;
-    double count = 0;
-    for (const Failure& f : c.failures) {
-      if (f.ts_ms > t) break;
-      int64_t& n = per_user[f.user];
-      if (per_user_max_ <= 0 || n < per_user_max_) count += 1;
-      ++n;
-    }
-    // Baseline: counts of windows that ended before this one began.
-    while (!c.history.empty() && c.history.front().t_ms < t - window_ms_ - baseline_ms_) c.history.pop_front();
-    double sum = 0;
+  // Failures ending in (t - step, t], once per user within dedupe_ms_.
+  int64_t CountStep(Cluster& c, int64_t t) const {
     int64_t n = 0;
-    for (const Point& p : c.history) {
-      if (p.t_ms > t - window_ms_) break;
-      if (p.open) continue;
-      sum += p.count;
-      ++n;
+    while (!c.failures.empty() && c.failures.front().ts_ms <= t) {
+      Failure& f = c.failures.front();
+      auto [it, fresh] = c.last_counted.try_emplace(std::move(f.user), f.ts_ms);
+      if (fresh || dedupe_ms_ <= 0 || f.ts_ms - it->second >= dedupe_ms_) {
+        it->second = f.ts_ms;
+        ++n;
+      }
+      c.failures.pop_front();
     }
-    c.history.push_back({t, count, c.state.open()});
-    if (t - c.first_ms < min_history_ms_ || n == 0) return;
-    const double baseline = std::max(min_baseline_, sum / static_cast<double>(n));
-    const double sigma = std::sqrt(baseline);
-    const double open_at = std::max(open_ratio_ * baseline, baseline + open_sigmas_ * sigma);
-    const bool high = count >= open_at;
-    const bool normal = count < baseline + close_sigmas_ * sigma;
-    switch (c.state.Update(t, high, normal, 0, close_for_ms_)) {
-      case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, count, open_at); break;
-      case HysteresisState::Change::kClosed: outbox_.Add(cluster, kind(), cluster, false, t, count, open_at); break;
-      case HysteresisState::Change::kNone: break;
+    if (c.last_counted.size() > 1024) {  // forget users quiet for longer than the dedupe time
+      std::erase_if(c.last_counted, [&](const auto& e) { return t - e.second >= dedupe_ms_; });
     }
-    if (c.state.open()) c.history.back().open = true;
+    return n;
   }
 
-  const int64_t window_ms_, step_ms_, baseline_ms_, min_history_ms_, per_user_max_;
-  const double min_baseline_, open_ratio_, open_sigmas_, close_sigmas_;
+  // The highest window score; the history's last step is the current one.
+  Judgement Scan(const Cluster& c, double rate) const {
+    Judgement best;
+    int64_t n = 0;
+    size_t w = 0;
+    const int64_t steps = static_cast<int64_t>(c.history.size());
+    for (int64_t k = 1; k <= steps && w < windows_steps_.size(); ++k) {
+      n += c.history[steps - k].count;
+      if (k < windows_steps_[w]) continue;
+      ++w;
+      const double e = rate * static_cast<double>(k);
+      if (n == 0 || static_cast<double>(n) < min_ratio_ * e) continue;
+      const double score = static_cast<double>(n) * std::log(static_cast<double>(n) / e) - (static_cast<double>(n) - e);
+      if (score > best.score) best = {score, n, e};
+    }
+    return best;
+  }
+
+  void Step(const std::string& cluster, Cluster& c, int64_t t) {
+    const int64_t n = CountStep(c, t);
+    // The baseline is what came before this step; it learns from steps while the flag is closed only.
+    const bool judged = t - c.first_ms >= min_history_ms_ && c.baseline_steps > 0;
+    const double rate =
+        c.baseline_steps > 0 ? std::max(min_rate_, static_cast<double>(c.baseline_sum) / c.baseline_steps) : 0;
+    c.history.push_back({n, c.state.open()});
+    if (judged) {
+      const Judgement j = Scan(c, rate);
+      switch (c.state.Update(t, j.score >= open_score_, j.score < close_score_, 0, close_for_ms_)) {
+        case HysteresisState::Change::kOpened:
+          outbox_.Add(cluster, kind(), cluster, true, t, static_cast<double>(j.count), j.expected);
+          break;
+        case HysteresisState::Change::kClosed:
+          outbox_.Add(cluster, kind(), cluster, false, t, static_cast<double>(j.count), j.expected);
+          break;
+        case HysteresisState::Change::kNone: break;
+      }
+    }
+    Point& now = c.history.back();
+    now.open = now.open || c.state.open();
+    if (!now.open) c.baseline_sum += now.count, ++c.baseline_steps;
+    if (static_cast<int64_t>(c.history.size()) > baseline_steps_) {
+      const Point old = c.history.front();
+      c.history.pop_front();
+      if (!old.open) c.baseline_sum -= old.count, --c.baseline_steps;
+    }
+  }
+
+  const int64_t step_ms_, baseline_steps_, min_history_ms_, dedupe_ms_;
+  const double min_rate_, min_ratio_, open_score_, close_score_;
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
+  std::vector<int64_t> windows_steps_;  // ascending, in steps
   std::map<std::string, Cluster> clusters_;
   AnomalyOutbox outbox_;
 };
@@ -135,8 +184,8 @@ std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<Fa
 
 extern const DetectorKind kFailureBurstKind{
     "failure_burst",
-    "failed GPU jobs in the last window_s (at most per_user_max per user) far above their rolling baseline "
-    "(subject: the cluster)",
+    "failed GPU jobs (once per user within dedupe_s) far above their rolling baseline rate in a trailing window, "
+    "by a Poisson scan statistic (subject: the cluster)",
     kKeys, &Make};
 
 }  // namespace acmetrace::processors::detectors

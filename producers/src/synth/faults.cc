@@ -187,8 +187,8 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   // NODE_FAIL jobs of the model itself are incidents too.
   for (size_t j = 0; j < jobs.size(); ++j) {
     const Job& job = jobs[j];
+    // Every one of the trace: its end is in the feed even when it falls after the window.
     if (taken[j] || !job.in_trace || job.gpus == 0 || job.state != JobState::kNodeFail) continue;
-    if (job.end_s < ws || job.end_s >= we) continue;
     Fault f{FaultKind::kNodeFailure, job.end_s, job.end_s, -1, -1, static_cast<int32_t>(j), 0};
     f.injected = false;
     plan.faults_.push_back(f);

@@ -8,8 +8,8 @@
 // Telemetry kinds are measured at scale 0.05 (29 Seren and 15 Kalos nodes, the telemetry is the cost);
 // job kinds on job traces alone at scale 1, where a burst of 3x the baseline is more than a job or two
 // (at 0.05 a 10-minute 3x burst on Kalos is a fraction of one job: no detector can see it).
-// ACMETRACE_QUALITY_SEEDS=N measures over N seeds (default 4) from ACMETRACE_QUALITY_FIRST_SEED (1); ACMETRACE_QUALITY_VERBOSE=1 lists
-// every unmatched flag and missed fault; ACMETRACE_QUALITY_SET="detect.k.key=v,..." measures other
+// ACMETRACE_QUALITY_SEEDS=N measures over N seeds (default 8) from ACMETRACE_QUALITY_FIRST_SEED (1); ACMETRACE_QUALITY_VERBOSE=1 lists
+// every unmatched flag and missed fault; ACMETRACE_QUALITY_SET="detect.k.key=v;..." measures other
 // settings.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -41,7 +41,7 @@ constexpr int64_t kDayStartMs = 1688140800000;  // 2023-07-01 00:00:00+08:00, sy
 
 int Seeds() {
   const char* v = std::getenv("ACMETRACE_QUALITY_SEEDS");
-  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 4;
+  return v != nullptr && std::atoi(v) > 0 ? std::atoi(v) : 8;
 }
 // Seeds FirstSeed() .. FirstSeed() + Seeds() - 1 (ACMETRACE_QUALITY_FIRST_SEED, default 1).
 uint64_t SeedAt(int i) {
@@ -72,7 +72,7 @@ std::vector<Flag> Detect(const std::string& dir) {
   if (const char* set = std::getenv("ACMETRACE_QUALITY_SET")) {
     std::stringstream items(set);
     std::string item;
-    while (std::getline(items, item, ',')) {
+    while (std::getline(items, item, ';')) {
       const size_t eq = item.find('=');
       const core::Status s = config.Set(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
       EXPECT_TRUE(s.ok()) << s.message();
@@ -152,16 +152,27 @@ std::vector<Fault> ReadFaults(const std::string& path) {
 
 struct KindScore {
   int flags = 0, matched_flags = 0, faults = 0, found_faults = 0;
+  std::vector<int64_t> open_delays_s;  // first matching flag's opening - fault start, per found fault
   double precision() const { return flags == 0 ? 1.0 : static_cast<double>(matched_flags) / flags; }
   double recall() const { return faults == 0 ? 1.0 : static_cast<double>(found_faults) / faults; }
 };
 
 void Score(std::vector<Flag>& flags, std::vector<Fault>& faults, const std::set<std::string>& kinds,
            std::map<std::string, KindScore>& scores, const std::string& label) {
+  std::vector<int64_t> first_open(faults.size(), INT64_MAX);
   for (Flag& fl : flags) {
-    for (Fault& f : faults) {
+    for (size_t i = 0; i < faults.size(); ++i) {
+      Fault& f = faults[i];
       if (fl.kind != f.kind || fl.cluster != f.cluster || fl.subject != f.subject) continue;
-      if (fl.open_s <= f.end_s + kToleranceS && fl.close_s >= f.start_s - kToleranceS) fl.matched = f.found = true;
+      if (fl.open_s <= f.end_s + kToleranceS && fl.close_s >= f.start_s - kToleranceS) {
+        fl.matched = f.found = true;
+        first_open[i] = std::min(first_open[i], fl.open_s);
+      }
+    }
+  }
+  for (size_t i = 0; i < faults.size(); ++i) {
+    if (faults[i].found && kinds.count(faults[i].kind)) {
+      scores[faults[i].kind].open_delays_s.push_back(first_open[i] - faults[i].start_s);
     }
   }
   for (const Flag& fl : flags) {
@@ -229,9 +240,13 @@ const std::vector<std::string> kAllKinds = {"gpu_overheat",  "xid_error",     "t
                                             "queue_backlog", "large_job_failure", "node_failure"};
 
 void PrintScores(const char* title, const std::map<std::string, KindScore>& scores) {
-  std::printf("%s\n  %-14s %7s %7s %9s %7s\n", title, "kind", "faults", "flags", "precision", "recall");
+  std::printf("%s\n  %-14s %7s %7s %9s %7s %14s\n", title, "kind", "faults", "flags", "precision", "recall",
+              "median delay");
   for (const auto& [kind, s] : scores) {
-    std::printf("  %-14s %7d %7d %9.3f %7.3f\n", kind.c_str(), s.faults, s.flags, s.precision(), s.recall());
+    std::vector<int64_t> d = s.open_delays_s;
+    std::sort(d.begin(), d.end());
+    std::printf("  %-14s %7d %7d %9.3f %7.3f %12llds\n", kind.c_str(), s.faults, s.flags, s.precision(), s.recall(),
+                d.empty() ? 0LL : static_cast<long long>(d[d.size() / 2]));
   }
 }
 
