@@ -37,9 +37,10 @@ bool CsvReader::Fill() {
     end_ -= begin_;
     begin_ = 0;
   }
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a row longer than the buffer
+  // The last kFieldPadding bytes are never filled: every field has that many readable bytes after it.
+  if (end_ + kFieldPadding >= buffer_.size()) buffer_.resize(buffer_.size() * 2);  // a row longer than the buffer
   for (;;) {
-    ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - end_);
+    ssize_t n = ::read(fd_, buffer_.data() + end_, buffer_.size() - kFieldPadding - end_);
     if (n < 0) {
       if (errno == EINTR) continue;
       status_ = Status::Error(path_ + ": read error: " + std::strerror(errno));

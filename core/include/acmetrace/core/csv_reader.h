@@ -16,6 +16,9 @@ namespace acmetrace::core {
 class CsvReader {
  public:
   static constexpr size_t kDefaultChunkBytes = 1 << 20;
+  /// Every field NextRow() returns is followed by at least this many readable bytes (of any value),
+  /// so a parser may load a short field in one 8-byte word and mask it.
+  static constexpr size_t kFieldPadding = 8;
 
   CsvReader() = default;
   ~CsvReader();
