@@ -278,7 +278,9 @@ core::Result<ReplayStats> Replayer::Run() {
       record = &shifted;
     }
     if (!clock_started) {
-      replay_clock_.Start(wall0_ms_, ts);
+      // The schedule starts when the first record is ready (opening the files and filling the job
+      // reorder buffer take a moment), or at --start-at for replayers in lockstep.
+      replay_clock_.Start(options_.start_at_ms ? wall0_ms_ : clock_.NowMs(), ts);
       clock_started = true;
     }
     int64_t due = 0;
