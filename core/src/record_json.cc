@@ -1,13 +1,28 @@
 // JSON writer for records: hand-rolled with to_chars because it runs once per replayed record.
 #include "acmetrace/core/record_json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace acmetrace::core {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Names, keys and ids almost never need escaping: one scan, one append.
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
+  });
+  if (plain) {
+    const size_t at = out.size();
+    out.resize(at + s.size() + 2);
+    char* p = out.data() + at;
+    p[0] = '"';
+    std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    return;
+  }
   out.push_back('"');
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
