@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -58,28 +59,58 @@ core::Result<std::unique_ptr<KafkaPartitionReader>> KafkaPartitionReader::Open(c
   return std::unique_ptr<KafkaPartitionReader>(new KafkaPartitionReader(std::move(impl)));
 }
 
+namespace {
+
+// Errors a topic shows for a moment after it was created or while its leader moves: retried.
+bool Transient(rd_kafka_resp_err_t err) {
+  return err == RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
+         err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+         err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT ||
+         err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+}
+
+}  // namespace
+
 core::Result<std::vector<PartitionInfo>> KafkaPartitionReader::Describe(const std::vector<std::string>& topics,
                                                                         int timeout_ms) {
   rd_kafka_t* rk = impl_->consumer.get();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // Retries a transient error until the deadline (a topic just created has no leader for a moment).
+  auto retry = [&](rd_kafka_resp_err_t err) {
+    if (!Transient(err) || std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return true;
+  };
   std::vector<PartitionInfo> out;
   for (const std::string& topic : topics) {
     internal::TopicHandle rkt(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
-    const rd_kafka_metadata_t* raw = nullptr;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &raw, timeout_ms);
-    internal::MetadataHandle md(raw);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return core::Status::Error("kafka: metadata of " + topic + ": " + rd_kafka_err2str(err));
+    int partitions = 0;
+    std::vector<int32_t> ids;
+    for (;;) {
+      const rd_kafka_metadata_t* raw = nullptr;
+      rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt.get(), &raw, timeout_ms);
+      internal::MetadataHandle md(raw);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) err = md->topics[0].err;
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR && (md->topic_cnt != 1 || md->topics[0].partition_cnt == 0)) {
+        err = RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+      }
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (retry(err)) continue;
+        return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(err));
+      }
+      partitions = md->topics[0].partition_cnt;
+      for (int i = 0; i < partitions; ++i) ids.push_back(md->topics[0].partitions[i].id);
+      break;
     }
-    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR || md->topics[0].partition_cnt == 0) {
-      const rd_kafka_resp_err_t terr = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
-      return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(terr));
-    }
-    for (int i = 0; i < md->topics[0].partition_cnt; ++i) {
+    for (const int32_t id : ids) {
       PartitionInfo info;
       info.topic = topic;
-      info.partition = md->topics[0].partitions[i].id;
-      err = rd_kafka_query_watermark_offsets(rk, topic.c_str(), info.partition, &info.low, &info.high, timeout_ms);
-      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      info.partition = id;
+      for (;;) {
+        const rd_kafka_resp_err_t err =
+            rd_kafka_query_watermark_offsets(rk, topic.c_str(), info.partition, &info.low, &info.high, timeout_ms);
+        if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+        if (retry(err)) continue;
         return core::Status::Error("kafka: offsets of " + topic + "[" + std::to_string(info.partition) +
                                    "]: " + rd_kafka_err2str(err));
       }
