@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "acmetrace/core/number.h"
@@ -162,11 +163,49 @@ UtilizationMetricReader::UtilizationMetricReader(std::string cluster, std::strin
       errors_(errors),
       range_(range) {}
 
+UtilizationMetricReader::~UtilizationMetricReader() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool UtilizationMetricReader::gpu_metric() const { return gpu_metric_; }
+
 void UtilizationMetricReader::Error(std::string_view field, std::string_view reason) {
   errors_.Report(cluster_, kKind, csv_->path(), csv_->line(), field, reason);
 }
 
-bool UtilizationMetricReader::OpenNextFile(const std::function<uint32_t(const std::string&)>& node_index) {
+// ---- the reading thread -----------------------------------------------------------------------
+
+void UtilizationMetricReader::ReadLoop() {
+  for (;;) {
+    std::unique_ptr<ParsedRow> row;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return stop_ || !free_.empty(); });
+      if (stop_) return;
+      row = std::move(free_.front());
+      free_.pop_front();
+    }
+    const bool more = ReadRow(*row) && !errors_.must_stop();
+    bytes_read_.store(bytes_done_ + (csv_ ? csv_->bytes_read() : 0), std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (more) {
+        full_.push_back(std::move(row));
+      } else {
+        read_done_ = true;
+      }
+    }
+    changed_.notify_all();
+    if (!more) return;
+  }
+}
+
+bool UtilizationMetricReader::OpenNextFile() {
   while (next_file_ < files_.size()) {
     if (csv_) bytes_done_ += csv_->bytes_read();
     at_seam_ = have_last_;  // a later split file may start with rows the previous one ended with
@@ -177,7 +216,10 @@ bool UtilizationMetricReader::OpenNextFile(const std::function<uint32_t(const st
       continue;
     }
     if (!csv_->NextRow(fields_)) {
-      if (!csv_->status().ok()) status_ = csv_->status();
+      if (!csv_->status().ok()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        read_status_ = csv_->status();
+      }
       errors_.ReportFile(cluster_, kKind, path, "empty file: no header");
       continue;
     }
@@ -194,56 +236,57 @@ bool UtilizationMetricReader::OpenNextFile(const std::function<uint32_t(const st
       errors_.Report(cluster_, kKind, path, 1, "Time", "header has no Time column; file skipped");
       continue;
     }
+    Header header;
     if (IsDcgmMetricName(metric_)) {
-      gpu_metric_ = true;
+      header.gpu_metric = true;
     } else if (metric_.substr(0, 5) == "NODE_") {
-      gpu_metric_ = false;
+      header.gpu_metric = false;
     } else {
       // Unknown metric: GPU columns if every column reads as IP-index.
-      gpu_metric_ = fields_.size() > 1;
+      header.gpu_metric = fields_.size() > 1;
       for (size_t i = 0; i < fields_.size(); ++i) {
         if (static_cast<int>(i) == time_column_) continue;
         auto t = ParseUtilizationColumn(fields_[i], true);
-        if (!t || !IsIpv4(t->node)) gpu_metric_ = false;
+        if (!t || !IsIpv4(t->node)) header.gpu_metric = false;
       }
     }
-    column_node_.assign(fields_.size(), -1);
+    column_target_.assign(fields_.size(), -1);
     column_gpu_.assign(fields_.size(), -1);
     header_storage_.assign(fields_.begin(), fields_.end());
-    gpu_count_.clear();
+    std::unordered_map<std::string, int32_t> targets;
     for (size_t i = 0; i < fields_.size(); ++i) {
       if (static_cast<int>(i) == time_column_) continue;
-      std::optional<ColumnTarget> target = ParseUtilizationColumn(fields_[i], gpu_metric_);
+      std::optional<ColumnTarget> target = ParseUtilizationColumn(fields_[i], header.gpu_metric);
       if (!target) {
         errors_.Report(cluster_, kKind, path, 1, header_storage_[i],
-                       gpu_metric_ ? "not a GPU column (IP-index or pod-index); column ignored"
-                                   : "not a node column; column ignored");
+                       header.gpu_metric ? "not a GPU column (IP-index or pod-index); column ignored"
+                                         : "not a node column; column ignored");
         continue;
       }
-      const uint32_t node = node_index(target->node);
-      column_node_[i] = node;
-      column_gpu_[i] = target->gpu;
-      if (target->gpu >= 0) {
-        if (gpu_count_.size() <= node) gpu_count_.resize(node + 1, 0);
-        gpu_count_[node] = std::max(gpu_count_[node], target->gpu + 1);
+      auto [it, added] = targets.emplace(target->node, static_cast<int32_t>(header.nodes.size()));
+      if (added) {
+        header.nodes.push_back(target->node);
+        header.gpu_count.push_back(0);
       }
+      column_target_[i] = it->second;
+      column_gpu_[i] = target->gpu;
+      if (target->gpu >= 0) header.gpu_count[it->second] = std::max(header.gpu_count[it->second], target->gpu + 1);
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    headers_.push_back(std::move(header));
     return true;
   }
   return false;
 }
 
-bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::string&)>& node_index) {
-  cells_.clear();
-  while (!done_) {
+bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
+  row.cells.clear();
+  for (;;) {
     if (!csv_ || !csv_->status().ok() || !csv_->NextRow(fields_)) {
       if (csv_ && !csv_->status().ok()) {
         errors_.ReportFile(cluster_, kKind, csv_->path(), csv_->status().message());
       }
-      if (!OpenNextFile(node_index)) {
-        done_ = true;
-        break;
-      }
+      if (!OpenNextFile()) break;
       continue;
     }
     if (fields_.size() <= static_cast<size_t>(time_column_)) {
@@ -258,7 +301,7 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     if (have_last_ && *ts <= last_ts_ms_) {
       if (*ts == last_ts_ms_ || at_seam_) {
         // The seam between split files repeats rows the previous file already had: keep the first.
-        ++duplicates_dropped_;
+        duplicates_dropped_.fetch_add(1, std::memory_order_relaxed);
       } else {
         Error("Time", "goes back in time (" + std::string(fields_[time_column_]) + "); row skipped");
       }
@@ -268,18 +311,15 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     at_seam_ = false;
     last_ts_ms_ = *ts;
     if (*ts < range_.from_ms) continue;
-    if (*ts >= range_.to_ms) {
-      done_ = true;
-      break;
-    }
-    if (fields_.size() != column_node_.size()) {
+    if (*ts >= range_.to_ms) break;
+    if (fields_.size() != column_target_.size()) {
       Error("row", "has " + std::to_string(fields_.size()) + " fields, header has " +
-                       std::to_string(column_node_.size()) + "; missing cells read as no sample");
+                       std::to_string(column_target_.size()) + "; missing cells read as no sample");
     }
-    const size_t n = std::min(fields_.size(), column_node_.size());
+    const size_t n = std::min(fields_.size(), column_target_.size());
     for (size_t i = 0; i < n; ++i) {
       const std::string_view cell = fields_[i];
-      if (cell.empty() || column_node_[i] < 0) continue;
+      if (cell.empty() || column_target_[i] < 0) continue;
       double v;
       if (!ParseShortCell(cell, v)) {
         std::optional<double> parsed = core::ParseDouble(cell);
@@ -290,9 +330,11 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
         v = *parsed;
       }
       if (!core::IsSample(v)) continue;  // "nan" written out: no sample
-      cells_.push_back(Cell{static_cast<uint32_t>(column_node_[i]), column_gpu_[i], v});
+      row.cells.push_back(ParsedCell{static_cast<uint32_t>(column_target_[i]), column_gpu_[i], v});
     }
-    ts_ms_ = *ts;
+    row.ts_ms = *ts;
+    std::lock_guard<std::mutex> lock(mutex_);
+    row.header = headers_.size() - 1;
     return true;
   }
   if (csv_) {
@@ -300,6 +342,62 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     csv_.reset();
   }
   return false;
+}
+
+// ---- the calling thread -----------------------------------------------------------------------
+
+void UtilizationMetricReader::MapHeader(size_t index,
+                                        const std::function<uint32_t(const std::string&)>& node_index) {
+  const Header* header;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    header = &headers_[index];  // a deque's elements stay put as it grows
+  }
+  mapped_header_ = index;
+  gpu_metric_ = header->gpu_metric;
+  target_node_.resize(header->nodes.size());
+  gpu_count_.clear();
+  for (size_t t = 0; t < header->nodes.size(); ++t) {
+    const uint32_t node = node_index(header->nodes[t]);
+    target_node_[t] = node;
+    if (gpu_count_.size() <= node) gpu_count_.resize(node + 1, 0);
+    gpu_count_[node] = std::max(gpu_count_[node], header->gpu_count[t]);
+  }
+}
+
+bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::string&)>& node_index) {
+  cells_.clear();
+  if (done_) return false;
+  if (!started_) {
+    started_ = true;
+    for (size_t i = 0; i < kRowsAhead; ++i) free_.push_back(std::make_unique<ParsedRow>());
+    thread_ = std::thread([this] { ReadLoop(); });
+  }
+  std::unique_ptr<ParsedRow> row;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !full_.empty() || read_done_; });
+    if (full_.empty()) {
+      done_ = true;
+      status_ = read_status_;
+      return false;
+    }
+    row = std::move(full_.front());
+    full_.pop_front();
+  }
+  if (row->header != mapped_header_) MapHeader(row->header, node_index);
+  cells_.resize(row->cells.size());
+  for (size_t i = 0; i < row->cells.size(); ++i) {
+    const ParsedCell& c = row->cells[i];
+    cells_[i] = Cell{target_node_[c.target], c.gpu, c.value};
+  }
+  ts_ms_ = row->ts_ms;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(row));
+  }
+  changed_.notify_all();
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -472,5 +472,28 @@ TEST(UtilizationSourceTest, ManyTimesAndNodesStayOrdered) {
   EXPECT_EQ(errors.total(), 0);
 }
 
+// The reading runs ahead on a thread of its own: a source dropped mid-file (a replay stopped by
+// --to, a signal or a strict error) stops it without waiting for the file's end, and whatever was
+// read before is exactly what the file holds.
+TEST(UtilizationSourceTest, StoppingMidFileStopsTheReadingThread) {
+  const std::string dir = TestDir();
+  std::string util = "Time,10.140.1.10-0,10.140.1.11-0\n";
+  for (int k = 0; k < 5000; ++k) util += std::to_string(1688169600 + 15 * k) + ",1.5,2.25\n";
+  const std::vector<std::string> files = {WriteFile(dir, "GPU_UTIL.csv", util)};
+  core::InputErrors errors(nullptr);
+  for (int records_read : {0, 1, 7, 33}) {
+    auto source = std::make_unique<UtilizationSource>("seren", files, errors, TimeRange{});
+    for (int k = 0; k < records_read; ++k) {
+      const core::Record* r = source->Next();
+      ASSERT_NE(r, nullptr);
+      const auto& s = std::get<core::UtilSample>(*r);
+      EXPECT_EQ(s.ts_ms, kT + 15'000 * (k / 2));
+      EXPECT_EQ(s.gpu[0].values[0], k % 2 == 0 ? 1.5 : 2.25);
+    }
+    source.reset();  // joins the reading thread, which may be waiting for room
+  }
+  EXPECT_EQ(errors.total(), 0);
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

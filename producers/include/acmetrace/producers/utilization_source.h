@@ -2,12 +2,17 @@
 // and merges them into one UtilSample per node and sample time.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -39,7 +44,10 @@ std::string MetricNameOfFile(std::string_view file_name);
 
 /// Reads one metric of one cluster: a file, or split files read in order with rows whose Time
 /// repeats the previous row dropped (keeping the first, as the release's notebook does).
-/// Not thread-safe.
+///
+/// The reading (CSV, Time, numbers) runs on a thread of its own, a few rows ahead of the caller,
+/// so a replay uses a second core; the caller maps the columns' nodes to its node table. The
+/// methods are for one calling thread; the reading thread stops with the reader.
 class UtilizationMetricReader {
  public:
   struct Cell {
@@ -50,6 +58,9 @@ class UtilizationMetricReader {
 
   UtilizationMetricReader(std::string cluster, std::string metric, std::vector<std::string> files,
                           core::InputErrors& errors, TimeRange range);
+  ~UtilizationMetricReader();
+  UtilizationMetricReader(const UtilizationMetricReader&) = delete;
+  UtilizationMetricReader& operator=(const UtilizationMetricReader&) = delete;
 
   /// Advances to the next row in range; false at the end. node_index maps node names to indices.
   bool NextRow(const std::function<uint32_t(const std::string&)>& node_index);
@@ -59,38 +70,81 @@ class UtilizationMetricReader {
   /// GPUs of node in the current file's header (highest index + 1); 0 if none.
   int32_t GpuCount(uint32_t node) const { return node < gpu_count_.size() ? gpu_count_[node] : 0; }
   std::string_view metric() const { return metric_; }
-  bool gpu_metric() const { return gpu_metric_; }
-  int64_t bytes_read() const { return bytes_done_ + (csv_ ? csv_->bytes_read() : 0); }
-  int64_t duplicates_dropped() const { return duplicates_dropped_; }
+  bool gpu_metric() const;
+  int64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  /// Exact once NextRow() has returned false.
+  int64_t duplicates_dropped() const { return duplicates_dropped_.load(std::memory_order_relaxed); }
+  /// Valid once NextRow() has returned false.
   const core::Status& status() const { return status_; }
 
  private:
-  bool OpenNextFile(const std::function<uint32_t(const std::string&)>& node_index);
-  void Error(std::string_view field, std::string_view reason);
+  // What the reading thread hands over: cells by header target (a node of the file's header).
+  struct Header {
+    std::vector<std::string> nodes;   // per target
+    std::vector<int32_t> gpu_count;   // per target: highest GPU index + 1, 0 for host columns
+    bool gpu_metric = false;
+  };
+  struct ParsedCell {
+    uint32_t target;
+    int32_t gpu;
+    double value;
+  };
+  struct ParsedRow {
+    int64_t ts_ms = 0;
+    size_t header = 0;  // index into headers_
+    std::vector<ParsedCell> cells;
+  };
 
+  // The reading thread.
+  void ReadLoop();
+  bool ReadRow(ParsedRow& row);
+  bool OpenNextFile();
+  void Error(std::string_view field, std::string_view reason);
+  // The calling thread.
+  void MapHeader(size_t header, const std::function<uint32_t(const std::string&)>& node_index);
+
+  // Fixed at construction.
   std::string cluster_;
   std::string_view metric_;  // interned
   std::vector<std::string> files_;
-  size_t next_file_ = 0;
   core::InputErrors& errors_;
   TimeRange range_;
-  bool gpu_metric_ = false;
+
+  // Reading thread only.
+  size_t next_file_ = 0;
   std::unique_ptr<core::CsvReader> csv_;
   int time_column_ = 0;
-  std::vector<int64_t> column_node_;  // per column: node index, or -1 (ignored / Time)
+  std::vector<int32_t> column_target_;  // per column: header target, or -1 (ignored / Time)
   std::vector<int32_t> column_gpu_;
-  std::vector<int32_t> gpu_count_;  // per node index
-  std::vector<std::string_view> header_names_;
   std::vector<std::string> header_storage_;
   std::vector<std::string_view> fields_;
-  std::vector<Cell> cells_;
-  int64_t ts_ms_ = 0;
   bool have_last_ = false;
   bool at_seam_ = false;  // between opening a split file and its first new row
   int64_t last_ts_ms_ = 0;
-  int64_t bytes_done_ = 0;
-  int64_t duplicates_dropped_ = 0;
+  int64_t bytes_done_ = 0;  // of files closed
+
+  // Shared, under mutex_.
+  static constexpr size_t kRowsAhead = 8;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<ParsedRow>> full_, free_;
+  std::deque<Header> headers_;  // append-only: a Header never moves or changes once added
+  bool read_done_ = false;
+  bool stop_ = false;
+  core::Status read_status_ = core::Status::Ok();
+  std::atomic<int64_t> bytes_read_{0};
+  std::atomic<int64_t> duplicates_dropped_{0};
+  std::thread thread_;
+
+  // Calling thread only.
+  bool started_ = false;
   bool done_ = false;
+  size_t mapped_header_ = SIZE_MAX;
+  bool gpu_metric_ = false;
+  std::vector<uint32_t> target_node_;  // of the mapped header
+  std::vector<int32_t> gpu_count_;     // per node index
+  std::vector<Cell> cells_;
+  int64_t ts_ms_ = 0;
   core::Status status_ = core::Status::Ok();
 };
 
