@@ -134,6 +134,7 @@ def cluster_overview():
             description="Allocated GPUs / cluster GPUs (acmetrace_gpu_allocation_ratio).")
     d.panel("timeseries", "Job submissions and ends (per second, wall clock)", [
         ts(f"sum by (cluster) (rate(acmetrace_jobs_submitted_total{{{C}}}[$__rate_interval]))", "{{cluster}} submitted"),
+        ts(f"sum by (cluster) (rate(acmetrace_jobs_started_total{{{C}}}[$__rate_interval]))", "{{cluster}} started"),
         ts(f"sum by (cluster, state) (rate(acmetrace_jobs_finished_total{{{C}, kind=\"gpu\"}}[$__rate_interval]))",
            "{{cluster}} GPU {{state}}"),
     ], unit="ops", description="Rates in wall time: at replay speed N they are N times the trace's rates.")
@@ -142,6 +143,16 @@ def cluster_overview():
             unit="percentunit", field={"min": 0, "max": 1},
             description="Share of GPU jobs ending in the last hour of trace time that ended FAILED, TIMEOUT or "
                         "NODE_FAIL (published long-run: Seren 0.43, Kalos 0.40).")
+    d.panel("timeseries", "GPU time of ended jobs by final state",
+            [ts(f"sum by (cluster, state) (rate(acmetrace_job_gpu_seconds_total{{{C}}}[$__rate_interval]))",
+                "{{cluster}} {{state}}")],
+            unit="short", field=STACKED,
+            description="Published gpu_time (GPU-seconds) of the jobs ending, per wall second: the release's split "
+                        "of GPU time into completed, cancelled and failed as it happens.")
+    d.panel("stat", "GPU jobs ended in the last hour",
+            [ts(f"max by (cluster) (acmetrace_gpu_jobs_finished_last_hour{{{C}}})", "{{cluster}}")],
+            unit="short", options={"reduceOptions": {"calcs": ["lastNotNull"]}, "graphMode": "area"},
+            description="The failure ratio's denominator (acmetrace_gpu_jobs_finished_last_hour).")
     d.row("Queueing and run time (GPU jobs, last hour)")
     d.panel("timeseries", "Queue time quantiles",
             [ts(f"max by (cluster, quantile) (acmetrace_job_queue_seconds{{{C}}})", "{{cluster}} p{{quantile}}")],
@@ -161,6 +172,14 @@ def cluster_overview():
         ts(f"max by (cluster) (acmetrace_cluster_tensor_active_ratio{{{C}, stat=\"mean\"}})", "{{cluster}} tensor active"),
         ts(f"max by (cluster) (acmetrace_cluster_dram_active_ratio{{{C}, stat=\"mean\"}})", "{{cluster}} DRAM active"),
     ], unit="percentunit", field={"min": 0, "max": 1})
+    d.panel("timeseries", "Framebuffer used per GPU",
+            [ts(f"max by (cluster, stat) (acmetrace_cluster_fb_used_bytes{{{C}}})", "{{cluster}} {{stat}}")],
+            unit="bytes", description="FB_USED over every GPU sample of the last minute: mean, median, 95th percentile.")
+    d.panel("timeseries", "InfiniBand traffic (sum over nodes)", [
+        ts(f"max by (cluster) (acmetrace_cluster_ib_send_bytes_per_second{{{C}}})", "{{cluster}} send"),
+        ts(f"-max by (cluster) (acmetrace_cluster_ib_receive_bytes_per_second{{{C}}})", "{{cluster}} receive"),
+    ], unit="Bps", description="NODE_IB_SEND/RECEIVE (Seren only in the release), receive drawn below zero; the "
+                               "raw unit is assumed MB/s (export.ib_bytes_per_raw_unit).")
     d.panel("timeseries", "Idle GPUs", [
         ts(f"max by (cluster) (acmetrace_cluster_gpus_idle{{{C}}})", "{{cluster}} idle (GPU_UTIL = 0)"),
         ts(f"max by (cluster) (acmetrace_cluster_gpus_reporting{{{C}}})", "{{cluster}} reporting"),
