@@ -8,13 +8,14 @@
 #
 # Usage: e2e_prometheus.sh ACMETRACE_BINARY
 # Environment: E2E_SPEED (replay speed, default 120), E2E_TRACE_SECONDS (trace time to replay at least, default
-# 5400), E2E_TIMEOUT_SECONDS (wall-time bound of the replay wait, default 240), PROMETHEUS (binary, default
-# prometheus), E2E_KEEP=1 keeps the temporary directory.
+# 10800), E2E_TIMEOUT_SECONDS (wall-time bound of the replay wait, default 240), PROMETHEUS (binary, default
+# prometheus), E2E_MIN_FAULTS (replayed faults whose alert must have fired, default 3), E2E_KEEP=1 keeps the
+# temporary directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:?usage: e2e_prometheus.sh ACMETRACE_BINARY}")
 speed=${E2E_SPEED:-120}
-trace_seconds=${E2E_TRACE_SECONDS:-5400}
+trace_seconds=${E2E_TRACE_SECONDS:-10800}
 timeout_seconds=${E2E_TIMEOUT_SECONDS:-240}
 prometheus=${PROMETHEUS:-prometheus}
 command -v "$prometheus" > /dev/null || { echo "e2e: $prometheus not found (scripts/setup installs it)"; exit 1; }
@@ -95,4 +96,4 @@ until progress; do
 done
 sleep 3  # a few more scrapes and rule evaluations after the target
 echo "e2e: replayed $(($(date +%s) - since)) s of wall time; checking dashboards and alerts"
-python3 "$here/panels_return_data.py" --prometheus "$url" --since "$since" --data "$tmp/data"
+python3 "$here/panels_return_data.py" --prometheus "$url" --since "$since" --data "$tmp/data" --min-faults "${E2E_MIN_FAULTS:-3}"

@@ -8,7 +8,7 @@
    subject, from Prometheus' ALERTS series (alertstate="firing") and GET /api/v1/alerts.
 
 Usage: panels_return_data.py --prometheus http://127.0.0.1:9090 [--since UNIX_SECONDS] [--data DIR]
-                             [--dashboards DIR] [--rules DIR] [--min-faults N]
+                             [--dashboards DIR] [--rules DIR] [--min-faults N] [--grace SECONDS]
 Prints one line per failure naming the dashboard and panel (or the fault) and exits 1 if there is any.
 """
 import argparse
@@ -129,8 +129,9 @@ def alert_for_kind(rules_dir):
     return out
 
 
-def check_faults(prom, data_dir, rules_dir, start, end, step, min_faults):
-    """Alerts fired for the injected faults the replay reached. Returns (problems, report lines)."""
+def check_faults(prom, data_dir, rules_dir, start, end, step, min_faults, grace):
+    """Alerts fired for the injected faults the replay reached at least `grace` trace seconds past their start
+    (a flag opens after the detector's open_for_s and the window's close). Returns (problems, report lines)."""
     kinds = alert_for_kind(rules_dir)
     with open(os.path.join(data_dir, "faults.csv"), encoding="utf-8") as f:
         faults = [r for r in csv.DictReader(f)]
@@ -144,8 +145,8 @@ def check_faults(prom, data_dir, rules_dir, start, end, step, min_faults):
                   for a in prom.get("/api/v1/alerts")["alerts"] if a.get("state") == "firing"}
     report, due, hits, missing_rule = [], 0, 0, set()
     for f in faults:
-        if float(f["start"]) > reached.get(f["cluster"], 0):
-            continue  # not replayed yet
+        if float(f["start"]) + grace > reached.get(f["cluster"], 0):
+            continue  # not replayed yet, or too recently for its flag to open
         alert = kinds.get(f["kind"])
         if alert is None:
             missing_rule.add(f["kind"])
@@ -159,7 +160,8 @@ def check_faults(prom, data_dir, rules_dir, start, end, step, min_faults):
         report.append(f"fault {f['cluster']} {f['kind']} {f['subject']} [{f['start']}, {f['end']}]: {alert} {state}")
     problems = [f"faults.csv kind {k} has no alert rule on acmetrace_anomaly_active" for k in sorted(missing_rule)]
     if due == 0:
-        problems.append(f"no fault of {data_dir}/faults.csv was reached by the replay (trace time {reached})")
+        problems.append(f"no fault of {data_dir}/faults.csv was reached by the replay {grace:.0f} s past its start "
+                        f"(trace time {reached})")
     elif hits < min(min_faults, due):
         problems.append(f"alerts fired for {hits} of {due} replayed faults; at least {min(min_faults, due)} needed")
     report.append(f"alerts fired for {hits} of {due} replayed faults")
@@ -174,6 +176,8 @@ def main():
     ap.add_argument("--dashboards", default=os.path.join(ROOT, "grafana", "dashboards"))
     ap.add_argument("--rules", default=os.path.join(ROOT, "configs", "prometheus", "rules"))
     ap.add_argument("--min-faults", type=int, default=1, help="replayed faults whose alert must have fired")
+    ap.add_argument("--grace", type=float, default=300,
+                    help="trace seconds past a fault's start before its alert is expected (default 300)")
     ap.add_argument("--step", type=float, default=1.0, help="query_range step, seconds")
     ap.add_argument("--rate-interval", default="1m", help="value of $__rate_interval")
     args = ap.parse_args()
@@ -184,7 +188,8 @@ def main():
     problems, checked = check_panels(prom, args.dashboards, start, end, args.step, args.rate_interval)
     print(f"panels: {checked} queries checked over {end - start:.0f} s, {len(problems)} without data or failing")
     if args.data:
-        fault_problems, report = check_faults(prom, args.data, args.rules, start, end, args.step, args.min_faults)
+        fault_problems, report = check_faults(prom, args.data, args.rules, start, end, args.step, args.min_faults,
+                                              args.grace)
         for line in report:
             print(line)
         problems += fault_problems
