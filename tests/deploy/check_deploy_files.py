@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvidia_dashboard  # noqa: E402
 import promql_names  # noqa: E402
 
 # Series Prometheus itself makes (per target, and for alerting rules).
@@ -24,11 +25,6 @@ PROMETHEUS_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped", 
 # The services the compose file must define and the official images it must use.
 COMPOSE_SERVICES = ["kafka", "replay", "processors", "exporter", "prometheus", "grafana"]
 COMPOSE_IMAGES = {"kafka": "apache/kafka", "prometheus": "prom/prometheus", "grafana": "grafana/grafana-oss"}
-# Series NVIDIA's dcgm-exporter dashboard (Grafana 12239) queries, and those of them the release cannot give.
-DCGM_DASHBOARD_SERIES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK",
-                         "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED",
-                         "DCGM_FI_DEV_FB_FREE"]
-DCGM_NOT_IN_RELEASE = {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
 
 
 class Checker:
@@ -164,8 +160,8 @@ class Checker:
         self.expect(r.returncode == 0, "grafana/dashboards/*.json differ from grafana/build_dashboards.py: "
                                        + (r.stdout + r.stderr).strip())
         # NVIDIA's dashboard: what it needs that the persona serves, and what the release cannot give.
-        for series in DCGM_DASHBOARD_SERIES:
-            if series in DCGM_NOT_IN_RELEASE:
+        for series in nvidia_dashboard.SERIES:
+            if series in nvidia_dashboard.NOT_IN_RELEASE:
                 continue
             self.expect(series in documented, f"NVIDIA dashboard 12239 queries {series}, which docs/metrics.md "
                                               f"does not list")

@@ -3,6 +3,8 @@
 
 1. every query of every panel of every dashboard in grafana/dashboards returns data over the checked time range
    (template variables substituted as Grafana does with "All" selected; each query variable must have values);
+   NVIDIA's dcgm-exporter dashboard (12239) has what it reads: DCGM_* series by Hostname and gpu, one instance
+   per server (skip with --no-nvidia);
 2. with --data DIR, the alert for an injected fault of DIR/faults.csv fired: for each fault the replay has
    reached, the alert on its kind (the rule reading acmetrace_anomaly_active{kind="..."}) with its cluster and
    subject, from Prometheus' ALERTS series (alertstate="firing") and GET /api/v1/alerts.
@@ -24,6 +26,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvidia_dashboard  # noqa: E402
 import promql_names  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -118,6 +121,32 @@ def check_panels(prom, dashboards_dir, start, end, step, rate_interval):
     return problems, checked
 
 
+def check_nvidia_dashboard(prom, start, end, step):
+    """NVIDIA's dcgm-exporter dashboard works on the persona: its variables have values, each series it reads
+    (that the release has) exists per Hostname and gpu, and each server is its own Prometheus instance."""
+    problems, checked = [], 0
+    hosts = prom.label_values("Hostname", nvidia_dashboard.VARIABLE_SERIES, start, end)
+    checked += 1
+    if not hosts:
+        problems.append(f"NVIDIA dashboard 12239: its Hostname variable (label_values({nvidia_dashboard.VARIABLE_SERIES}, "
+                        f"Hostname)) has no values")
+    for series in nvidia_dashboard.SERIES:
+        if series in nvidia_dashboard.NOT_IN_RELEASE:
+            continue
+        checked += 1
+        labels = ", ".join(nvidia_dashboard.LABELS + ("instance",))
+        result = prom.query_range(f"count by ({labels}) ({series})", start, end, step)
+        if not result:
+            problems.append(f"NVIDIA dashboard 12239: no {series} series")
+            continue
+        bad = [r["metric"] for r in result if any(not r["metric"].get(l) for l in nvidia_dashboard.LABELS)
+               or r["metric"].get("instance") != r["metric"].get("Hostname")]
+        if bad:
+            problems.append(f"NVIDIA dashboard 12239: {series} series without Hostname/gpu or not one instance per "
+                            f"server, e.g. {bad[0]}")
+    return problems, checked
+
+
 def alert_for_kind(rules_dir):
     """Anomaly kind -> alert name, from the rules that read acmetrace_anomaly_active{kind="..."}."""
     out = {}
@@ -179,6 +208,8 @@ def main():
     ap.add_argument("--grace", type=float, default=300,
                     help="trace seconds past a fault's start before its alert is expected (default 300)")
     ap.add_argument("--step", type=float, default=1.0, help="query_range step, seconds")
+    ap.add_argument("--no-nvidia", action="store_true",
+                    help="skip the checks that NVIDIA's dcgm-exporter dashboard works on the persona series")
     ap.add_argument("--rate-interval", default="1m", help="value of $__rate_interval")
     args = ap.parse_args()
 
@@ -187,6 +218,10 @@ def main():
     start = args.since if args.since else end - 600
     problems, checked = check_panels(prom, args.dashboards, start, end, args.step, args.rate_interval)
     print(f"panels: {checked} queries checked over {end - start:.0f} s, {len(problems)} without data or failing")
+    if not args.no_nvidia:
+        nvidia_problems, nvidia_checked = check_nvidia_dashboard(prom, start, end, args.step)
+        print(f"NVIDIA dashboard 12239: {nvidia_checked} checks, {len(nvidia_problems)} failing")
+        problems += nvidia_problems
     if args.data:
         fault_problems, report = check_faults(prom, args.data, args.rules, start, end, args.step, args.min_faults,
                                               args.grace)
