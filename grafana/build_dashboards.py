@@ -296,7 +296,7 @@ def replay():
             w=12, h=5, unit="dateTimeAsIso", options={"reduceOptions": {"calcs": ["lastNotNull"]},
                                                      "graphMode": "none", "textMode": "value_and_name"},
             description="Event time of the newest record of each cluster.")
-    d.panel("stat", "Replay speed", [ts("max(acmetrace_replay_speed)", "speed")], w=6, h=5, unit="x",
+    d.panel("stat", "Replay speed", [ts("max(acmetrace_replay_speed)", "speed")], w=6, h=5, unit="suffix:×",
             options={"reduceOptions": {"calcs": ["lastNotNull"]}, "graphMode": "none"},
             field={"mappings": [{"type": "value", "options": {"0": {"text": "max (unpaced)"}}}]},
             description="Trace seconds per wall second as configured; 0 = --speed max. Served by acmetrace run only (a separate acmetrace export does not know the replay's speed).")
@@ -306,7 +306,7 @@ def replay():
                 {"color": "green", "value": None}, {"color": "orange", "value": 10}, {"color": "red", "value": 30}]}})
     d.panel("timeseries", "Effective speed (trace seconds per wall second)",
             [ts(f"max by (cluster) (deriv(acmetrace_replay_trace_time_seconds{{{C}}}[$__rate_interval]))", "{{cluster}}")],
-            unit="x", description="How fast the trace clock actually advances.")
+            unit="suffix:×", description="How fast the trace clock actually advances.")
     d.panel("timeseries", "Replay lag behind schedule",
             [ts("max(acmetrace_replay_lag_seconds)", "lag")], unit="s")
     d.panel("timeseries", "Throughput by stage and topic",
@@ -341,7 +341,7 @@ def main():
     stale = []
     for build in (cluster_overview, gpu_fleet, anomalies, replay):
         d = build()
-        text = json.dumps(d.json(), indent=2, sort_keys=False) + "\n"
+        text = json.dumps(d.json(), indent=2, ensure_ascii=False) + "\n"
         path = os.path.join(out_dir, d.uid + ".json")
         if check:
             if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
