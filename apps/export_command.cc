@@ -54,7 +54,8 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       pipeline::StopLatch stop;
       ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
       exporters::MetricsServer server(
-          exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads});
+          exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads,
+                     options.render_cache_ms});
       if (core::Status s = server.Start(); !s.ok()) {
         std::fprintf(stderr, "acmetrace export: %s\n", s.message().c_str());
         return 1;

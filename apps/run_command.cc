@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
+#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/kafka_pipeline.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
@@ -17,18 +20,9 @@
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
-namespace {
-
-int RunOverKafka(CommandRegistry&, const std::string&, bool, const std::string&) {
-  std::fprintf(stderr, "acmetrace run: --brokers: not built yet\n");
-  return 1;
-}
-
-}  // namespace
-
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string data, speed, listen, brokers, group, clusters, metrics_out;
+    std::string data, speed, listen, brokers, clusters, metrics_out;
     bool until_end = false;
     bool strict = false;
   };
@@ -43,7 +37,6 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
                   "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
   cmd->add_option("--brokers", flags->brokers,
                   "Kafka bootstrap brokers: every hop goes through Kafka instead of in-process queues [kafka.brokers]");
-  cmd->add_option("--group", flags->group, "Kafka consumer group of the processors (with --brokers) [kafka.group_id]");
   cmd->add_option("--clusters", flags->clusters, "comma-separated clusters to replay [replay.clusters]");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
@@ -55,12 +48,10 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       if (!flags->speed.empty()) overrides.emplace_back("replay.speed", flags->speed);
       if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
       if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
-      if (!flags->group.empty()) overrides.emplace_back("kafka.group_id", flags->group);
       if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
       if (flags->strict) overrides.emplace_back("replay.strict", "true");
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
-      if (!flags->brokers.empty()) return RunOverKafka(registry, flags->data, flags->until_end, flags->metrics_out);
 
       std::string speed_text = config.GetString("replay.speed");
       if (flags->data.empty() && flags->speed.empty()) speed_text = config.GetString("run.default_speed");
@@ -91,33 +82,45 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
 
       core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
       exporters::Exporter exporter(export_options, &errors);
-      pipeline::InProcessPipeline run(options, exporter, errors);
+      // In-process queues, or Kafka on every hop with --brokers.
+      const bool over_kafka = !flags->brokers.empty();
+      std::optional<pipeline::InProcessPipeline> in_process;
+      std::optional<pipeline::KafkaPipeline> over_brokers;
+      if (over_kafka) {
+        over_brokers.emplace(options, kafka::KafkaSettingsFromConfig(config), exporter, errors);
+      } else {
+        in_process.emplace(options, exporter, errors);
+      }
+      auto stop_run = [&] { over_kafka ? over_brokers->Stop() : in_process->Stop(); };
+      auto replay_status = [&] { return over_kafka ? over_brokers->replay_status() : in_process->replay_status(); };
       pipeline::StopLatch stop;
-      ShutdownOnSignal shutdown([&stop, &run] {
+      ShutdownOnSignal shutdown([&stop, &stop_run] {
         stop.Trigger();
-        run.Stop();
+        stop_run();
       });
       exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
-                                                 export_options.basic_auth_password, export_options.http_threads});
+                                                 export_options.basic_auth_password, export_options.http_threads,
+                                                 export_options.render_cache_ms});
       if (core::Status s = server.Start(); !s.ok()) {
         std::fprintf(stderr, "acmetrace run: %s\n", s.message().c_str());
         return 1;
       }
       std::printf("listening on %s\n", server.url().c_str());
       std::fflush(stdout);
-      std::fprintf(stderr, "acmetrace run: replaying %s at speed %s\n", options.stream.data_dir.c_str(),
-                   *speed > 0 ? speed_text.c_str() : "max");
+      std::fprintf(stderr, "acmetrace run: replaying %s at speed %s%s%s\n", options.stream.data_dir.c_str(),
+                   *speed > 0 ? speed_text.c_str() : "max", over_kafka ? ", every hop through Kafka at " : "",
+                   over_kafka ? config.GetString("kafka.brokers").c_str() : "");
 
       // The replay's speed and lag, for acmetrace_replay_speed and acmetrace_replay_lag_seconds.
       pipeline::StopLatch run_done;
       std::thread status_thread([&] {
         do {
-          const producers::ReplayStatus st = run.replay_status();
+          const producers::ReplayStatus st = replay_status();
           exporter.SetReplayStatus(st.running || st.records > 0 ? st.speed : *speed,
                                    static_cast<double>(st.lag_ms) / 1000.0);
         } while (!run_done.WaitFor(250));
       });
-      const core::Status s = run.Run();
+      const core::Status s = over_kafka ? over_brokers->Run() : in_process->Run();
       run_done.Trigger();
       status_thread.join();
       errors.Finish();
@@ -128,7 +131,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       } else if (errors.must_stop()) {
         rc = 1;
       } else {
-        const processors::ProcessStats& ps = run.process_stats();
+        const processors::ProcessStats& ps = over_kafka ? over_brokers->process_stats() : in_process->process_stats();
         std::fprintf(stderr,
                      "acmetrace run: done: %lld records processed (%lld late), %lld windows, %lld anomaly transitions, "
                      "%lld series, %lld input errors\n",

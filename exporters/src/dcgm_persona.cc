@@ -1,6 +1,7 @@
 // DcgmPersona: the release's 13 per-GPU DCGM metrics under dcgm-exporter's names and labels.
 #include "acmetrace/exporters/dcgm_persona.h"
 
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 
@@ -92,29 +93,39 @@ FamilyId DcgmPersona::FamilyOf(std::string_view release_metric) const {
 void DcgmPersona::Apply(const core::UtilSample& sample) {
   // The labels of a GPU's new series are built once per record and shared by its families.
   labels_cache_.clear();
+  // Keys: "cluster\x1fnode\x1fINDEX" (GPU) and "cluster\x1fnode" (host), built from one prefix.
+  key_.assign(sample.cluster);
+  key_ += '\x1f';
+  key_ += sample.node;
+  const size_t node_key_size = key_.size();
+  std::unique_lock<std::mutex> lock = store_.LockForBatch();
   for (const core::GpuMetric& metric : sample.gpu) {
     const GpuField* field = nullptr;
     for (const GpuField& f : gpu_fields_) {
-      // Names are interned: equal names have equal pointers, but compare text to accept any source.
-      if (f.release_name.data() == metric.name.data() || f.release_name == metric.name) {
+      // Names are interned: equal names have equal pointers; compare text only if pointers differ.
+      if (f.release_name.data() == metric.name.data()) {
         field = &f;
         break;
+      }
+    }
+    if (field == nullptr) {
+      for (const GpuField& f : gpu_fields_) {
+        if (f.release_name == metric.name) field = &f;
       }
     }
     if (field == nullptr) continue;
     for (size_t i = 0; i < metric.values.size(); ++i) {
       const double v = metric.values[i];
       if (!core::IsSample(v)) continue;
-      key_.assign(sample.cluster);
+      key_.resize(node_key_size);
       key_ += '\x1f';
-      key_ += sample.node;
-      key_ += '\x1f';
-      key_ += std::to_string(i);
+      char digits[16];
+      key_.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
       const int index = static_cast<int>(i);
-      auto make = [&]() -> std::shared_ptr<const LabelVec> {
+      auto make = [&]() -> std::shared_ptr<const LabelSet> {
         if (labels_cache_.size() <= i) labels_cache_.resize(i + 1);
         if (labels_cache_[i]) return labels_cache_[i];
-        labels_cache_[i] = std::make_shared<const LabelVec>(LabelVec{
+        labels_cache_[i] = MakeLabelSet(LabelVec{
             {"gpu", std::to_string(index)},
             {"UUID", GpuUuid(sample.cluster, sample.node, index)},
             {"device", "nvidia" + std::to_string(index)},
@@ -124,21 +135,18 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
         });
         return labels_cache_[i];
       };
-      store_.SetByKey(field->family, key_, make, v * field->scale, sample.cluster, sample.ts_ms, sample.node);
+      store_.SetByKeyLocked(field->family, key_, make, v * field->scale, sample.cluster, sample.ts_ms, sample.node);
     }
   }
+  key_.resize(node_key_size);
   for (const core::HostMetric& metric : sample.host) {
     if (!core::IsSample(metric.value)) continue;
     for (const HostField& f : host_fields_) {
       if (f.release_name != metric.name) continue;
-      key_.assign(sample.cluster);
-      key_ += '\x1f';
-      key_ += sample.node;
       auto make = [&] {
-        return std::make_shared<const LabelVec>(
-            LabelVec{{options_.hostname_label, sample.node}, {"cluster", sample.cluster}});
+        return MakeLabelSet(LabelVec{{options_.hostname_label, sample.node}, {"cluster", sample.cluster}});
       };
-      store_.SetByKey(f.family, key_, make, metric.value * f.scale, sample.cluster, sample.ts_ms, sample.node);
+      store_.SetByKeyLocked(f.family, key_, make, metric.value * f.scale, sample.cluster, sample.ts_ms, sample.node);
       break;
     }
   }

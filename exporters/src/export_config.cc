@@ -19,6 +19,9 @@ void DeclareExportConfig(core::Config& config) {
                  "password in clear text: put TLS in front of the exporter");
   config.Declare("export.basic_auth_password", "", "HTTP basic auth password (with export.basic_auth_user)");
   config.Declare("export.http_threads", "4", "HTTP worker threads (concurrent scrapes served at once)");
+  config.Declare("export.render_cache_ms", "1000",
+                 "scrapes of /metrics within this many ms of a rendering share it (concurrent scrapers cost one "
+                 "rendering; the state served is at most this old); 0 = render every scrape unless nothing changed");
   config.Declare("export.series_ttl_s", "300",
                  "event (trace) time after which the series of a subject no longer seen are removed; the clock is "
                  "the newest event time of the series' cluster");
@@ -50,6 +53,8 @@ ExportOptions ExportOptionsFromConfig(const core::Config& config) {
   const int64_t threads = config.GetInt("export.http_threads");
   if (threads < 1 || threads > 64) throw std::invalid_argument("export.http_threads: must be in 1..64");
   o.http_threads = static_cast<int>(threads);
+  o.render_cache_ms = config.GetInt("export.render_cache_ms");
+  if (o.render_cache_ms < 0) throw std::invalid_argument("export.render_cache_ms: must be >= 0");
   o.series_ttl_ms = config.GetInt("export.series_ttl_s") * 1000;
   if (o.series_ttl_ms <= 0) throw std::invalid_argument("export.series_ttl_s: must be > 0");
   o.anomaly_ttl_ms = config.GetInt("export.anomaly_ttl_s") * 1000;

@@ -1,6 +1,7 @@
 // SeriesStore: labelled series, expiry by each cluster's event-time clock, cardinality cap.
 #include "acmetrace/exporters/series_store.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -25,6 +26,50 @@ prometheus::ClientMetric Sample(const LabelVec& labels, SeriesType type, double 
   return m;  // timestamp_ms stays 0: no sample timestamps in the exposition
 }
 
+void AppendEscaped(std::string& out, std::string_view s, bool quote) {
+  for (char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (quote && c == '"') {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void AppendValue(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v < 0 ? "-Inf" : "+Inf";
+  } else {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+}
+
+void AppendHeader(std::string& out, const std::string& name, const std::string& help, SeriesType type) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  AppendEscaped(out, help, false);
+  out += "\n# TYPE ";
+  out += name;
+  out += type == SeriesType::kCounter ? " counter\n" : " gauge\n";
+}
+
+void AppendSample(std::string& out, const std::string& name, std::string_view labels_text, double v) {
+  out += name;
+  out += labels_text;
+  out += ' ';
+  AppendValue(out, v);
+  out += '\n';
+}
+
 bool MatchesTarget(std::string_view target, const std::string& cluster, const std::string& node) {
   if (target == node) return true;
   const size_t slash = target.find('/');
@@ -32,6 +77,23 @@ bool MatchesTarget(std::string_view target, const std::string& cluster, const st
 }
 
 }  // namespace
+
+std::shared_ptr<const LabelSet> MakeLabelSet(LabelVec labels) {
+  auto set = std::make_shared<LabelSet>();
+  if (!labels.empty()) {
+    set->text += '{';
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i > 0) set->text += ',';
+      set->text += labels[i].name;
+      set->text += "=\"";
+      AppendEscaped(set->text, labels[i].value, true);
+      set->text += '"';
+    }
+    set->text += '}';
+  }
+  set->labels = std::move(labels);
+  return set;
+}
 
 SeriesStore::SeriesStore(StoreOptions options) : options_(options) {}
 
@@ -48,21 +110,21 @@ FamilyId SeriesStore::AddFamily(FamilySpec spec) {
 
 SeriesLabels SeriesStore::MakeLabels(FamilyId family, const std::vector<std::string>& values) const {
   const FamilySpec& s = spec(family);
-  auto labels = std::make_shared<LabelVec>();
-  labels->reserve(values.size());
+  LabelVec labels;
+  labels.reserve(values.size());
   SeriesLabels out;
   for (size_t i = 0; i < values.size() && i < s.label_names.size(); ++i) {
-    labels->push_back({s.label_names[i], values[i]});
+    labels.push_back({s.label_names[i], values[i]});
     if (i > 0) out.key += kKeySeparator;
     out.key += values[i];
   }
-  out.labels = std::move(labels);
+  out.labels = MakeLabelSet(std::move(labels));
   return out;
 }
 
 SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
-                                               const std::shared_ptr<const LabelVec>* labels,
-                                               std::shared_ptr<const LabelVec> (*make)(void*), void* make_ctx,
+                                               const std::shared_ptr<const LabelSet>* labels,
+                                               std::shared_ptr<const LabelSet> (*make)(void*), void* make_ctx,
                                                bool& created) {
   auto it = f.series.find(key);
   if (it != f.series.end()) return &it->second;
@@ -83,6 +145,7 @@ bool SeriesStore::Set(FamilyId family, const SeriesLabels& labels, double value,
   bool created = false;
   Series* s = FindOrCreate(f, labels.key, &labels.labels, nullptr, nullptr, created);
   if (s == nullptr) return false;
+  ++generation_;
   s->value = value;
   s->set_ms = ts_ms;
   if (created) {
@@ -99,6 +162,7 @@ bool SeriesStore::Add(FamilyId family, const SeriesLabels& labels, double delta,
   bool created = false;
   Series* s = FindOrCreate(f, labels.key, &labels.labels, nullptr, nullptr, created);
   if (s == nullptr) return false;
+  ++generation_;
   s->value += delta;
   s->set_ms = ts_ms;
   if (created) s->cluster = cluster;
@@ -118,6 +182,7 @@ bool SeriesStore::Remove(FamilyId family, std::string_view key) {
   auto it = f.series.find(key);
   if (it == f.series.end()) return false;
   f.series.erase(it);
+  ++generation_;
   return true;
 }
 
@@ -127,6 +192,7 @@ void SeriesStore::RemoveSetBefore(FamilyId family, std::string_view cluster, int
   for (auto it = f.series.begin(); it != f.series.end();) {
     if (it->second.cluster == cluster && it->second.set_ms < ts_ms) {
       it = f.series.erase(it);
+      ++generation_;
     } else {
       ++it;
     }
@@ -174,6 +240,7 @@ int64_t SeriesStore::SweepLocked(const std::string& cluster, int64_t now_ms) {
         it = f.series.erase(it);
         ++f.expired;
         ++removed;
+        ++generation_;
       } else {
         ++it;
       }
@@ -202,7 +269,7 @@ std::vector<prometheus::MetricFamily> SeriesStore::Collect(std::string_view targ
     mf.metric.reserve(target.empty() ? f.series.size() : 16);
     for (const auto& [key, s] : f.series) {
       if (!target.empty() && !MatchesTarget(target, s.cluster, s.target)) continue;
-      mf.metric.push_back(Sample(*s.labels, f.spec.type, s.value));
+      mf.metric.push_back(Sample(s.labels->labels, f.spec.type, s.value));
     }
     if (!mf.metric.empty()) out.push_back(std::move(mf));
   }
@@ -229,6 +296,49 @@ std::vector<prometheus::MetricFamily> SeriesStore::Collect(std::string_view targ
   out.push_back(std::move(dropped));
   out.push_back(std::move(expired));
   return out;
+}
+
+void SeriesStore::AppendText(std::string& out, std::string_view target) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& fp : families_) {
+    const Family& f = *fp;
+    if (!target.empty() && !f.spec.per_target) continue;
+    bool header = false;
+    for (const auto& [key, s] : f.series) {
+      if (!target.empty() && !MatchesTarget(target, s.cluster, s.target)) continue;
+      if (!header) {
+        AppendHeader(out, f.spec.name, f.spec.help, f.spec.type);
+        header = true;
+      }
+      AppendSample(out, f.spec.name, s.labels->text, s.value);
+    }
+  }
+  if (!target.empty()) return;
+  // The self families, as Collect appends them.
+  std::string labels;
+  const std::string series = "acmetrace_series", dropped = "acmetrace_series_dropped_total",
+                    expired = "acmetrace_series_expired_total";
+  AppendHeader(out, series, "series held per metric", SeriesType::kGauge);
+  for (const auto& fp : families_) {
+    AppendSample(out, series, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(fp->series.size()));
+  }
+  AppendHeader(out, dropped, "series not created because the metric reached export.max_series_per_metric",
+               SeriesType::kCounter);
+  for (const auto& fp : families_) {
+    AppendSample(out, dropped, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(fp->dropped));
+  }
+  AppendHeader(out, expired,
+               "series removed because their subject was not seen for their time to live (event time)",
+               SeriesType::kCounter);
+  for (const auto& fp : families_) {
+    if (fp->spec.expiry == Expiry::kNever) continue;
+    AppendSample(out, expired, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(fp->expired));
+  }
+}
+
+uint64_t SeriesStore::generation() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return generation_;
 }
 
 std::map<std::string, std::vector<std::string>> SeriesStore::Targets() const {

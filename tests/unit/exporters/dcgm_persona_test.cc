@@ -37,6 +37,15 @@ const prometheus::MetricFamily* Find(const std::vector<prometheus::MetricFamily>
   return nullptr;
 }
 
+// The series of GPU index gpu in a family (exposition order within a family is not defined).
+const prometheus::ClientMetric& OfGpu(const prometheus::MetricFamily* family, const std::string& gpu) {
+  for (const auto& m : family->metric) {
+    if (LabelsOf(m).at("gpu") == gpu) return m;
+  }
+  ADD_FAILURE() << "no gpu " << gpu << " in " << family->name;
+  return family->metric.front();
+}
+
 TEST(GpuUuidTest, IsStableAndShapedLikeNvidias) {
   const std::string uuid = GpuUuid("seren", "10.140.1.10", 3);
   // Pinned: the same GPU must keep its UUID across runs, builds and machines.
@@ -71,18 +80,18 @@ TEST(DcgmPersonaTest, SeriesHaveDcgmExportersNamesAndLabels) {
   ASSERT_NE(util, nullptr);
   EXPECT_EQ(util->type, prometheus::MetricType::Gauge);
   ASSERT_EQ(util->metric.size(), 2u);
-  const auto labels = LabelsOf(util->metric[1]);
+  const auto labels = LabelsOf(OfGpu(util, "1"));
   EXPECT_EQ(labels.at("gpu"), "1");
   EXPECT_EQ(labels.at("UUID"), GpuUuid("seren", "10.140.1.10", 1));
   EXPECT_EQ(labels.at("device"), "nvidia1");
   EXPECT_EQ(labels.at("modelName"), "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(labels.at("Hostname"), "10.140.1.10");
   EXPECT_EQ(labels.at("cluster"), "seren");
-  EXPECT_EQ(util->metric[0].gauge.value, 99);
+  EXPECT_EQ(OfGpu(util, "0").gauge.value, 99);
   // Profiling metrics stay ratios (dcgm-exporter's unit, and the raw files' too).
-  EXPECT_DOUBLE_EQ(Find(fams, "DCGM_FI_PROF_SM_ACTIVE")->metric[0].gauge.value, 0.5);
-  EXPECT_EQ(Find(fams, "DCGM_FI_DEV_FB_FREE")->metric[1].gauge.value, 81920);
-  EXPECT_EQ(Find(fams, "DCGM_FI_DEV_XID_ERRORS")->metric[1].gauge.value, 79);
+  EXPECT_DOUBLE_EQ(OfGpu(Find(fams, "DCGM_FI_PROF_SM_ACTIVE"), "0").gauge.value, 0.5);
+  EXPECT_EQ(OfGpu(Find(fams, "DCGM_FI_DEV_FB_FREE"), "1").gauge.value, 81920);
+  EXPECT_EQ(OfGpu(Find(fams, "DCGM_FI_DEV_XID_ERRORS"), "1").gauge.value, 79);
   EXPECT_EQ(persona.FamilyOf("GPU_UTIL"), persona.FamilyOf("GPU_UTIL"));
   EXPECT_LT(persona.FamilyOf("NOT_A_METRIC"), 0);
 }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <prometheus/text_serializer.h>
+
 #include <sstream>
 
 namespace acmetrace::exporters {
@@ -146,6 +148,54 @@ TEST(ExporterTest, SelfMetricsCountStagesTraceTimeAndInputErrors) {
   EXPECT_NE(text.find("acmetrace_replay_speed 60"), std::string::npos);
   EXPECT_NE(text.find("acmetrace_replay_lag_seconds 1.5"), std::string::npos);
   EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"seren\",kind=\"job_trace\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters
+
+namespace acmetrace::exporters {
+namespace {
+
+// The fast renderer must write what prometheus-cpp's own TextSerializer writes for the same
+// families (label bytes exact, values equal as numbers: the two format doubles differently).
+TEST(ExporterTest, TextEqualsPrometheusCppsTextSerializer) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.140.1.10", 1'688'169'600'000, 99.5));
+  exporter.Apply(Anomaly("gpu_overheat", "odd \"subject\" \\ with\nnewline", true, 1'688'169'600'000));
+  core::MetricsWindow w;
+  w.cluster = "seren";
+  w.window_s = 60;
+  w.end_ms = w.ts_ms = 1'688'169'660'000;
+  w.start_ms = w.end_ms - 60'000;
+  w.metrics = {{"gpu_util_percent{stat=p95}", 8.1}, {"jobs_submitted_total{type=SFT}", 5}, {"ib_send", 1e-7}};
+  exporter.Apply(w);
+  exporter.CountRecords("replay", "acme.jobs", 3);
+  std::ostringstream reference;
+  prometheus::TextSerializer().Serialize(reference, exporter.Collect());
+  const std::string fast = exporter.Exposition();
+  auto split = [](const std::string& text) {
+    std::vector<std::pair<std::string, double>> lines;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      if (line[0] == '#') {
+        lines.emplace_back(line, 0);
+        continue;
+      }
+      const size_t space = line.rfind(' ');
+      lines.emplace_back(line.substr(0, space), std::stod(line.substr(space + 1)));
+    }
+    return lines;
+  };
+  const auto a = split(reference.str());
+  const auto b = split(fast);
+  ASSERT_EQ(a.size(), b.size()) << reference.str() << "\n----\n" << fast;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_DOUBLE_EQ(a[i].second, b[i].second) << a[i].first;
+  }
+  EXPECT_NE(fast.find("subject=\"odd \\\"subject\\\" \\\\ with\\nnewline\""), std::string::npos) << fast;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 namespace acmetrace::exporters {
 namespace {
@@ -17,7 +18,8 @@ struct HttpResponse {
 };
 
 // A minimal blocking HTTP/1.0 client: enough to see the status and body the server sends.
-HttpResponse Get(int port, const std::string& path, const std::string& authorization = "") {
+HttpResponse Get(int port, const std::string& path, const std::string& authorization = "",
+                 const std::string& extra_headers = "") {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -30,6 +32,7 @@ HttpResponse Get(int port, const std::string& path, const std::string& authoriza
   }
   std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
   if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
+  request += extra_headers;
   request += "\r\n";
   (void)!::write(fd, request.data(), request.size());
   std::string raw;
@@ -95,6 +98,52 @@ TEST(MetricsServerTest, BasicAuthGuardsMetricsAndTargets) {
   EXPECT_EQ(ok.status, 200);
   EXPECT_NE(ok.body.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
   EXPECT_EQ(Get(server.port(), "/targets", BasicAuthHeader("prom", "s3cret")).status, 200);
+}
+
+std::string Gunzip(const std::string& in) {
+  z_stream z{};
+  inflateInit2(&z, 15 + 16);
+  std::string out(in.size() * 20 + 1024, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  inflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  inflateEnd(&z);
+  return out;
+}
+
+TEST(MetricsServerTest, GzipWhenAskedWithTheSameText) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 2, 0});
+  ASSERT_TRUE(server.Start().ok());
+  const HttpResponse plain = Get(server.port(), "/metrics");
+  const HttpResponse zipped = Get(server.port(), "/metrics", "", "Accept-Encoding: gzip\r\n");
+  ASSERT_EQ(zipped.status, 200);
+  EXPECT_NE(plain.body, zipped.body);
+  EXPECT_EQ(Gunzip(zipped.body), plain.body);
+}
+
+TEST(MetricsServerTest, ARenderingIsReusedUntilTheStateChanges) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 1, /*render_cache_ms=*/0});
+  ASSERT_TRUE(server.Start().ok());
+  const auto first = server.Render("", false);
+  EXPECT_EQ(server.Render("", false), first);  // nothing changed: the same bytes, not rendered again
+  exporter.Apply(Util("10.0.0.2"));
+  const auto second = server.Render("", false);
+  EXPECT_NE(second, first);
+  EXPECT_NE(second->find("10.0.0.2"), std::string::npos);
+}
+
+TEST(MetricsServerTest, UnknownPathsAre404) {
+  Exporter exporter(ExportOptions{});
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 1});
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(Get(server.port(), "/nothing").status, 404);
 }
 
 TEST(MetricsServerTest, BasicAuthHeaderIsBase64OfUserColonPassword) {

@@ -45,7 +45,7 @@ class DcgmPersona {
   std::vector<GpuField> gpu_fields_;
   std::vector<HostField> host_fields_;
   std::string key_;  // scratch
-  std::vector<std::shared_ptr<const LabelVec>> labels_cache_;  // per GPU index, one record
+  std::vector<std::shared_ptr<const LabelSet>> labels_cache_;  // per GPU index, one record
 };
 
 }  // namespace acmetrace::exporters

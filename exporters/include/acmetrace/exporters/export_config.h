@@ -15,6 +15,7 @@ struct ExportOptions {
   std::string basic_auth_user;      // empty = no authentication
   std::string basic_auth_password;
   int http_threads = 4;
+  int64_t render_cache_ms = 1000;
   int64_t series_ttl_ms = 300'000;       // event time a subject may stay silent before its series go
   int64_t anomaly_ttl_ms = 86'400'000;   // an open anomaly whose close never comes
   int64_t max_series_per_metric = 20'000;

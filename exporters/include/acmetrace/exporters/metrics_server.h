@@ -2,6 +2,7 @@
 // /targets (HTTP service discovery), on prometheus-cpp's Exposer, with optional basic auth.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,9 +16,15 @@ struct ServerOptions {
   std::string basic_auth_user;           // empty = no authentication
   std::string basic_auth_password;
   int threads = 4;
+  /// Scrapes of everything within this many ms of a rendering share it (and its gzip), so
+  /// concurrent scrapers cost one rendering; 0 = render each scrape unless nothing changed.
+  int64_t render_cache_ms = 1000;
 };
 
-/// Serves an Exporter over HTTP. Start and Stop from one thread; serving runs on the Exposer's
+/// Serves an Exporter over HTTP: GET /metrics (gzip if asked), /metrics?target=NODE, /targets.
+/// prometheus-cpp's Exposer hosts the server (civetweb); the requests are answered in its
+/// begin_request hook, because a Collectable cannot see the query string (?target=) and the
+/// Exposer's TextSerializer takes ~100 ms for the 31,000 series of Seren's persona. Start and Stop from one thread; serving runs on the Exposer's
 /// worker threads. Thread-safe for its users once started.
 class MetricsServer {
  public:
@@ -32,6 +39,11 @@ class MetricsServer {
   /// The bound port (after Start), and "http://HOST:PORT/metrics".
   int port() const { return port_; }
   std::string url() const;
+
+  Exporter& exporter() { return exporter_; }
+  /// The body of /metrics (target empty) or /metrics?target=, gzipped if asked; renderings of
+  /// everything are shared within render_cache_ms. Thread-safe.
+  std::shared_ptr<const std::string> Render(const std::string& target, bool gzip);
 
  private:
   struct Impl;
