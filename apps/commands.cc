@@ -3,7 +3,9 @@
 
 #include <cstdio>
 
+#include "acmetrace/exporters/export_config.h"
 #include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/producers/replay.h"
@@ -19,12 +21,16 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   producers::DeclareSynthConfig(registry.config());
   processors::DeclareProcessConfig(registry.config());
   processors::DeclareDetectorConfig(registry.config());
+  exporters::DeclareExportConfig(registry.config());
+  pipeline::DeclareRunConfig(registry.config());
   app.add_option("--config", registry.config_file, "YAML configuration file (see `acmetrace config`)")
       ->check(CLI::ExistingFile);
   RegisterSynth(app, registry);
   RegisterSummary(app, registry);
   RegisterReplay(app, registry);
   RegisterProcess(app, registry);
+  RegisterExport(app, registry);
+  RegisterRun(app, registry);
   RegisterConfig(app, registry);
 }
 

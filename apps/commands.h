@@ -31,6 +31,8 @@ void RegisterSynth(CLI::App& app, CommandRegistry& registry);
 void RegisterSummary(CLI::App& app, CommandRegistry& registry);
 void RegisterReplay(CLI::App& app, CommandRegistry& registry);
 void RegisterProcess(CLI::App& app, CommandRegistry& registry);
+void RegisterExport(CLI::App& app, CommandRegistry& registry);
+void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
 
 /// Loads --config (if given), then applies the flags that were set (key -> value). Errors are

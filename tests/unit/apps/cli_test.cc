@@ -55,7 +55,7 @@ TEST(CliTest, UnknownConfigKeyIsAUsageError) {
 }
 
 TEST(CliTest, HelpOnEverySubcommandExitsZero) {
-  for (const char* sub : {"", "synth", "summary", "replay", "config"}) {
+  for (const char* sub : {"", "synth", "summary", "replay", "process", "export", "run", "config"}) {
     CommandResult run = RunAcmetrace(std::string(sub) + " --help");
     EXPECT_EQ(run.exit_code, 0) << sub;
     EXPECT_NE(run.out.find("--help"), std::string::npos) << sub;
@@ -71,6 +71,42 @@ TEST(CliTest, ExitCodes) {
   EXPECT_EQ(RunAcmetrace("replay --data /nonexistent/acmetrace").exit_code, 1);
   EXPECT_EQ(RunAcmetrace("summary /nonexistent/trace_seren.csv").exit_code, 1);
   EXPECT_EQ(RunAcmetrace("replay --data " + fixture + " --sink null").exit_code, 0);
+}
+
+TEST(CliTest, RunAndExportExitCodes) {
+  const std::string fixture = std::string(ACMETRACE_FIXTURES) + "/release";
+  EXPECT_EQ(RunAcmetrace("run --data " + fixture + " --speed fast --until-end").exit_code, 2);
+  EXPECT_EQ(RunAcmetrace("run --data " + fixture + " --listen nonsense --until-end").exit_code, 2);
+  EXPECT_EQ(RunAcmetrace("run --data /nonexistent/acmetrace --listen 127.0.0.1:0 --until-end").exit_code, 1);
+  EXPECT_EQ(RunAcmetrace("export --source bogus").exit_code, 2);
+  EXPECT_EQ(RunAcmetrace("export --bogus").exit_code, 2);
+  // An address that cannot be bound is a failure, not a crash.
+  EXPECT_EQ(RunAcmetrace("export --listen 192.0.2.1:1 --until-end < /dev/null").exit_code, 1);
+}
+
+TEST(CliTest, RunUntilEndWritesTheFinalExposition) {
+  const std::string out = testing::TempDir() + "/run_final.prom";
+  CommandResult run = RunAcmetrace("run --data " + std::string(ACMETRACE_FIXTURES) +
+                                   "/release --speed max --until-end --listen 127.0.0.1:0 --metrics-out " + out);
+  ASSERT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out.rfind("listening on http://127.0.0.1:", 0), 0u) << run.out;
+  const std::string text = ReadFile(out);
+  EXPECT_NE(text.find("acmetrace_job_gpu_seconds_total{cluster=\"seren\",type=\"Other\",state=\"FAILED\"} 936\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("acmetrace_replay_speed 0\n"), std::string::npos);  // max
+}
+
+TEST(CliTest, ProcessPipedIntoExportServesItsRecords) {
+  const std::string out = testing::TempDir() + "/export_final.prom";
+  const std::string fixture = std::string(ACMETRACE_FIXTURES) + "/release";
+  CommandResult run = RunAcmetrace("replay --data " + fixture + " --sink stdout | " + std::string(ACMETRACE_BINARY) +
+                                   " process | " + std::string(ACMETRACE_BINARY) +
+                                   " export --listen 127.0.0.1:0 --until-end --metrics-out " + out);
+  ASSERT_EQ(run.exit_code, 0);
+  const std::string text = ReadFile(out);
+  EXPECT_NE(text.find("acmetrace_jobs_submitted_total{cluster=\"seren\",type=\"Other\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("acmetrace_records_total{stage=\"export\",topic=\"acme.metrics\"}"), std::string::npos);
 }
 
 TEST(CliTest, ReplayToStdoutFramesEveryRecord) {

@@ -1,0 +1,92 @@
+// acmetrace export: records (stdin JSON lines or Kafka) into Prometheus state served on /metrics.
+#include <cstdio>
+
+#include "acmetrace/core/input_errors.h"
+#include "acmetrace/exporters/export_config.h"
+#include "acmetrace/exporters/exporter.h"
+#include "acmetrace/exporters/metrics_server.h"
+#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/pipeline.h"
+#include "commands.h"
+#include "shutdown_signal.h"
+
+namespace acmetrace::apps {
+
+void RegisterExport(CLI::App& app, CommandRegistry& registry) {
+  struct Flags {
+    std::string source, brokers, group, listen, metrics_out;
+    bool until_end = false;
+    bool strict = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
+  cmd->add_option("--source", flags->source, "stdin (JSON lines, as process/replay --sink stdout write) or kafka [export.source]");
+  cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
+  cmd->add_option("--group", flags->group,
+                  "Kafka consumer group; every exporter instance needs all records, so give each its own [kafka.group_id]");
+  cmd->add_option("--listen", flags->listen,
+                  "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
+  cmd->add_flag("--until-end", flags->until_end,
+                "exit once the input is consumed (stdin: at its end; kafka: every partition read to its end) instead of "
+                "serving until SIGINT/SIGTERM");
+  cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
+  cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
+  cmd->callback([&registry, flags] {
+    registry.OnRun([&registry, flags] {
+      std::vector<std::pair<std::string, std::string>> overrides;
+      if (!flags->source.empty()) overrides.emplace_back("export.source", flags->source);
+      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
+      if (!flags->group.empty()) overrides.emplace_back("kafka.group_id", flags->group);
+      if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
+      if (!LoadConfig(registry, overrides)) return 2;
+      const core::Config& config = registry.config();
+      const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
+      const std::string source = config.GetString("export.source");
+      if (source != "stdin" && source != "kafka") {
+        throw std::invalid_argument("export.source: expected stdin or kafka, got '" + source + "'");
+      }
+      const std::optional<kafka::KafkaSettings> settings =
+          source == "kafka" ? std::optional(kafka::KafkaSettingsFromConfig(config)) : std::nullopt;
+
+      core::InputErrors errors(stderr, flags->strict);
+      exporters::Exporter exporter(options, &errors);
+      pipeline::StopLatch stop;
+      ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
+      exporters::MetricsServer server(
+          exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads,
+                     options.render_cache_ms});
+      if (core::Status s = server.Start(); !s.ok()) {
+        std::fprintf(stderr, "acmetrace export: %s\n", s.message().c_str());
+        return 1;
+      }
+      std::printf("listening on %s\n", server.url().c_str());
+      std::fflush(stdout);
+      core::Status s = source == "stdin" ? pipeline::ExportFromStdio(stdin, "stdin", exporter, errors, stop.flag())
+                                         : pipeline::ExportFromKafka(*settings, flags->until_end, exporter, errors,
+                                                                     stop.flag());
+      errors.Finish();
+      int rc = 0;
+      if (!s.ok()) {
+        std::fprintf(stderr, "acmetrace export: %s\n", s.message().c_str());
+        rc = 1;
+      } else if (!flags->until_end && !stop.triggered()) {
+        std::fprintf(stderr, "acmetrace export: input ended; serving until SIGINT/SIGTERM\n");
+        while (!stop.WaitFor(1000)) {
+        }
+      }
+      if (!flags->metrics_out.empty()) {
+        if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
+          std::fprintf(stderr, "acmetrace export: %s\n", w.message().c_str());
+          rc = 1;
+        }
+      }
+      server.Stop();
+      std::fprintf(stderr, "acmetrace export: %lld series, %lld input errors\n",
+                   static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
+      return rc;
+    });
+  });
+}
+
+}  // namespace acmetrace::apps

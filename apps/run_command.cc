@@ -1,0 +1,159 @@
+// acmetrace run: replay -> processors -> exporter in one process (in-process queues), serving
+// /metrics; without --data on the embedded default (a synthesized day with injected faults).
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <thread>
+
+#include "acmetrace/core/input_errors.h"
+#include "acmetrace/exporters/export_config.h"
+#include "acmetrace/exporters/exporter.h"
+#include "acmetrace/exporters/metrics_server.h"
+#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/kafka_pipeline.h"
+#include "acmetrace/pipeline/pipeline.h"
+#include "acmetrace/processors/detector.h"
+#include "acmetrace/processors/process_config.h"
+#include "acmetrace/producers/replay.h"
+#include "commands.h"
+#include "shutdown_signal.h"
+
+namespace acmetrace::apps {
+void RegisterRun(CLI::App& app, CommandRegistry& registry) {
+  struct Flags {
+    std::string data, speed, listen, brokers, clusters, metrics_out;
+    bool until_end = false;
+    bool strict = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "replay, process and export in one process: the live pipeline, served on /metrics for Prometheus");
+  cmd->add_option("--data", flags->data,
+                  "release directory (DIR/data/...); without it, a synthesized day of both clusters with injected "
+                  "faults (run.default_*), replayed at run.default_speed");
+  cmd->add_option("--speed", flags->speed, "trace seconds per wall second, or max [replay.speed]");
+  cmd->add_option("--listen", flags->listen,
+                  "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
+  cmd->add_option("--brokers", flags->brokers,
+                  "Kafka bootstrap brokers: every hop goes through Kafka instead of in-process queues [kafka.brokers]");
+  cmd->add_option("--clusters", flags->clusters, "comma-separated clusters to replay [replay.clusters]");
+  cmd->add_flag("--until-end", flags->until_end,
+                "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
+  cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
+  cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed row [replay.strict]");
+  cmd->callback([&registry, flags] {
+    registry.OnRun([&registry, flags] {
+      std::vector<std::pair<std::string, std::string>> overrides;
+      if (!flags->speed.empty()) overrides.emplace_back("replay.speed", flags->speed);
+      if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
+      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
+      if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
+      if (flags->strict) overrides.emplace_back("replay.strict", "true");
+      if (!LoadConfig(registry, overrides)) return 2;
+      const core::Config& config = registry.config();
+
+      std::string speed_text = config.GetString("replay.speed");
+      if (flags->data.empty() && flags->speed.empty()) speed_text = config.GetString("run.default_speed");
+      const std::optional<double> speed = producers::ParseSpeed(speed_text);
+      if (!speed) throw std::invalid_argument("replay.speed: not max or a positive number: '" + speed_text + "'");
+      const exporters::ExportOptions export_options = exporters::ExportOptionsFromConfig(config);
+      pipeline::PipelineOptions options;
+      options.process = processors::ProcessOptionsFromConfig(config);
+      if (options.process.detectors) options.detectors = [&config] { return processors::MakeDetectors(config); };
+      options.queue_capacity = static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity")));
+      options.stream.clusters = config.GetList("replay.clusters");
+      options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
+      options.replay.speed = *speed;
+      options.replay.progress_out = stderr;
+      options.replay.progress_tty = ::isatty(STDERR_FILENO) != 0;
+      options.replay.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
+
+      if (flags->data.empty()) {
+        core::Result<std::string> dir = pipeline::PrepareDefaultData(config, stderr);
+        if (!dir.ok()) {
+          std::fprintf(stderr, "acmetrace run: default data set: %s\n", dir.status().message().c_str());
+          return 1;
+        }
+        options.stream.data_dir = dir.value();
+      } else {
+        options.stream.data_dir = flags->data;
+      }
+
+      core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
+      exporters::Exporter exporter(export_options, &errors);
+      // In-process queues, or Kafka on every hop with --brokers.
+      const bool over_kafka = !flags->brokers.empty();
+      std::optional<pipeline::InProcessPipeline> in_process;
+      std::optional<pipeline::KafkaPipeline> over_brokers;
+      if (over_kafka) {
+        over_brokers.emplace(options, kafka::KafkaSettingsFromConfig(config), exporter, errors);
+      } else {
+        in_process.emplace(options, exporter, errors);
+      }
+      auto stop_run = [&] { over_kafka ? over_brokers->Stop() : in_process->Stop(); };
+      auto replay_status = [&] { return over_kafka ? over_brokers->replay_status() : in_process->replay_status(); };
+      pipeline::StopLatch stop;
+      ShutdownOnSignal shutdown([&stop, &stop_run] {
+        stop.Trigger();
+        stop_run();
+      });
+      exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
+                                                 export_options.basic_auth_password, export_options.http_threads,
+                                                 export_options.render_cache_ms});
+      if (core::Status s = server.Start(); !s.ok()) {
+        std::fprintf(stderr, "acmetrace run: %s\n", s.message().c_str());
+        return 1;
+      }
+      std::printf("listening on %s\n", server.url().c_str());
+      std::fflush(stdout);
+      std::fprintf(stderr, "acmetrace run: replaying %s at speed %s%s%s\n", options.stream.data_dir.c_str(),
+                   *speed > 0 ? speed_text.c_str() : "max", over_kafka ? ", every hop through Kafka at " : "",
+                   over_kafka ? config.GetString("kafka.brokers").c_str() : "");
+
+      // The replay's speed and lag, for acmetrace_replay_speed and acmetrace_replay_lag_seconds.
+      pipeline::StopLatch run_done;
+      std::thread status_thread([&] {
+        do {
+          const producers::ReplayStatus st = replay_status();
+          exporter.SetReplayStatus(st.running || st.records > 0 ? st.speed : *speed,
+                                   static_cast<double>(st.lag_ms) / 1000.0);
+        } while (!run_done.WaitFor(250));
+      });
+      const core::Status s = over_kafka ? over_brokers->Run() : in_process->Run();
+      run_done.Trigger();
+      status_thread.join();
+      errors.Finish();
+      int rc = 0;
+      if (!s.ok()) {
+        std::fprintf(stderr, "acmetrace run: %s\n", s.message().c_str());
+        rc = 1;
+      } else if (errors.must_stop()) {
+        rc = 1;
+      } else {
+        const processors::ProcessStats& ps = over_kafka ? over_brokers->process_stats() : in_process->process_stats();
+        std::fprintf(stderr,
+                     "acmetrace run: done: %lld records processed (%lld late), %lld windows, %lld anomaly transitions, "
+                     "%lld series, %lld input errors\n",
+                     static_cast<long long>(ps.records), static_cast<long long>(ps.late),
+                     static_cast<long long>(ps.windows), static_cast<long long>(ps.anomalies),
+                     static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
+        if (!flags->until_end && !stop.triggered()) {
+          std::fprintf(stderr, "acmetrace run: replay finished; serving the final state until SIGINT/SIGTERM\n");
+          while (!stop.WaitFor(1000)) {
+          }
+        }
+      }
+      if (!flags->metrics_out.empty()) {
+        if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
+          std::fprintf(stderr, "acmetrace run: %s\n", w.message().c_str());
+          rc = 1;
+        }
+      }
+      server.Stop();
+      return rc;
+    });
+  });
+}
+
+}  // namespace acmetrace::apps

@@ -1,0 +1,53 @@
+// The in-process transport: a bounded queue of records between two stages of one process
+// (`acmetrace run`'s embedded default), with backpressure instead of loss.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "acmetrace/core/record.h"
+#include "acmetrace/core/transport.h"
+
+namespace acmetrace::core {
+
+/// A bounded FIFO of records: Write blocks while the queue is full (backpressure, never drops);
+/// the reader takes batches. Ends when every writer has called CloseWriter (the reader drains
+/// what is left, then Pop returns false), or at once on Cancel. Thread-safe: any number of
+/// writers, one reader.
+class InProcessQueue : public RecordSink {
+ public:
+  /// capacity: records held at most (memory bound); writers: how many CloseWriter calls end it.
+  explicit InProcessQueue(size_t capacity, int writers = 1);
+
+  /// Copies the record in; blocks while full. Fails after Cancel.
+  Status Write(const Record& record) override;
+  Status Flush() override { return Status::Ok(); }
+
+  /// One writer is done.
+  void CloseWriter();
+  /// Stops everything: blocked writers fail, Pop returns false.
+  void Cancel();
+
+  /// Moves up to max records into out (cleared first); blocks until there is one, or the queue
+  /// has ended. Returns false once ended and drained (or cancelled).
+  bool Pop(std::vector<Record>& out, size_t max);
+
+  size_t size() const;
+  /// How many times a writer had to wait for room (how often backpressure acted).
+  int64_t full_waits() const;
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable not_full_;
+  std::condition_variable not_empty_;
+  std::deque<Record> records_;
+  int open_writers_;
+  bool cancelled_ = false;
+  int64_t full_waits_ = 0;
+};
+
+}  // namespace acmetrace::core

@@ -1,0 +1,66 @@
+// InProcessQueue: a mutex and two condition variables around a deque.
+#include "acmetrace/core/in_process_queue.h"
+
+namespace acmetrace::core {
+
+InProcessQueue::InProcessQueue(size_t capacity, int writers)
+    : capacity_(capacity == 0 ? 1 : capacity), open_writers_(writers) {}
+
+Status InProcessQueue::Write(const Record& record) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (records_.size() >= capacity_ && !cancelled_) {
+    ++full_waits_;
+    not_full_.wait(lock, [this] { return records_.size() < capacity_ || cancelled_; });
+  }
+  if (cancelled_) return Status::Error("in-process queue: cancelled");
+  const bool was_empty = records_.empty();
+  records_.push_back(record);
+  lock.unlock();
+  if (was_empty) not_empty_.notify_one();
+  return Status::Ok();
+}
+
+void InProcessQueue::CloseWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (open_writers_ > 0) --open_writers_;
+  }
+  not_empty_.notify_all();
+}
+
+void InProcessQueue::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+  }
+  not_full_.notify_all();
+  not_empty_.notify_all();
+}
+
+bool InProcessQueue::Pop(std::vector<Record>& out, size_t max) {
+  out.clear();
+  std::unique_lock<std::mutex> lock(mutex_);
+  not_empty_.wait(lock, [this] { return !records_.empty() || open_writers_ == 0 || cancelled_; });
+  if (cancelled_) return false;
+  if (records_.empty()) return false;  // every writer closed and drained
+  const bool was_full = records_.size() >= capacity_;
+  while (!records_.empty() && out.size() < max) {
+    out.push_back(std::move(records_.front()));
+    records_.pop_front();
+  }
+  lock.unlock();
+  if (was_full) not_full_.notify_all();
+  return true;
+}
+
+size_t InProcessQueue::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return records_.size();
+}
+
+int64_t InProcessQueue::full_waits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return full_waits_;
+}
+
+}  // namespace acmetrace::core

@@ -1,0 +1,81 @@
+// Records in, Prometheus state out: the window mapping, anomalies, the dcgm-exporter persona and
+// the self metrics, over one SeriesStore; exposition text without timestamps.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/record.h"
+#include "acmetrace/exporters/dcgm_persona.h"
+#include "acmetrace/exporters/export_config.h"
+#include "acmetrace/exporters/series_store.h"
+#include "acmetrace/exporters/window_mapping.h"
+
+namespace acmetrace::exporters {
+
+/// The exporters' whole state. Apply from one consuming thread at a time; the counting and replay
+/// setters and Collect/Exposition from any thread. Thread-safe.
+class Exporter {
+ public:
+  /// errors, if given, is read at each scrape for acmetrace_input_errors_total (it must outlive
+  /// the exporter).
+  explicit Exporter(ExportOptions options, const core::InputErrors* errors = nullptr);
+
+  /// Applies one record of any topic: acme.metrics windows, acme.anomalies, acme.util (persona);
+  /// every record moves its cluster's event-time clock (expiry) and trace time, and counts in
+  /// acmetrace_records_total{stage="export"}.
+  void Apply(const core::Record& record);
+
+  /// Adds n to acmetrace_records_total{stage,topic} (the other stages of an in-process run).
+  void CountRecords(std::string_view stage, std::string_view topic, int64_t n);
+  /// Raises acmetrace_replay_trace_time_seconds{cluster} to ts_ms (never lowers it).
+  void NoteTraceTime(std::string_view cluster, int64_t ts_ms);
+  /// acmetrace_replay_speed (0 = max) and acmetrace_replay_lag_seconds, known in `run` only.
+  void SetReplayStatus(double speed, double lag_s);
+
+  /// Everything (target empty) or one node's persona series (target "NODE" or "CLUSTER/NODE").
+  std::vector<prometheus::MetricFamily> Collect(std::string_view target = {});
+  /// The text exposition format (0.0.4) of Collect(target), rendered from pre-rendered labels (the
+  /// same text prometheus-cpp's TextSerializer writes for Collect, 20x faster); no timestamps.
+  std::string Exposition(std::string_view target = {});
+  /// Prometheus HTTP service discovery: one target group per cluster, the nodes as targets.
+  std::string TargetsJson() const;
+
+  SeriesStore& store() { return store_; }
+  const WindowMapping& mapping() const { return mapping_; }
+  const DcgmPersona& persona() const { return persona_; }
+  FamilyId anomaly_active_family() const { return anomaly_active_; }
+  FamilyId anomalies_total_family() const { return anomalies_total_; }
+
+ private:
+  void ApplyAnomaly(const core::AnomalyEvent& a);
+  void RefreshSelfMetrics();
+
+  ExportOptions options_;
+  const core::InputErrors* errors_;
+  SeriesStore store_;
+  WindowMapping mapping_;
+  DcgmPersona persona_;
+  FamilyId anomaly_active_;
+  FamilyId anomalies_total_;
+  FamilyId records_total_;
+  FamilyId input_errors_total_;
+  FamilyId trace_time_;
+  FamilyId replay_speed_;
+  FamilyId replay_lag_;
+  std::atomic<size_t> last_size_{1 << 16};
+  std::mutex apply_mutex_;  // one Apply at a time (the mapping and persona keep scratch state)
+  std::mutex self_mutex_;   // guards the two maps below
+  std::map<std::string, int64_t, std::less<>> records_;       // "stage\x1ftopic" -> count
+  std::map<std::string, int64_t, std::less<>> trace_time_ms_; // cluster -> newest event time
+};
+
+}  // namespace acmetrace::exporters

@@ -1,0 +1,193 @@
+// The exporters' state: metric families of labelled series with the event time they were last
+// set, expiry by event time, a cardinality cap per metric, and per-target (per-node) filtering.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+
+namespace acmetrace::exporters {
+
+enum class SeriesType { kGauge, kCounter };
+
+/// Which time-to-live a family's series expire by.
+enum class Expiry {
+  kSubject,  // export.series_ttl_s after the last set (subject no longer seen)
+  kAnomaly,  // export.anomaly_ttl_s (an open flag whose close never came)
+  kNever,    // self metrics
+};
+
+/// A metric family: name, help, type, label names, expiry, and whether ?target= selects it.
+struct FamilySpec {
+  std::string name;
+  std::string help;
+  SeriesType type = SeriesType::kGauge;
+  std::vector<std::string> label_names;
+  Expiry expiry = Expiry::kSubject;
+  bool per_target = false;  // a persona family: served for ?target=NODE
+};
+
+using FamilyId = int;
+using LabelVec = std::vector<prometheus::ClientMetric::Label>;
+
+/// Labels and their exposition text ({a="x",b="y"}, escaped), rendered once when a series is
+/// created so a scrape copies bytes instead of formatting 30,000 label sets. Immutable.
+struct LabelSet {
+  LabelVec labels;
+  std::string text;
+};
+/// Renders labels into a shared LabelSet.
+std::shared_ptr<const LabelSet> MakeLabelSet(LabelVec labels);
+
+/// The label set of one series: a key unique within its family, and the labels (shared by the
+/// series of several families when the same subject feeds them, as the 13 metrics of one GPU do).
+struct SeriesLabels {
+  std::string key;
+  std::shared_ptr<const LabelSet> labels;
+};
+
+struct StoreOptions {
+  int64_t series_ttl_ms = 300'000;
+  int64_t anomaly_ttl_ms = 86'400'000;
+  int64_t max_series_per_metric = 20'000;
+};
+
+/// Counts of what the store did to a family, for the self metrics.
+struct FamilyCounts {
+  int64_t series = 0;
+  int64_t dropped = 0;  // not created: the cap was reached
+  int64_t expired = 0;
+};
+
+/// Labelled series by family, expired in event time: each cluster has a clock (the newest event
+/// time seen for it); a series of that cluster not set for its family's TTL is removed when the
+/// clock passes. No wall time anywhere, so tests drive expiry by the times they feed.
+/// Thread-safe (one mutex): Set from the consuming thread, Collect from HTTP threads.
+class SeriesStore {
+ public:
+  explicit SeriesStore(StoreOptions options);
+
+  /// Declares a family (start-up, before any Set). Names must be unique.
+  FamilyId AddFamily(FamilySpec spec);
+  const FamilySpec& spec(FamilyId family) const { return families_[static_cast<size_t>(family)]->spec; }
+
+  /// Labels from values in the order of the family's label_names (key: the values joined).
+  SeriesLabels MakeLabels(FamilyId family, const std::vector<std::string>& values) const;
+
+  /// Sets a series (creating it unless the cap is reached: then counts a drop and returns false).
+  /// cluster is the clock it expires by, ts_ms the event time it was seen at, target the node for
+  /// per-target families.
+  bool Set(FamilyId family, const SeriesLabels& labels, double value, std::string_view cluster, int64_t ts_ms,
+           std::string_view target = {});
+  /// Like Set, building the labels only if the series is new (the hot path of the persona).
+  template <typename MakeLabelsFn>
+  bool SetByKey(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
+                std::string_view cluster, int64_t ts_ms, std::string_view target = {});
+  /// Holds the store's lock for a batch of SetByKeyLocked calls (one lock per record, not per series).
+  std::unique_lock<std::mutex> LockForBatch() { return std::unique_lock<std::mutex>(mutex_); }
+  /// SetByKey for a caller holding LockForBatch().
+  template <typename MakeLabelsFn>
+  bool SetByKeyLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
+                      std::string_view cluster, int64_t ts_ms, std::string_view target = {});
+  /// Adds delta to a series (0 if new). Returns false if the cap dropped it.
+  bool Add(FamilyId family, const SeriesLabels& labels, double delta, std::string_view cluster, int64_t ts_ms);
+  /// The value of a series, or nullopt-like NaN if absent.
+  double Get(FamilyId family, std::string_view key) const;
+  bool Remove(FamilyId family, std::string_view key);
+  /// Removes the family's series of cluster last set before ts_ms (a window record replaces the
+  /// series it feeds: what it no longer has goes).
+  void RemoveSetBefore(FamilyId family, std::string_view cluster, int64_t ts_ms);
+
+  /// Moves cluster's clock to ts_ms (never back) and expires what is due. Returns series removed.
+  int64_t AdvanceClock(std::string_view cluster, int64_t ts_ms);
+  int64_t clock_ms(std::string_view cluster) const;
+
+  /// The families for exposition: every family, or for a non-empty target only the per-target
+  /// families' series of that node ("NODE" or "CLUSTER/NODE"). Self families (series, dropped,
+  /// expired per metric) are appended when target is empty. No sample timestamps.
+  std::vector<prometheus::MetricFamily> Collect(std::string_view target = {}) const;
+  /// The same as text (exposition format 0.0.4, what prometheus-cpp's TextSerializer writes for
+  /// Collect(target)), appended to out, rendered directly from the pre-rendered labels.
+  void AppendText(std::string& out, std::string_view target = {}) const;
+  /// Changes with every mutation (a rendering of an unchanged store can be reused).
+  uint64_t generation() const;
+  /// Every target (node) with per-target series, by cluster.
+  std::map<std::string, std::vector<std::string>> Targets() const;
+
+  FamilyCounts counts(FamilyId family) const;
+  int64_t total_series() const;
+
+ private:
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
+  };
+  struct Series {
+    std::shared_ptr<const LabelSet> labels;
+    double value = 0;
+    int64_t set_ms = 0;
+    std::string cluster;
+    std::string target;
+  };
+  struct Family {
+    FamilySpec spec;
+    // Hashed, not sorted: the persona's 100 lookups per record dominate the exporter's time, and
+    // exposition order within a family does not matter to Prometheus.
+    std::unordered_map<std::string, Series, KeyHash, std::equal_to<>> series;
+    int64_t dropped = 0;
+    int64_t expired = 0;
+  };
+  uint64_t generation_ = 0;  // guarded by mutex_
+  struct Clock {
+    int64_t now_ms = 0;
+    int64_t next_sweep_ms = 0;
+  };
+
+  Series* FindOrCreate(Family& f, std::string_view key, const std::shared_ptr<const LabelSet>* labels,
+                       std::shared_ptr<const LabelSet> (*make)(void*), void* make_ctx, bool& created);
+  int64_t ttl_ms(const Family& f) const;
+  int64_t SweepLocked(const std::string& cluster, int64_t now_ms);
+
+  StoreOptions options_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Family>> families_;
+  std::map<std::string, Clock, std::less<>> clocks_;
+};
+
+template <typename MakeLabelsFn>
+bool SeriesStore::SetByKey(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
+                           std::string_view cluster, int64_t ts_ms, std::string_view target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SetByKeyLocked(family, key, std::forward<MakeLabelsFn>(make_labels), value, cluster, ts_ms, target);
+}
+
+template <typename MakeLabelsFn>
+bool SeriesStore::SetByKeyLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
+                                 std::string_view cluster, int64_t ts_ms, std::string_view target) {
+  auto thunk = [](void* ctx) -> std::shared_ptr<const LabelSet> {
+    return (*static_cast<std::remove_reference_t<MakeLabelsFn>*>(ctx))();
+  };
+  Family& f = *families_[static_cast<size_t>(family)];
+  bool created = false;
+  Series* s = FindOrCreate(f, key, nullptr, thunk, const_cast<void*>(static_cast<const void*>(&make_labels)), created);
+  if (s == nullptr) return false;
+  ++generation_;
+  s->value = value;
+  s->set_ms = ts_ms;
+  if (created) {
+    s->cluster = cluster;
+    s->target = target;
+  }
+  return true;
+}
+
+}  // namespace acmetrace::exporters

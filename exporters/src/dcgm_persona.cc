@@ -1,0 +1,155 @@
+// DcgmPersona: the release's 13 per-GPU DCGM metrics under dcgm-exporter's names and labels.
+#include "acmetrace/exporters/dcgm_persona.h"
+
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+
+namespace acmetrace::exporters {
+namespace {
+
+uint64_t Fnv1a64(std::string_view s, uint64_t h) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// release metric, DCGM field, help (dcgm-exporter's units), ratio (scaled when input is percent)
+struct PersonaField {
+  const char* release;
+  const char* dcgm;
+  const char* help;
+  bool ratio;
+};
+
+constexpr PersonaField kGpuFields[] = {
+    {"GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", false},
+    {"MEM_COPY_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", false},
+    {"GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", false},
+    {"MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", false},
+    {"POWER_USAGE", "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", false},
+    {"MEM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", false},
+    {"FB_USED", "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", false},
+    {"FB_FREE", "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", false},
+    {"XID_ERRORS", "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", false},
+    {"SM_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "Ratio of cycles an SM has at least one warp assigned (0..1).", true},
+    {"SM_OCCUPANCY", "DCGM_FI_PROF_SM_OCCUPANCY", "Ratio of warps resident on an SM to its maximum (0..1).", true},
+    {"PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active (0..1).",
+     true},
+    {"DRAM_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
+     "Ratio of cycles the device memory interface is active sending or receiving data (0..1).", true},
+};
+
+}  // namespace
+
+std::string GpuUuid(std::string_view cluster, std::string_view node, int index) {
+  std::string id(cluster);
+  id += '/';
+  id += node;
+  id += '/';
+  id += std::to_string(index);
+  const uint64_t a = Fnv1a64(id, 14695981039346656037ull);
+  const uint64_t b = Fnv1a64(id, a ^ 0x9e3779b97f4a7c15ull);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "GPU-%08" PRIx32 "-%04" PRIx32 "-%04" PRIx32 "-%04" PRIx32 "-%012" PRIx64,
+                static_cast<uint32_t>(a >> 32), static_cast<uint32_t>((a >> 16) & 0xffff),
+                static_cast<uint32_t>(a & 0xffff), static_cast<uint32_t>(b >> 48), static_cast<uint64_t>(b & 0xffffffffffffull));
+  return buf;
+}
+
+DcgmPersona::DcgmPersona(const ExportOptions& options, SeriesStore& store) : options_(options), store_(store) {
+  const std::vector<std::string> gpu_labels = {"gpu", "UUID", "device", "modelName", options.hostname_label, "cluster"};
+  for (const PersonaField& f : kGpuFields) {
+    const FamilyId id = store_.AddFamily(FamilySpec{f.dcgm, f.help, SeriesType::kGauge, gpu_labels, Expiry::kSubject,
+                                                    /*per_target=*/true});
+    gpu_fields_.push_back(GpuField{core::InternName(f.release), id, f.ratio && options.input_percent ? 0.01 : 1.0});
+  }
+  const std::vector<std::string> host_labels = {options.hostname_label, "cluster"};
+  auto host = [&](const char* release, const char* name, const char* help, double scale) {
+    const FamilyId id =
+        store_.AddFamily(FamilySpec{name, help, SeriesType::kGauge, host_labels, Expiry::kSubject, /*per_target=*/true});
+    host_fields_.push_back(HostField{core::InternName(release), id, scale});
+  };
+  const double ratio = options.input_percent ? 0.01 : 1.0;
+  host("NODE_CPU_UTILIZATION", "acmetrace_node_cpu_util_ratio", "node CPU utilization (0..1), NODE_CPU_UTILIZATION",
+       ratio);
+  host("NODE_MEMORY_UTILIZATION", "acmetrace_node_memory_util_ratio",
+       "node memory utilization (0..1), NODE_MEMORY_UTILIZATION", ratio);
+  host("NODE_IB_SEND", "acmetrace_node_ib_send_bytes_per_second", "InfiniBand bytes sent per second, NODE_IB_SEND",
+       options.ib_bytes_per_raw_unit);
+  host("NODE_IB_RECEIVE", "acmetrace_node_ib_receive_bytes_per_second",
+       "InfiniBand bytes received per second, NODE_IB_RECEIVE", options.ib_bytes_per_raw_unit);
+}
+
+FamilyId DcgmPersona::FamilyOf(std::string_view release_metric) const {
+  for (const GpuField& f : gpu_fields_) {
+    if (f.release_name == release_metric) return f.family;
+  }
+  return -1;
+}
+
+void DcgmPersona::Apply(const core::UtilSample& sample) {
+  // The labels of a GPU's new series are built once per record and shared by its families.
+  labels_cache_.clear();
+  // Keys: "cluster\x1fnode\x1fINDEX" (GPU) and "cluster\x1fnode" (host), built from one prefix.
+  key_.assign(sample.cluster);
+  key_ += '\x1f';
+  key_ += sample.node;
+  const size_t node_key_size = key_.size();
+  std::unique_lock<std::mutex> lock = store_.LockForBatch();
+  for (const core::GpuMetric& metric : sample.gpu) {
+    const GpuField* field = nullptr;
+    for (const GpuField& f : gpu_fields_) {
+      // Names are interned: equal names have equal pointers; compare text only if pointers differ.
+      if (f.release_name.data() == metric.name.data()) {
+        field = &f;
+        break;
+      }
+    }
+    if (field == nullptr) {
+      for (const GpuField& f : gpu_fields_) {
+        if (f.release_name == metric.name) field = &f;
+      }
+    }
+    if (field == nullptr) continue;
+    for (size_t i = 0; i < metric.values.size(); ++i) {
+      const double v = metric.values[i];
+      if (!core::IsSample(v)) continue;
+      key_.resize(node_key_size);
+      key_ += '\x1f';
+      char digits[16];
+      key_.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
+      const int index = static_cast<int>(i);
+      auto make = [&]() -> std::shared_ptr<const LabelSet> {
+        if (labels_cache_.size() <= i) labels_cache_.resize(i + 1);
+        if (labels_cache_[i]) return labels_cache_[i];
+        labels_cache_[i] = MakeLabelSet(LabelVec{
+            {"gpu", std::to_string(index)},
+            {"UUID", GpuUuid(sample.cluster, sample.node, index)},
+            {"device", "nvidia" + std::to_string(index)},
+            {"modelName", options_.model_name},
+            {options_.hostname_label, sample.node},
+            {"cluster", sample.cluster},
+        });
+        return labels_cache_[i];
+      };
+      store_.SetByKeyLocked(field->family, key_, make, v * field->scale, sample.cluster, sample.ts_ms, sample.node);
+    }
+  }
+  key_.resize(node_key_size);
+  for (const core::HostMetric& metric : sample.host) {
+    if (!core::IsSample(metric.value)) continue;
+    for (const HostField& f : host_fields_) {
+      if (f.release_name != metric.name) continue;
+      auto make = [&] {
+        return MakeLabelSet(LabelVec{{options_.hostname_label, sample.node}, {"cluster", sample.cluster}});
+      };
+      store_.SetByKeyLocked(f.family, key_, make, metric.value * f.scale, sample.cluster, sample.ts_ms, sample.node);
+      break;
+    }
+  }
+}
+
+}  // namespace acmetrace::exporters

@@ -1,0 +1,82 @@
+// export.* keys: defaults and help live here and drive `acmetrace config` and configs/acmetrace.yaml.
+#include "acmetrace/exporters/export_config.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "acmetrace/core/number.h"
+
+namespace acmetrace::exporters {
+
+void DeclareExportConfig(core::Config& config) {
+  config.Declare("export.source", "stdin",
+                 "where `acmetrace export` reads records: stdin (JSON lines) or kafka (acme.util, acme.metrics, "
+                 "acme.anomalies)");
+  config.Declare("export.listen", "127.0.0.1:9400",
+                 "HOST:PORT of /metrics (9400 is dcgm-exporter's port); port 0 picks a free one, printed on stdout");
+  config.Declare("export.basic_auth_user", "",
+                 "HTTP basic auth user for /metrics and /targets; empty = no authentication. Basic auth sends the "
+                 "password in clear text: put TLS in front of the exporter");
+  config.Declare("export.basic_auth_password", "", "HTTP basic auth password (with export.basic_auth_user)");
+  config.Declare("export.http_threads", "4", "HTTP worker threads (concurrent scrapes served at once)");
+  config.Declare("export.render_cache_ms", "1000",
+                 "scrapes of /metrics within this many ms of a rendering share it (concurrent scrapers cost one "
+                 "rendering; the state served is at most this old); 0 = render every scrape unless nothing changed");
+  config.Declare("export.series_ttl_s", "300",
+                 "event (trace) time after which the series of a subject no longer seen are removed; the clock is "
+                 "the newest event time of the series' cluster");
+  config.Declare("export.anomaly_ttl_s", "86400",
+                 "event time after which an open anomaly whose close never came is removed");
+  config.Declare("export.max_series_per_metric", "20000",
+                 "cardinality cap per metric name; series beyond it are dropped and counted in "
+                 "acmetrace_series_dropped_total{metric}");
+  config.Declare("export.model_name", "NVIDIA A100-SXM4-80GB", "modelName label of the dcgm-exporter persona");
+  config.Declare("export.hostname_label", "Hostname",
+                 "name of the persona's node label: Hostname (dcgm-exporter's default) or hostname");
+  config.Declare("export.ib_bytes_per_raw_unit", "1000000",
+                 "bytes per unit of the release's raw NODE_IB_SEND/RECEIVE (undocumented; assumed MB/s)");
+  config.Declare("export.hour_window_s", "3600",
+                 "the process.windows_s view the last-hour quantiles and failure ratio are taken from");
+}
+
+ExportOptions ExportOptionsFromConfig(const core::Config& config) {
+  ExportOptions o;
+  o.listen = config.GetString("export.listen");
+  if (o.listen.rfind(':') == std::string::npos) {
+    throw std::invalid_argument("export.listen: expected HOST:PORT, got '" + o.listen + "'");
+  }
+  o.basic_auth_user = config.GetString("export.basic_auth_user");
+  o.basic_auth_password = config.GetString("export.basic_auth_password");
+  if (o.basic_auth_user.empty() != o.basic_auth_password.empty()) {
+    throw std::invalid_argument("export.basic_auth_user and export.basic_auth_password: set both or neither");
+  }
+  const int64_t threads = config.GetInt("export.http_threads");
+  if (threads < 1 || threads > 64) throw std::invalid_argument("export.http_threads: must be in 1..64");
+  o.http_threads = static_cast<int>(threads);
+  o.render_cache_ms = config.GetInt("export.render_cache_ms");
+  if (o.render_cache_ms < 0) throw std::invalid_argument("export.render_cache_ms: must be >= 0");
+  o.series_ttl_ms = config.GetInt("export.series_ttl_s") * 1000;
+  if (o.series_ttl_ms <= 0) throw std::invalid_argument("export.series_ttl_s: must be > 0");
+  o.anomaly_ttl_ms = config.GetInt("export.anomaly_ttl_s") * 1000;
+  if (o.anomaly_ttl_ms <= 0) throw std::invalid_argument("export.anomaly_ttl_s: must be > 0");
+  o.max_series_per_metric = config.GetInt("export.max_series_per_metric");
+  if (o.max_series_per_metric < 1) throw std::invalid_argument("export.max_series_per_metric: must be >= 1");
+  o.model_name = config.GetString("export.model_name");
+  o.hostname_label = config.GetString("export.hostname_label");
+  if (o.hostname_label != "Hostname" && o.hostname_label != "hostname") {
+    throw std::invalid_argument("export.hostname_label: expected Hostname or hostname, got '" + o.hostname_label + "'");
+  }
+  o.ib_bytes_per_raw_unit = config.GetDouble("export.ib_bytes_per_raw_unit");
+  if (!(o.ib_bytes_per_raw_unit > 0)) throw std::invalid_argument("export.ib_bytes_per_raw_unit: must be > 0");
+  o.hour_window_s = config.GetInt("export.hour_window_s");
+  o.input_percent = config.GetString("process.units") == "percent";
+  int64_t base = 0;
+  for (const std::string& w : config.GetList("process.windows_s")) {
+    std::optional<int64_t> v = core::ParseInteger(w);
+    if (v && *v > 0 && (base == 0 || *v < base)) base = *v;
+  }
+  if (base > 0) o.base_window_s = base;
+  return o;
+}
+
+}  // namespace acmetrace::exporters

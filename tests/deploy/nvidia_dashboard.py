@@ -1,0 +1,12 @@
+"""What NVIDIA's dcgm-exporter Grafana dashboard (ID 12239, github.com/NVIDIA/dcgm-exporter, grafana/
+dcgm-exporter-dashboard.json; not vendored here) reads, so the deploy checks can prove it works on the persona.
+
+Its panels query these series by the `Hostname` and `gpu` labels; its `Hostname` and `gpu` variables are
+label_values of DCGM_FI_DEV_FB_FREE. The AcmeTrace release has no SM clock and no GR_ENGINE_ACTIVE, so those two
+panels stay empty on replayed data (grafana/README.md)."""
+
+SERIES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+          "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"]
+NOT_IN_RELEASE = {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
+VARIABLE_SERIES = "DCGM_FI_DEV_FB_FREE"
+LABELS = ("Hostname", "gpu")

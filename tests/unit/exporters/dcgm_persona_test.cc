@@ -1,0 +1,166 @@
+// DcgmPersona: NVIDIA's names and labels, stable UUIDs, units, null samples, host series.
+#include "acmetrace/exporters/dcgm_persona.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+namespace acmetrace::exporters {
+namespace {
+
+core::UtilSample Sample(const std::string& node, int64_t ts_ms, std::vector<core::GpuMetric> gpu,
+                        std::vector<core::HostMetric> host = {}) {
+  core::UtilSample s;
+  s.cluster = "seren";
+  s.node = node;
+  s.ts_ms = ts_ms;
+  s.gpu = std::move(gpu);
+  s.host = std::move(host);
+  return s;
+}
+
+core::GpuMetric Metric(const char* name, std::vector<double> values) {
+  return core::GpuMetric{core::InternName(name), std::move(values)};
+}
+
+std::map<std::string, std::string> LabelsOf(const prometheus::ClientMetric& m) {
+  std::map<std::string, std::string> out;
+  for (const auto& l : m.label) out[l.name] = l.value;
+  return out;
+}
+
+const prometheus::MetricFamily* Find(const std::vector<prometheus::MetricFamily>& fams, const std::string& name) {
+  for (const auto& f : fams) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// The series of GPU index gpu in a family (exposition order within a family is not defined).
+const prometheus::ClientMetric& OfGpu(const prometheus::MetricFamily* family, const std::string& gpu) {
+  for (const auto& m : family->metric) {
+    if (LabelsOf(m).at("gpu") == gpu) return m;
+  }
+  ADD_FAILURE() << "no gpu " << gpu << " in " << family->name;
+  return family->metric.front();
+}
+
+TEST(GpuUuidTest, IsStableAndShapedLikeNvidias) {
+  const std::string uuid = GpuUuid("seren", "10.140.1.10", 3);
+  // Pinned: the same GPU must keep its UUID across runs, builds and machines.
+  EXPECT_EQ(uuid, GpuUuid("seren", "10.140.1.10", 3));
+  ASSERT_EQ(uuid.size(), 40u);
+  EXPECT_EQ(uuid.substr(0, 4), "GPU-");
+  for (size_t dash : {12u, 17u, 22u, 27u}) EXPECT_EQ(uuid[dash], '-') << uuid;
+  for (size_t i = 4; i < uuid.size(); ++i) {
+    if (uuid[i] == '-') continue;
+    EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(uuid[i])) && !std::isupper(static_cast<unsigned char>(uuid[i])))
+        << uuid;
+  }
+  EXPECT_NE(uuid, GpuUuid("seren", "10.140.1.10", 4));
+  EXPECT_NE(uuid, GpuUuid("kalos", "10.140.1.10", 3));
+  EXPECT_NE(uuid, GpuUuid("seren", "10.140.1.11", 3));
+}
+
+TEST(GpuUuidTest, KnownValue) {
+  // Pinned: a change here gives every GPU a new UUID and breaks dashboards' and alerts' history.
+  EXPECT_EQ(GpuUuid("seren", "10.140.1.10", 0), "GPU-71160050-87cd-786e-edf2-ca7d1786ab20");
+}
+
+TEST(DcgmPersonaTest, SeriesHaveDcgmExportersNamesAndLabels) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("10.140.1.10", 1000,
+                       {Metric("GPU_UTIL", {99, 0}), Metric("SM_ACTIVE", {0.5, 0.0}), Metric("FB_USED", {1024, 0}),
+                        Metric("FB_FREE", {80896, 81920}), Metric("XID_ERRORS", {0, 79})}));
+  const auto fams = store.Collect();
+  const auto* util = Find(fams, "DCGM_FI_DEV_GPU_UTIL");
+  ASSERT_NE(util, nullptr);
+  EXPECT_EQ(util->type, prometheus::MetricType::Gauge);
+  ASSERT_EQ(util->metric.size(), 2u);
+  const auto labels = LabelsOf(OfGpu(util, "1"));
+  EXPECT_EQ(labels.at("gpu"), "1");
+  EXPECT_EQ(labels.at("UUID"), GpuUuid("seren", "10.140.1.10", 1));
+  EXPECT_EQ(labels.at("device"), "nvidia1");
+  EXPECT_EQ(labels.at("modelName"), "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(labels.at("Hostname"), "10.140.1.10");
+  EXPECT_EQ(labels.at("cluster"), "seren");
+  EXPECT_EQ(OfGpu(util, "0").gauge.value, 99);
+  // Profiling metrics stay ratios (dcgm-exporter's unit, and the raw files' too).
+  EXPECT_DOUBLE_EQ(OfGpu(Find(fams, "DCGM_FI_PROF_SM_ACTIVE"), "0").gauge.value, 0.5);
+  EXPECT_EQ(OfGpu(Find(fams, "DCGM_FI_DEV_FB_FREE"), "1").gauge.value, 81920);
+  EXPECT_EQ(OfGpu(Find(fams, "DCGM_FI_DEV_XID_ERRORS"), "1").gauge.value, 79);
+  EXPECT_EQ(persona.FamilyOf("GPU_UTIL"), persona.FamilyOf("GPU_UTIL"));
+  EXPECT_LT(persona.FamilyOf("NOT_A_METRIC"), 0);
+}
+
+TEST(DcgmPersonaTest, LowerCaseHostnameLabelIsASwitch) {
+  ExportOptions options;
+  options.hostname_label = "hostname";
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("10.140.1.10", 1000, {Metric("GPU_TEMP", {41})}));
+  const auto labels = LabelsOf(Find(store.Collect(), "DCGM_FI_DEV_GPU_TEMP")->metric[0]);
+  EXPECT_EQ(labels.count("Hostname"), 0u);
+  EXPECT_EQ(labels.at("hostname"), "10.140.1.10");
+}
+
+TEST(DcgmPersonaTest, NullSampleKeepsTheLastValueAndLaterSampleReplacesIt) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  const FamilyId util = persona.FamilyOf("GPU_UTIL");
+  persona.Apply(Sample("n1", 1000, {Metric("GPU_UTIL", {50, 60})}));
+  persona.Apply(Sample("n1", 16000, {Metric("GPU_UTIL", {core::kNoSample, 70})}));
+  EXPECT_EQ(store.Get(util, "seren\x1fn1\x1f" "0"), 50);
+  EXPECT_EQ(store.Get(util, "seren\x1fn1\x1f" "1"), 70);
+}
+
+TEST(DcgmPersonaTest, PercentInputIsScaledToDcgmRatios) {
+  ExportOptions options;
+  options.input_percent = true;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("n1", 1000, {Metric("SM_ACTIVE", {50}), Metric("GPU_UTIL", {50})},
+                       {core::HostMetric{core::InternName("NODE_CPU_UTILIZATION"), 25}}));
+  const auto fams = store.Collect();
+  EXPECT_DOUBLE_EQ(Find(fams, "DCGM_FI_PROF_SM_ACTIVE")->metric[0].gauge.value, 0.5);
+  EXPECT_DOUBLE_EQ(Find(fams, "DCGM_FI_DEV_GPU_UTIL")->metric[0].gauge.value, 50);  // % stays %
+  EXPECT_DOUBLE_EQ(Find(fams, "acmetrace_node_cpu_util_ratio")->metric[0].gauge.value, 0.25);
+}
+
+TEST(DcgmPersonaTest, HostSeriesPerNode) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("n1", 1000, {},
+                       {core::HostMetric{core::InternName("NODE_CPU_UTILIZATION"), 0.08},
+                        core::HostMetric{core::InternName("NODE_IB_SEND"), 2.0}}));
+  const auto fams = store.Collect();
+  const auto* cpu = Find(fams, "acmetrace_node_cpu_util_ratio");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_DOUBLE_EQ(cpu->metric[0].gauge.value, 0.08);
+  EXPECT_EQ(LabelsOf(cpu->metric[0]).at("Hostname"), "n1");
+  EXPECT_DOUBLE_EQ(Find(fams, "acmetrace_node_ib_send_bytes_per_second")->metric[0].gauge.value, 2e6);
+}
+
+TEST(DcgmPersonaTest, TheThirteenGpuSeriesOfAGpuShareOneLabelSet) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  std::vector<core::GpuMetric> metrics;
+  for (const char* m : {"XID_ERRORS", "GPU_TEMP", "MEMORY_TEMP", "MEM_CLOCK", "MEM_COPY_UTIL", "FB_FREE", "FB_USED",
+                        "DRAM_ACTIVE", "POWER_USAGE", "GPU_UTIL", "PIPE_TENSOR_ACTIVE", "SM_ACTIVE", "SM_OCCUPANCY"}) {
+    metrics.push_back(Metric(m, {1, 1, 1, 1, 1, 1, 1, 1}));
+  }
+  persona.Apply(Sample("n1", 1000, metrics));
+  EXPECT_EQ(store.total_series(), 13 * 8);
+  size_t dcgm_families = 0;
+  for (const auto& f : store.Collect()) dcgm_families += f.name.rfind("DCGM_FI_", 0) == 0;
+  EXPECT_EQ(dcgm_families, 13u);
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters

@@ -1,0 +1,202 @@
+// Exporter: anomalies, self metrics, multi-target exposition, text format without timestamps.
+#include "acmetrace/exporters/exporter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+namespace acmetrace::exporters {
+namespace {
+
+core::AnomalyEvent Anomaly(const std::string& kind, const std::string& subject, bool open, int64_t ts_ms) {
+  core::AnomalyEvent a;
+  a.cluster = "seren";
+  a.kind = kind;
+  a.subject = subject;
+  a.open = open;
+  a.ts_ms = ts_ms;
+  a.value = 88;
+  a.threshold = 85;
+  return a;
+}
+
+core::UtilSample Util(const std::string& node, int64_t ts_ms, double util) {
+  core::UtilSample s;
+  s.cluster = "seren";
+  s.node = node;
+  s.ts_ms = ts_ms;
+  s.gpu.push_back(core::GpuMetric{core::InternName("GPU_UTIL"), {util, util}});
+  s.gpu.push_back(core::GpuMetric{core::InternName("GPU_TEMP"), {40, 41}});
+  s.host.push_back(core::HostMetric{core::InternName("NODE_CPU_UTILIZATION"), 0.5});
+  return s;
+}
+
+// Sample lines ("name{labels} value"), comments skipped.
+std::vector<std::string> SampleLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '#') lines.push_back(line);
+  }
+  return lines;
+}
+
+TEST(ExporterTest, AnomalyIsActiveWhileOpenAndCountedOnce) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));  // redelivered
+  SeriesStore& store = exporter.store();
+  const std::string active_key = store.MakeLabels(exporter.anomaly_active_family(),
+                                                  {"seren", "gpu_overheat", "10.140.1.10-3"}).key;
+  const std::string total_key = store.MakeLabels(exporter.anomalies_total_family(), {"seren", "gpu_overheat"}).key;
+  EXPECT_EQ(store.Get(exporter.anomaly_active_family(), active_key), 1);
+  EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 1);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 60'000));
+  EXPECT_TRUE(std::isnan(store.Get(exporter.anomaly_active_family(), active_key)));
+  EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 1);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 120'000));
+  EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 2);
+}
+
+TEST(ExporterTest, AnOpenAnomalyWithoutCloseExpiresAfterTheAnomalyTtlNotTheSeriesTtl) {
+  ExportOptions options;
+  options.series_ttl_ms = 60'000;
+  options.anomaly_ttl_ms = 600'000;
+  Exporter exporter(options);
+  exporter.Apply(Util("n1", 0, 50));
+  exporter.Apply(Anomaly("telemetry_gap", "n9", true, 0));
+  const std::string key = exporter.store().MakeLabels(exporter.anomaly_active_family(), {"seren", "telemetry_gap", "n9"}).key;
+  for (int64_t t = 15'000; t <= 300'000; t += 15'000) exporter.Apply(Util("n1", t, 50));
+  EXPECT_EQ(exporter.store().Get(exporter.anomaly_active_family(), key), 1);
+  for (int64_t t = 315'000; t <= 700'000; t += 15'000) exporter.Apply(Util("n1", t, 50));
+  EXPECT_TRUE(std::isnan(exporter.store().Get(exporter.anomaly_active_family(), key)));
+}
+
+TEST(ExporterTest, ANodeNoLongerSeenExpiresByEventTime) {
+  ExportOptions options;
+  options.series_ttl_ms = 60'000;
+  Exporter exporter(options);
+  exporter.Apply(Util("gone", 0, 10));
+  for (int64_t t = 0; t <= 120'000; t += 15'000) exporter.Apply(Util("stays", t, 10));
+  const std::string text = exporter.Exposition();
+  EXPECT_EQ(text.find("Hostname=\"gone\""), std::string::npos);
+  EXPECT_NE(text.find("Hostname=\"stays\""), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_series_expired_total{metric=\"DCGM_FI_DEV_GPU_UTIL\"} 2"), std::string::npos);
+}
+
+TEST(ExporterTest, ExpositionHasNoTimestamps) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("n1", 1'688'169'600'000, 99));
+  core::MetricsWindow w;
+  w.cluster = "seren";
+  w.window_s = 60;
+  w.end_ms = w.ts_ms = 1'688'169'660'000;
+  w.start_ms = w.end_ms - 60'000;
+  w.metrics = {{"gpus_total", 2288}, {"jobs_submitted_total{type=SFT}", 5}};
+  exporter.Apply(w);
+  const std::string text = exporter.Exposition();
+  const auto lines = SampleLines(text);
+  ASSERT_GT(lines.size(), 10u);
+  for (const std::string& line : lines) {
+    // "name{labels} value" and nothing after the value: no timestamp field.
+    const size_t close = line.rfind('}');
+    const std::string tail = line.substr(close == std::string::npos ? line.find(' ') : close + 1);
+    std::istringstream fields(tail);
+    std::string value, extra;
+    fields >> value;
+    EXPECT_FALSE(fields >> extra) << "timestamp or junk after the value: " << line;
+  }
+  EXPECT_NE(text.find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE acmetrace_jobs_submitted_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), std::string::npos);
+}
+
+TEST(ExporterTest, TargetServesOnlyThatNodesPersonaSeries) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.140.1.10", 1000, 11));
+  exporter.Apply(Util("10.140.1.11", 1000, 22));
+  const std::string one = exporter.Exposition("10.140.1.11");
+  for (const std::string& line : SampleLines(one)) {
+    EXPECT_NE(line.find("Hostname=\"10.140.1.11\""), std::string::npos) << line;
+    EXPECT_TRUE(line.rfind("DCGM_FI_", 0) == 0 || line.rfind("acmetrace_node_", 0) == 0) << line;
+  }
+  EXPECT_EQ(SampleLines(one).size(), 2u + 2u + 1u);  // util x2 GPUs, temp x2, node cpu
+  const std::string all = exporter.Exposition();
+  EXPECT_NE(all.find("10.140.1.10"), std::string::npos);
+  EXPECT_NE(all.find("acmetrace_records_total{stage=\"export\",topic=\"acme.util\"} 2"), std::string::npos);
+  EXPECT_TRUE(SampleLines(exporter.Exposition("no-such-node")).empty());
+  EXPECT_EQ(exporter.TargetsJson(),
+            "[{\"targets\":[\"10.140.1.10\",\"10.140.1.11\"],\"labels\":{\"cluster\":\"seren\"}}]\n");
+}
+
+TEST(ExporterTest, SelfMetricsCountStagesTraceTimeAndInputErrors) {
+  core::InputErrors errors(nullptr);
+  errors.Report("seren", "job_trace", "trace_seren.csv", 7, "gpu_num", "not a number");
+  Exporter exporter(ExportOptions{}, &errors);
+  exporter.CountRecords("replay", "acme.jobs", 10);
+  exporter.CountRecords("replay", "acme.jobs", 5);
+  exporter.NoteTraceTime("seren", 1'688'169'600'000);
+  exporter.NoteTraceTime("seren", 1'688'169'000'000);  // never back
+  exporter.SetReplayStatus(60, 1.5);
+  const std::string text = exporter.Exposition();
+  EXPECT_NE(text.find("acmetrace_records_total{stage=\"replay\",topic=\"acme.jobs\"} 15"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_replay_trace_time_seconds{cluster=\"seren\"} 1688169600"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_replay_speed 60"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_replay_lag_seconds 1.5"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"seren\",kind=\"job_trace\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters
+
+namespace acmetrace::exporters {
+namespace {
+
+// The fast renderer must write what prometheus-cpp's own TextSerializer writes for the same
+// families (label bytes exact, values equal as numbers: the two format doubles differently).
+TEST(ExporterTest, TextEqualsPrometheusCppsTextSerializer) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.140.1.10", 1'688'169'600'000, 99.5));
+  exporter.Apply(Anomaly("gpu_overheat", "odd \"subject\" \\ with\nnewline", true, 1'688'169'600'000));
+  core::MetricsWindow w;
+  w.cluster = "seren";
+  w.window_s = 60;
+  w.end_ms = w.ts_ms = 1'688'169'660'000;
+  w.start_ms = w.end_ms - 60'000;
+  w.metrics = {{"gpu_util_percent{stat=p95}", 8.1}, {"jobs_submitted_total{type=SFT}", 5}, {"ib_send", 1e-7}};
+  exporter.Apply(w);
+  exporter.CountRecords("replay", "acme.jobs", 3);
+  std::ostringstream reference;
+  prometheus::TextSerializer().Serialize(reference, exporter.Collect());
+  const std::string fast = exporter.Exposition();
+  auto split = [](const std::string& text) {
+    std::vector<std::pair<std::string, double>> lines;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty()) continue;
+      if (line[0] == '#') {
+        lines.emplace_back(line, 0);
+        continue;
+      }
+      const size_t space = line.rfind(' ');
+      lines.emplace_back(line.substr(0, space), std::stod(line.substr(space + 1)));
+    }
+    return lines;
+  };
+  const auto a = split(reference.str());
+  const auto b = split(fast);
+  ASSERT_EQ(a.size(), b.size()) << reference.str() << "\n----\n" << fast;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_DOUBLE_EQ(a[i].second, b[i].second) << a[i].first;
+  }
+  EXPECT_NE(fast.find("subject=\"odd \\\"subject\\\" \\\\ with\\nnewline\""), std::string::npos) << fast;
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters

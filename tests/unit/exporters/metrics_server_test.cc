@@ -1,0 +1,165 @@
+// MetricsServer over real HTTP on 127.0.0.1 (a free port): /metrics, ?target=, /targets, basic auth.
+#include "acmetrace/exporters/metrics_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+namespace acmetrace::exporters {
+namespace {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+// A minimal blocking HTTP/1.0 client: enough to see the status and body the server sends.
+HttpResponse Get(int port, const std::string& path, const std::string& authorization = "",
+                 const std::string& extra_headers = "") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  HttpResponse r;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return r;
+  }
+  std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+  if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
+  request += extra_headers;
+  request += "\r\n";
+  (void)!::write(fd, request.data(), request.size());
+  std::string raw;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) raw.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  if (raw.size() > 12) r.status = std::atoi(raw.c_str() + 9);
+  const size_t body = raw.find("\r\n\r\n");
+  if (body != std::string::npos) r.body = raw.substr(body + 4);
+  return r;
+}
+
+core::UtilSample Util(const std::string& node) {
+  core::UtilSample s;
+  s.cluster = "seren";
+  s.node = node;
+  s.ts_ms = 1000;
+  s.gpu.push_back(core::GpuMetric{core::InternName("GPU_UTIL"), {99}});
+  return s;
+}
+
+TEST(MetricsServerTest, ServesEverythingOrOneTargetOnAFreePort) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  exporter.Apply(Util("10.0.0.2"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 2});
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_GT(server.port(), 0);
+  EXPECT_EQ(server.url(), "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+
+  const HttpResponse all = Get(server.port(), "/metrics");
+  EXPECT_EQ(all.status, 200);
+  EXPECT_NE(all.body.find("Hostname=\"10.0.0.1\""), std::string::npos);
+  EXPECT_NE(all.body.find("Hostname=\"10.0.0.2\""), std::string::npos);
+  EXPECT_NE(all.body.find("acmetrace_records_total"), std::string::npos);
+
+  const HttpResponse one = Get(server.port(), "/metrics?target=10.0.0.2");
+  EXPECT_EQ(one.status, 200);
+  EXPECT_NE(one.body.find("Hostname=\"10.0.0.2\""), std::string::npos);
+  EXPECT_EQ(one.body.find("10.0.0.1"), std::string::npos);
+  EXPECT_EQ(one.body.find("acmetrace_records_total"), std::string::npos);
+
+  // The target of one request does not leak into the next on the same worker thread.
+  EXPECT_NE(Get(server.port(), "/metrics").body.find("10.0.0.1"), std::string::npos);
+
+  const HttpResponse targets = Get(server.port(), "/targets");
+  EXPECT_EQ(targets.status, 200);
+  EXPECT_EQ(targets.body, "[{\"targets\":[\"10.0.0.1\",\"10.0.0.2\"],\"labels\":{\"cluster\":\"seren\"}}]\n");
+  server.Stop();
+}
+
+TEST(MetricsServerTest, BasicAuthGuardsMetricsAndTargets) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "prom", "s3cret", 2});
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(Get(server.port(), "/metrics").status, 401);
+  EXPECT_EQ(Get(server.port(), "/metrics", BasicAuthHeader("prom", "wrong")).status, 401);
+  EXPECT_EQ(Get(server.port(), "/metrics?target=10.0.0.1").status, 401);
+  EXPECT_EQ(Get(server.port(), "/targets").status, 401);
+  const HttpResponse ok = Get(server.port(), "/metrics", BasicAuthHeader("prom", "s3cret"));
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_NE(ok.body.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
+  EXPECT_EQ(Get(server.port(), "/targets", BasicAuthHeader("prom", "s3cret")).status, 200);
+}
+
+std::string Gunzip(const std::string& in) {
+  z_stream z{};
+  inflateInit2(&z, 15 + 16);
+  std::string out(in.size() * 20 + 1024, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  inflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  inflateEnd(&z);
+  return out;
+}
+
+TEST(MetricsServerTest, GzipWhenAskedWithTheSameText) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 2, 0});
+  ASSERT_TRUE(server.Start().ok());
+  const HttpResponse plain = Get(server.port(), "/metrics");
+  const HttpResponse zipped = Get(server.port(), "/metrics", "", "Accept-Encoding: gzip\r\n");
+  ASSERT_EQ(zipped.status, 200);
+  EXPECT_NE(plain.body, zipped.body);
+  EXPECT_EQ(Gunzip(zipped.body), plain.body);
+}
+
+TEST(MetricsServerTest, ARenderingIsReusedUntilTheStateChanges) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 1, /*render_cache_ms=*/0});
+  ASSERT_TRUE(server.Start().ok());
+  const auto first = server.Render("", false);
+  EXPECT_EQ(server.Render("", false), first);  // nothing changed: the same bytes, not rendered again
+  exporter.Apply(Util("10.0.0.2"));
+  const auto second = server.Render("", false);
+  EXPECT_NE(second, first);
+  EXPECT_NE(second->find("10.0.0.2"), std::string::npos);
+}
+
+TEST(MetricsServerTest, UnknownPathsAre404) {
+  Exporter exporter(ExportOptions{});
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 1});
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(Get(server.port(), "/nothing").status, 404);
+}
+
+TEST(MetricsServerTest, BasicAuthHeaderIsBase64OfUserColonPassword) {
+  EXPECT_EQ(BasicAuthHeader("Aladdin", "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+  EXPECT_EQ(BasicAuthHeader("a", "b"), "Basic YTpi");
+}
+
+TEST(MetricsServerTest, AnAddressInUseIsAnErrorNotACrash) {
+  Exporter exporter(ExportOptions{});
+  MetricsServer first(exporter, ServerOptions{"127.0.0.1:0", "", "", 1});
+  ASSERT_TRUE(first.Start().ok());
+  MetricsServer second(exporter, ServerOptions{"127.0.0.1:" + std::to_string(first.port()), "", "", 1});
+  const core::Status s = second.Start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cannot listen on 127.0.0.1:"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters

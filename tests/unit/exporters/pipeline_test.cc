@@ -1,0 +1,97 @@
+// The in-process run over the fixture release, and the exporter's stdio input loop.
+#include "acmetrace/pipeline/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "acmetrace/processors/detector.h"
+
+namespace acmetrace::pipeline {
+namespace {
+
+const std::string kFixture = std::string(ACMETRACE_FIXTURES) + "/release";
+
+bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+
+TEST(InProcessPipelineTest, ReplaysProcessesAndExportsTheFixtureRelease) {
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  PipelineOptions options;
+  options.stream.data_dir = kFixture;
+  options.replay.speed = 0;  // max
+  options.queue_capacity = 8;  // small: backpressure is exercised
+  InProcessPipeline run(options, exporter, errors);
+  ASSERT_TRUE(run.Run().ok());
+  const std::string text = exporter.Exposition();
+  // trace_seren.csv: 3 jobs (Other, FAILED gpu 936 GPU-s; Other COMPLETED cpu; ...); kalos 1.
+  EXPECT_NE(text.find("acmetrace_jobs_submitted_total{cluster=\"seren\""), std::string::npos) << text;
+  EXPECT_TRUE(Has(text, "acmetrace_job_gpu_seconds_total{cluster=\"seren\",type=\"Other\",state=\"FAILED\"} 936"))
+      << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_records_total{stage=\"replay\",topic=\"acme.jobs\"}"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_records_total{stage=\"process\",topic=\"acme.metrics\"}"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_records_total{stage=\"export\",topic=\"acme.util\"}"), std::string::npos);
+  EXPECT_GT(run.process_stats().windows, 0);
+  EXPECT_EQ(errors.total(), 0);
+}
+
+TEST(InProcessPipelineTest, AMissingDataDirectoryIsAnError) {
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  PipelineOptions options;
+  options.stream.data_dir = "/nonexistent/acmetrace";
+  InProcessPipeline run(options, exporter, errors);
+  EXPECT_FALSE(run.Run().ok());
+}
+
+TEST(InProcessPipelineTest, StopBeforeRunEndsAtOnce) {
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  PipelineOptions options;
+  options.stream.data_dir = kFixture;
+  options.replay.speed = 0.001;  // would take years
+  InProcessPipeline run(options, exporter, errors);
+  run.Stop();
+  EXPECT_TRUE(run.Run().ok());
+}
+
+TEST(ExportFromStdioTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
+  const std::string input =
+      "{\"topic\":\"acme.anomalies\",\"key\":\"seren/gpu_overheat/n1-3\",\"value\":{\"v\":1,\"cluster\":\"seren\","
+      "\"kind\":\"gpu_overheat\",\"subject\":\"n1-3\",\"state\":\"open\",\"ts_ms\":1000,\"value\":88,"
+      "\"threshold\":85}}\n"
+      "not json at all\n"
+      "{\"topic\":\"acme.metrics\",\"key\":\"seren\",\"value\":{\"v\":1,\"cluster\":\"seren\",\"window_s\":60,"
+      "\"start_ms\":0,\"end_ms\":60000,\"metrics\":{\"gpus_total\":2288}}}\n";
+  std::FILE* in = fmemopen(const_cast<char*>(input.data()), input.size(), "r");
+  ASSERT_NE(in, nullptr);
+  char* report = nullptr;
+  size_t report_size = 0;
+  std::FILE* err = open_memstream(&report, &report_size);
+  core::InputErrors errors(err);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  std::atomic<bool> stop{false};
+  EXPECT_TRUE(ExportFromStdio(in, "stdin", exporter, errors, stop).ok());
+  std::fclose(in);
+  std::fclose(err);
+  const std::string stderr_text(report, report_size);
+  std::free(report);
+  EXPECT_NE(stderr_text.find("stdin:2:"), std::string::npos) << stderr_text;
+  EXPECT_EQ(errors.total(), 1);
+  const std::string text = exporter.Exposition();
+  EXPECT_NE(text.find("acmetrace_anomaly_active{cluster=\"seren\",kind=\"gpu_overheat\",subject=\"n1-3\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"\",kind=\"record\"} 1"), std::string::npos);
+}
+
+TEST(StopLatchTest, WaitReturnsOnceTriggered) {
+  StopLatch latch;
+  EXPECT_FALSE(latch.WaitFor(0));
+  latch.Trigger();
+  EXPECT_TRUE(latch.WaitFor(1'000'000));  // returns at once: no wall-time wait
+}
+
+}  // namespace
+}  // namespace acmetrace::pipeline
