@@ -142,7 +142,8 @@ uint32_t Fnv1a(std::string_view s) {
 }
 
 // Kafka: every partition of the input topics, read by assignment; clusters owned through the
-// consumer group's assignment of the ownership topic; state and offsets in snapshots.
+// consumer group's assignment of the ownership topic; state and offsets in snapshots, the offsets
+// also committed to the group after each save.
 class KafkaProcessRun {
  public:
   KafkaProcessRun(processors::StreamProcessor& processor, core::RecordSink& sink, core::InputErrors& errors,
@@ -242,8 +243,12 @@ class KafkaProcessRun {
       core::Result<std::optional<std::string>> saved = store_->Load(cluster);
       if (!saved.ok()) return saved.status();
       if (saved.value()) {
-        core::Status s = processor_.Restore(*saved.value());
+        std::string warning;
+        core::Status s = processor_.Restore(*saved.value(), &warning);
         if (!s.ok()) return core::Status::Error(store_->PathOf(cluster) + ": " + s.message());
+        if (!warning.empty()) {
+          std::fprintf(stderr, "acmetrace process: warning: %s: %s\n", store_->PathOf(cluster).c_str(), warning.c_str());
+        }
         std::fprintf(stderr, "acmetrace process: owns %s (resumed from %s)\n", cluster.c_str(),
                      store_->PathOf(cluster).c_str());
         return core::Status::Ok();
@@ -323,7 +328,27 @@ class KafkaProcessRun {
     for (const std::string& cluster : processor_.owned()) {
       if (core::Status s = store_->Save(cluster, processor_.Snapshot(cluster, final_flush_follows)); !s.ok()) return s;
     }
+    CommitSnapshotOffsets();
     return core::Status::Ok();
+  }
+
+  // Publishes what the snapshots just saved cover to the consumer group, for kafka-consumer-groups.sh
+  // and lag exporters: per input partition, the lowest next offset over the owned clusters. The
+  // snapshots stay authoritative (a restart reads its offsets from them), so a failed commit (e.g.
+  // during a rebalance) is reported and the next save commits again.
+  void CommitSnapshotOffsets() {
+    if (!membership_ || processor_.owned_count() == 0) return;
+    std::vector<kafka::PartitionStart> offsets;
+    for (size_t i = 0; i < partitions_.size(); ++i) {
+      const int64_t next = processor_.ResumeOffset(static_cast<int>(i));
+      if (next < 0) continue;  // an owned cluster has read nothing of it yet
+      offsets.push_back(kafka::PartitionStart{partitions_[i].topic, partitions_[i].partition, next});
+    }
+    const core::Status s = membership_->Commit(offsets);
+    if (!s.ok() && s.message() != last_commit_error_) {
+      std::fprintf(stderr, "acmetrace process: warning: %s (the snapshots hold the offsets)\n", s.message().c_str());
+    }
+    last_commit_error_ = s.ok() ? "" : s.message();
   }
 
   core::Status HandleRecord(const kafka::FramedRecord& r) {
@@ -441,6 +466,7 @@ class KafkaProcessRun {
   bool finished_ = false;
   int64_t saved_at_records_ = -1;
   core::Status callback_error_ = core::Status::Ok();
+  std::string last_commit_error_;
   core::RecordParser parser_;
   core::Record record_;
 };

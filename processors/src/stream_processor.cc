@@ -12,7 +12,9 @@ namespace acmetrace::processors {
 namespace {
 
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
-constexpr uint64_t kSnapshotVersion = 1;
+// 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
+constexpr uint64_t kSnapshotVersion = 2;
+constexpr uint64_t kSnapshotVersionWithoutDetectors = 1;
 
 int TopicRank(const core::Record& r) {
   // The replay's tie order: job events, then utilization, then power.
@@ -311,14 +313,24 @@ std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flu
     }
   }
   c.metrics.Save(out);
+  // Each detector's part apart, by kind: a restart with a kind disabled, or newly enabled, still
+  // loads the others.
+  out.U64(c.detectors.size());
+  for (const auto& d : c.detectors) {
+    StateWriter part;
+    d->SaveState(c.name, part);
+    out.Str(d->kind());
+    out.Str(part.bytes());
+  }
   return out.Take();
 }
 
-core::Status StreamProcessor::Restore(std::string_view snapshot) {
+core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* warning) {
   StateReader in(snapshot);
   if (in.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
-  if (const uint64_t v = in.U64(); v != kSnapshotVersion) {
-    return core::Status::Error("state snapshot version " + std::to_string(v) + " is not " +
+  const uint64_t version = in.U64();
+  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutDetectors) {
+    return core::Status::Error("state snapshot version " + std::to_string(version) + " is not " +
                                std::to_string(kSnapshotVersion));
   }
   const std::string cluster = in.Str();
@@ -355,7 +367,39 @@ core::Status StreamProcessor::Restore(std::string_view snapshot) {
     p.topic_rank = TopicRank(p.record);
     c.buffer[FloorTo(p.eff_ts_ms, options_.base_window_ms())].push_back(std::move(p));
   }
-  if (!in.ok() || !c.metrics.Load(in) || !in.at_end()) {
+  if (!in.ok() || !c.metrics.Load(in)) {
+    Release(cluster);
+    return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
+  }
+  if (version == kSnapshotVersionWithoutDetectors) {
+    if (!in.at_end()) {
+      Release(cluster);
+      return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
+    }
+    if (warning != nullptr && !c.detectors.empty()) {
+      *warning = "state snapshot of " + cluster + " has version " + std::to_string(version) +
+                 " (no detector state): its detectors start afresh";
+    }
+    return core::Status::Ok();
+  }
+  const uint64_t parts = in.Count(16);
+  for (uint64_t i = 0; i < parts && in.ok(); ++i) {
+    const std::string kind = in.Str();
+    const std::string bytes = in.Str();
+    if (!in.ok()) break;
+    // A kind disabled since the snapshot: its state is dropped. A kind enabled since: starts afresh.
+    for (auto& d : c.detectors) {
+      if (d->kind() != kind) continue;
+      StateReader part(bytes);
+      d->LoadState(cluster, part);
+      if (!part.ok() || !part.at_end()) {
+        Release(cluster);
+        return core::Status::Error("state snapshot of " + cluster + ": detector " + kind +
+                                   ": truncated or malformed state");
+      }
+    }
+  }
+  if (!in.ok() || !in.at_end()) {
     Release(cluster);
     return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
   }

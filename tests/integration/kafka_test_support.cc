@@ -70,6 +70,10 @@ BackgroundCommand::~BackgroundCommand() {
   }
 }
 
+void BackgroundCommand::Signal(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
 int BackgroundCommand::Wait() {
   if (pid_ <= 0) return -1;
   int status = 0;

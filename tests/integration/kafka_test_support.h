@@ -36,6 +36,8 @@ class BackgroundCommand {
   ~BackgroundCommand();  // kills it if still running
   /// Waits for it to end; the exit code (128+signal if killed).
   int Wait();
+  /// Sends it signal (SIGTERM: ask it to stop cleanly).
+  void Signal(int signal);
 
  private:
   pid_t pid_ = -1;

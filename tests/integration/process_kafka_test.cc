@@ -2,6 +2,8 @@
 // snapshot without counting anything twice, and two instances in one group write the same cluster
 // metrics as one.
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -39,6 +41,62 @@ std::set<std::string> MetricsLines(const std::vector<std::string>& paths) {
       if (std::holds_alternative<core::MetricsWindow>(r)) out.insert(line);
     }
   }
+  return out;
+}
+
+/// The distinct acme.anomalies lines of outputs.
+std::set<std::string> AnomalyLines(const std::vector<std::string>& paths) {
+  std::set<std::string> out;
+  core::RecordParser parser;
+  for (const std::string& path : paths) {
+    std::istringstream in(ReadAll(path));
+    std::string line;
+    while (std::getline(in, line)) {
+      core::Record r;
+      if (!parser.ParseFramedLine(line, r).ok()) continue;
+      if (std::holds_alternative<core::AnomalyEvent>(r)) out.insert(line);
+    }
+  }
+  return out;
+}
+
+/// Per "topic/partition" of topics: {the group's committed offset (-1001 if none), the end offset},
+/// read with librdkafka as kafka-consumer-groups.sh --describe shows them.
+std::map<std::string, std::pair<int64_t, int64_t>> GroupOffsets(const std::string& brokers, const std::string& group,
+                                                                const std::vector<std::string>& topics) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err, sizeof err);
+  rd_kafka_conf_set(conf, "group.id", group.c_str(), err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  if (rk == nullptr) {
+    ADD_FAILURE() << err;
+    return out;
+  }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(16);
+  for (const std::string& topic : topics) {
+    rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    EXPECT_EQ(rd_kafka_metadata(rk, 0, t, &md, 10'000), RD_KAFKA_RESP_ERR_NO_ERROR) << topic;
+    if (md != nullptr && md->topic_cnt == 1) {
+      for (int p = 0; p < md->topics[0].partition_cnt; ++p) {
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), md->topics[0].partitions[p].id);
+      }
+    }
+    if (md != nullptr) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+  }
+  EXPECT_EQ(rd_kafka_committed(rk, list, 10'000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    int64_t low = 0, high = 0;
+    EXPECT_EQ(rd_kafka_query_watermark_offsets(rk, p.topic, p.partition, &low, &high, 10'000),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    out[std::string(p.topic) + "/" + std::to_string(p.partition)] = {p.offset, high};
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  rd_kafka_destroy(rk);
   return out;
 }
 
@@ -84,6 +142,7 @@ class ProcessKafkaTest : public ::testing::Test {
                                          "/reference.out");
     ASSERT_EQ(reference.exit_code, 0) << reference.err;
     reference_ = MetricsLines({dir_ + "/reference.out"});
+    reference_anomalies_ = AnomalyLines({dir_ + "/reference.out"});
   }
   static void TearDownTestSuite() {
     delete broker_;
@@ -102,11 +161,13 @@ class ProcessKafkaTest : public ::testing::Test {
   static OwnBroker* broker_;
   static std::string dir_;
   static std::set<std::string> reference_;
+  static std::set<std::string> reference_anomalies_;
 };
 
 OwnBroker* ProcessKafkaTest::broker_ = nullptr;
 std::string ProcessKafkaTest::dir_;
 std::set<std::string> ProcessKafkaTest::reference_;
+std::set<std::string> ProcessKafkaTest::reference_anomalies_;
 
 TEST_F(ProcessKafkaTest, KilledAndRestartedCountsNothingTwice) {
   const std::string state = dir_ + "/state-restart";
@@ -133,6 +194,65 @@ TEST_F(ProcessKafkaTest, KilledAndRestartedCountsNothingTwice) {
   EXPECT_EQ(FinalTotals(combined), FinalTotals(reference_));
   // Every window either run wrote is one the uninterrupted run wrote, byte for byte, and none is missing.
   EXPECT_EQ(combined, reference_);
+  // The same for the flags: detector state resumes from the snapshot, so no flag opens twice.
+  EXPECT_GT(reference_anomalies_.size(), 0u);
+  EXPECT_EQ(AnomalyLines({dir_ + "/restart-1.out", dir_ + "/restart-2.out"}), reference_anomalies_);
+}
+
+TEST_F(ProcessKafkaTest, SigtermStopsCleanlyAndCommitsWhatWasProcessedToTheGroup) {
+  const std::string state = dir_ + "/state-sigterm";
+  const std::vector<std::string> inputs = {"acme.jobs", "acme.util", "acme.power"};
+  BackgroundCommand run(Process("sigterm", state), dir_ + "/sigterm.out", dir_ + "/sigterm.err");
+  // Following the topics: wait until it has read everything there is (its committed offsets, made
+  // after each snapshot, reach the ends), then ask it to stop.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  bool caught_up = false;
+  while (!caught_up && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // waiting on a real process, not on a clock
+    caught_up = true;
+    for (const auto& [partition, offsets] : GroupOffsets(broker_->bootstrap(), "sigterm", inputs)) {
+      if (offsets.second > 0 && offsets.first != offsets.second) caught_up = false;
+    }
+  }
+  EXPECT_TRUE(caught_up) << ReadAll(dir_ + "/sigterm.err");
+  run.Signal(SIGTERM);
+  EXPECT_EQ(run.Wait(), 0) << ReadAll(dir_ + "/sigterm.err");
+  const std::string err = ReadAll(dir_ + "/sigterm.err");
+  EXPECT_EQ(err.find("warning"), std::string::npos) << err;
+
+  // After the clean stop the group's committed offsets are the ends of the partitions it consumed.
+  int partitions_with_records = 0;
+  for (const auto& [partition, offsets] : GroupOffsets(broker_->bootstrap(), "sigterm", inputs)) {
+    if (offsets.second == 0) continue;  // an empty partition: nothing consumed, nothing committed
+    ++partitions_with_records;
+    EXPECT_EQ(offsets.first, offsets.second) << partition;
+  }
+  EXPECT_GT(partitions_with_records, 0);
+  // Everything it wrote before the stop is what the uninterrupted run wrote for the closed windows.
+  for (const std::string& line : MetricsLines({dir_ + "/sigterm.out"})) {
+    EXPECT_EQ(reference_.count(line), 1u) << line;
+  }
+}
+
+TEST_F(ProcessKafkaTest, ARestartAfterSigtermReadsNothingAgainAndFinishesLikeOneRun) {
+  // Stopped with SIGTERM while following, then finished with --until-end from its snapshot: the two
+  // outputs together are the uninterrupted run's, flags included.
+  const std::string state = dir_ + "/state-term-restart";
+  const std::string snapshot = state + "/term-restart.seren.state";
+  {
+    BackgroundCommand first(Process("term-restart", state), dir_ + "/term-1.out", dir_ + "/term-1.err");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(snapshot) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // waiting on a real process, not on a clock
+    }
+    ASSERT_TRUE(std::filesystem::exists(snapshot)) << ReadAll(dir_ + "/term-1.err");
+    first.Signal(SIGTERM);
+    EXPECT_EQ(first.Wait(), 0) << ReadAll(dir_ + "/term-1.err");
+  }
+  CommandResult second = RunCommand(Process("term-restart", state) + " --until-end > " + dir_ + "/term-2.out");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(MetricsLines({dir_ + "/term-1.out", dir_ + "/term-2.out"}), reference_);
+  EXPECT_EQ(AnomalyLines({dir_ + "/term-1.out", dir_ + "/term-2.out"}), reference_anomalies_);
 }
 
 TEST_F(ProcessKafkaTest, TwoInstancesInOneGroupWriteTheSameMetricsAsOne) {

@@ -294,6 +294,29 @@ bool KafkaGroupMembership::assigned_once() const { return impl_->assigned_once; 
 
 const std::vector<int32_t>& KafkaGroupMembership::assignment() const { return impl_->assignment; }
 
+core::Status KafkaGroupMembership::Commit(const std::vector<PartitionStart>& offsets) {
+  Impl& s = *impl_;
+  if (s.closed) return core::Status::Error("kafka consumer: commit after leaving the group");
+  if (offsets.empty()) return core::Status::Ok();
+  internal::PartitionListHandle list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const PartitionStart& o : offsets) {
+    if (o.offset < 0) return core::Status::Error("kafka consumer: commit of a negative offset for " + o.topic);
+    rd_kafka_topic_partition_list_add(list.get(), o.topic.c_str(), o.partition)->offset = o.offset;
+  }
+  const rd_kafka_resp_err_t err = rd_kafka_commit(s.consumer.get(), list.get(), /*async=*/0);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return core::Status::Error(std::string("kafka consumer: offset commit failed: ") + rd_kafka_err2str(err));
+  }
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = list->elems[i];
+    if (p.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return core::Status::Error(std::string("kafka consumer: offset commit of ") + p.topic + "[" +
+                                 std::to_string(p.partition) + "] failed: " + rd_kafka_err2str(p.err));
+    }
+  }
+  return core::Status::Ok();
+}
+
 core::Status KafkaGroupMembership::Close() {
   Impl& s = *impl_;
   if (s.closed || !s.consumer) return core::Status::Ok();

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "acmetrace/core/record.h"
+#include "acmetrace/processors/state_codec.h"
 
 namespace acmetrace::processors::detectors {
 
@@ -40,6 +42,18 @@ class HysteresisState {
   bool open() const { return open_; }
   /// True while the condition that would change the state holds but has not held long enough.
   bool pending() const { return since_ms_ != kNoTimeMs; }
+
+  static constexpr size_t kSavedBytes = 16;
+  void Save(StateWriter& out) const {
+    out.U64(open_ ? 1 : 0);
+    out.I64(since_ms_);
+  }
+  void Load(StateReader& in) {
+    const uint64_t open = in.U64();
+    if (open > 1) in.Fail();
+    open_ = open == 1;
+    since_ms_ = in.I64();
+  }
 
  private:
   bool open_ = false;
@@ -77,6 +91,36 @@ class AnomalyOutbox {
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
+  /// Saves cluster's transitions not yet flushed, in the order they were made.
+  void Save(std::string_view cluster, StateWriter& out) const {
+    uint64_t n = 0;
+    for (const core::AnomalyEvent& e : pending_) n += e.cluster == cluster;
+    out.U64(n);
+    for (const core::AnomalyEvent& e : pending_) {
+      if (e.cluster != cluster) continue;
+      out.Str(e.subject);
+      out.U64(e.open ? 1 : 0);
+      out.I64(e.ts_ms);
+      out.F64(e.value);
+      out.F64(e.threshold);
+    }
+  }
+  /// Replaces cluster's transitions with saved ones (of kind).
+  void Load(std::string_view cluster, std::string_view kind, StateReader& in) {
+    std::erase_if(pending_, [&](const core::AnomalyEvent& e) { return e.cluster == cluster; });
+    const uint64_t n = in.Count(40);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      std::string subject = in.Str();
+      const uint64_t open = in.U64();
+      const int64_t ts_ms = in.I64();
+      const double value = in.F64();
+      const double threshold = in.F64();
+      if (open > 1) in.Fail();
+      if (!in.ok()) return;
+      Add(cluster, kind, std::move(subject), open == 1, ts_ms, value, threshold);
+    }
+  }
+
  private:
   std::vector<core::AnomalyEvent> pending_;
 };
@@ -98,10 +142,88 @@ class SampleTimeCursor {
     return done_ms_ = current_ms_;
   }
 
+  void Save(StateWriter& out) const {
+    out.I64(current_ms_);
+    out.I64(done_ms_);
+  }
+  void Load(StateReader& in) {
+    current_ms_ = in.I64();
+    done_ms_ = in.I64();
+  }
+
  private:
   int64_t current_ms_ = kNoTimeMs;
   int64_t done_ms_ = kNoTimeMs;
 };
+
+/// Saves the entries of a map keyed "cluster/node" that belong to cluster: the count, then each
+/// node name and save_value(value, out).
+template <typename V, typename SaveValue>
+void SaveNodeEntries(const std::map<std::string, V>& nodes, std::string_view cluster, StateWriter& out,
+                     SaveValue save_value) {
+  std::string prefix(cluster);
+  prefix += '/';
+  const auto first = nodes.lower_bound(prefix);
+  auto last = first;
+  uint64_t n = 0;
+  while (last != nodes.end() && last->first.starts_with(prefix)) ++last, ++n;
+  out.U64(n);
+  for (auto it = first; it != last; ++it) {
+    out.Str(std::string_view(it->first).substr(prefix.size()));
+    save_value(it->second, out);
+  }
+}
+
+/// Replaces cluster's entries of a map keyed "cluster/node" with what SaveNodeEntries wrote;
+/// load_value(in) -> V reads one value.
+template <typename V, typename LoadValue>
+void LoadNodeEntries(std::map<std::string, V>& nodes, std::string_view cluster, StateReader& in,
+                     LoadValue load_value) {
+  std::string prefix(cluster);
+  prefix += '/';
+  auto it = nodes.lower_bound(prefix);
+  while (it != nodes.end() && it->first.starts_with(prefix)) it = nodes.erase(it);
+  const uint64_t n = in.Count(9);
+  for (uint64_t i = 0; i < n && in.ok(); ++i) {
+    std::string node = in.Str();
+    V value = load_value(in);
+    if (!in.ok()) return;
+    nodes.insert_or_assign(prefix + node, std::move(value));
+  }
+}
+
+/// Saves a per-GPU vector of hysteresis states.
+inline void SaveGpuStates(const std::vector<HysteresisState>& gpus, StateWriter& out) {
+  out.U64(gpus.size());
+  for (const HysteresisState& g : gpus) g.Save(out);
+}
+inline std::vector<HysteresisState> LoadGpuStates(StateReader& in) {
+  std::vector<HysteresisState> gpus(in.Count(HysteresisState::kSavedBytes));
+  for (HysteresisState& g : gpus) g.Load(in);
+  return gpus;
+}
+
+/// Saves the entry of a map keyed by cluster (present or not), then save_value(value, out).
+template <typename V, typename SaveValue>
+void SaveClusterEntry(const std::map<std::string, V, std::less<>>& clusters, std::string_view cluster,
+                      StateWriter& out, SaveValue save_value) {
+  const auto it = clusters.find(cluster);
+  out.U64(it == clusters.end() ? 0 : 1);
+  if (it != clusters.end()) save_value(it->second, out);
+}
+
+/// Replaces cluster's entry with what SaveClusterEntry wrote; load_value(in, value) fills a fresh one.
+template <typename V, typename LoadValue>
+void LoadClusterEntry(std::map<std::string, V, std::less<>>& clusters, std::string_view cluster, StateReader& in,
+                      LoadValue load_value) {
+  if (const auto it = clusters.find(cluster); it != clusters.end()) clusters.erase(it);
+  const uint64_t present = in.U64();
+  if (present > 1) in.Fail();
+  if (present != 1 || !in.ok()) return;
+  V value{};
+  load_value(in, value);
+  if (in.ok()) clusters.insert_or_assign(std::string(cluster), std::move(value));
+}
 
 /// The values of GPU metric name in sample, or nullptr.
 inline const std::vector<double>* FindGpuMetric(const core::UtilSample& sample, std::string_view name) {

@@ -18,6 +18,8 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "detector_kind.h"
 #include "detector_support.h"
@@ -78,6 +80,63 @@ class FailureBurstDetector : public Detector {
       }
     }
     outbox_.FlushTo(watermark_ms, out);
+  }
+
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
+      w.I64(c.next_ms);
+      w.I64(c.first_ms);
+      w.U64(c.failures.size());
+      for (const Failure& f : c.failures) {
+        w.I64(f.ts_ms);
+        w.Str(f.user);
+      }
+      // In user order, so equal states give equal bytes.
+      std::vector<std::pair<std::string_view, int64_t>> users(c.last_counted.begin(), c.last_counted.end());
+      std::sort(users.begin(), users.end());
+      w.U64(users.size());
+      for (const auto& [user, ts_ms] : users) {
+        w.Str(user);
+        w.I64(ts_ms);
+      }
+      w.U64(c.history.size());
+      for (const Point& p : c.history) {
+        w.I64(p.count);
+        w.U64(p.open ? 1 : 0);
+      }
+      w.I64(c.baseline_sum);
+      w.I64(c.baseline_steps);
+      c.state.Save(w);
+    });
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
+      c.next_ms = r.I64();
+      c.first_ms = r.I64();
+      const uint64_t failures = r.Count(16);
+      for (uint64_t i = 0; i < failures && r.ok(); ++i) {
+        const int64_t ts_ms = r.I64();
+        c.failures.push_back({ts_ms, r.Str()});
+      }
+      const uint64_t users = r.Count(16);
+      for (uint64_t i = 0; i < users && r.ok(); ++i) {
+        std::string user = r.Str();
+        c.last_counted.insert_or_assign(std::move(user), r.I64());
+      }
+      const uint64_t history = r.Count(16);
+      for (uint64_t i = 0; i < history && r.ok(); ++i) {
+        const int64_t count = r.I64();
+        const uint64_t open = r.U64();
+        if (open > 1) r.Fail();
+        c.history.push_back({count, open == 1});
+      }
+      c.baseline_sum = r.I64();
+      c.baseline_steps = r.I64();
+      c.state.Load(r);
+    });
+    outbox_.Load(cluster, kind(), in);
   }
 
  private:
@@ -174,7 +233,7 @@ class FailureBurstDetector : public Detector {
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
   std::vector<int64_t> windows_steps_;  // ascending, in steps
-  std::map<std::string, Cluster> clusters_;
+  std::map<std::string, Cluster, std::less<>> clusters_;
   AnomalyOutbox outbox_;
 };
 

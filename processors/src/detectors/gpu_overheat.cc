@@ -53,6 +53,16 @@ class GpuOverheatDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveNodeEntries(nodes_, cluster, out, SaveGpuStates);
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadNodeEntries(nodes_, cluster, in, LoadGpuStates);
+    outbox_.Load(cluster, kind(), in);
+  }
+
  private:
   const double open_c_, close_c_;
   const int64_t open_for_ms_, close_for_ms_;

@@ -103,6 +103,36 @@ class GpuStragglerDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveNodeEntries(nodes_, cluster, out, [](const std::vector<Gpu>& gpus, StateWriter& w) {
+      w.U64(gpus.size());
+      for (const Gpu& g : gpus) {
+        w.F64(g.smooth);
+        w.I64(g.last_ms);
+        w.U64((g.fresh ? 1u : 0u) | (g.working ? 2u : 0u));
+        g.state.Save(w);
+      }
+    });
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadNodeEntries(nodes_, cluster, in, [](StateReader& r) {
+      std::vector<Gpu> gpus(r.Count(24 + HysteresisState::kSavedBytes));
+      for (Gpu& g : gpus) {
+        g.smooth = r.F64();
+        g.last_ms = r.I64();
+        const uint64_t flags = r.U64();
+        if (flags > 3) r.Fail();
+        g.fresh = (flags & 1) != 0;  // GPUs beyond a short record's columns keep theirs
+        g.working = (flags & 2) != 0;
+        g.state.Load(r);
+      }
+      return gpus;
+    });
+    outbox_.Load(cluster, kind(), in);
+  }
+
  private:
   struct Gpu {
     double smooth = 0;

@@ -35,6 +35,10 @@ class JobEndFlagDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
+  // The flag's whole life is in the outbox: both transitions are made at the job's end.
+  void SaveState(std::string_view cluster, StateWriter& out) const override { outbox_.Save(cluster, out); }
+  void LoadState(std::string_view cluster, StateReader& in) override { outbox_.Load(cluster, kind_, in); }
+
  private:
   std::string kind_;
   int64_t hold_ms_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "detector_kind.h"
@@ -62,6 +63,67 @@ class QueueBacklogDetector : public Detector {
       }
     }
     outbox_.FlushTo(watermark_ms, out);
+  }
+
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
+      w.I64(c.next_ms);
+      w.I64(c.first_ms);
+      w.U64(c.changes.size());
+      for (const Change& ch : c.changes) {
+        w.I64(ch.ts_ms);
+        w.Str(ch.job_id);
+        w.I64(ch.gpus);
+      }
+      // In job id order, so equal states give equal bytes.
+      std::vector<std::pair<std::string_view, Pending>> pending(c.pending.begin(), c.pending.end());
+      std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      w.U64(pending.size());
+      for (const auto& [job_id, p] : pending) {
+        w.Str(job_id);
+        w.I64(p.submit_ms);
+        w.I64(p.gpus);
+      }
+      w.U64(c.history.size());
+      for (const Point& p : c.history) {
+        w.I64(p.t_ms);
+        w.F64(p.waiting);
+      }
+      c.state.Save(w);
+    });
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
+      c.next_ms = r.I64();
+      c.first_ms = r.I64();
+      const uint64_t changes = r.Count(24);
+      for (uint64_t i = 0; i < changes && r.ok(); ++i) {
+        Change ch;
+        ch.ts_ms = r.I64();
+        ch.job_id = r.Str();
+        ch.gpus = r.I64();
+        c.changes.push_back(std::move(ch));
+      }
+      const uint64_t pending = r.Count(24);
+      for (uint64_t i = 0; i < pending && r.ok(); ++i) {
+        std::string job_id = r.Str();
+        Pending p;
+        p.submit_ms = r.I64();
+        p.gpus = r.I64();
+        c.pending.insert_or_assign(std::move(job_id), p);
+      }
+      const uint64_t history = r.Count(16);
+      for (uint64_t i = 0; i < history && r.ok(); ++i) {
+        Point p;
+        p.t_ms = r.I64();
+        p.waiting = r.F64();
+        c.history.push_back(p);
+      }
+      c.state.Load(r);
+    });
+    outbox_.Load(cluster, kind(), in);
   }
 
  private:
@@ -125,7 +187,7 @@ class QueueBacklogDetector : public Detector {
   const int64_t open_for_ms_;
   const double close_ratio_;
   const int64_t close_for_ms_;
-  std::map<std::string, Cluster> clusters_;
+  std::map<std::string, Cluster, std::less<>> clusters_;
   AnomalyOutbox outbox_;
 };
 

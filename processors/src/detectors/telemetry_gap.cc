@@ -39,6 +39,33 @@ class TelemetryGapDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
+      c.times.Save(w);
+      w.U64(c.nodes.size());
+      for (const auto& [name, node] : c.nodes) {
+        w.Str(name);
+        w.I64(node.last_ms);
+        node.state.Save(w);
+      }
+    });
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
+      c.times.Load(r);
+      const uint64_t n = r.Count(8 + 8 + HysteresisState::kSavedBytes);
+      for (uint64_t i = 0; i < n && r.ok(); ++i) {
+        std::string name = r.Str();
+        Node& node = c.nodes[std::move(name)];
+        node.last_ms = r.I64();
+        node.state.Load(r);
+      }
+    });
+    outbox_.Load(cluster, kind(), in);
+  }
+
  private:
   struct Node {
     int64_t last_ms = kNoTimeMs;
@@ -67,7 +94,7 @@ class TelemetryGapDetector : public Detector {
   }
 
   const int64_t open_after_ms_, close_for_ms_;
-  std::map<std::string, Cluster> clusters_;
+  std::map<std::string, Cluster, std::less<>> clusters_;
   AnomalyOutbox outbox_;
 };
 

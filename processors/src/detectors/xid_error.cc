@@ -52,6 +52,16 @@ class XidErrorDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
+  void SaveState(std::string_view cluster, StateWriter& out) const override {
+    SaveNodeEntries(nodes_, cluster, out, SaveGpuStates);
+    outbox_.Save(cluster, out);
+  }
+
+  void LoadState(std::string_view cluster, StateReader& in) override {
+    LoadNodeEntries(nodes_, cluster, in, LoadGpuStates);
+    outbox_.Load(cluster, kind(), in);
+  }
+
  private:
   const int64_t close_for_ms_;
   std::vector<double> ignored_;

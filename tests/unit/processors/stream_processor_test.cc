@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "acmetrace/core/config.h"
 #include "acmetrace/core/record_json.h"
+#include "acmetrace/core/record_parse.h"
+#include "acmetrace/processors/state_codec.h"
 
 namespace acmetrace::processors {
 namespace {
@@ -83,6 +87,41 @@ class IdleGpuDetector : public Detector {
     size_t n = 0;
     while (n < pending_.size() && pending_[n].ts_ms <= watermark_ms) out.push_back(pending_[n++]);
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  // One instance per cluster (the engine makes one set per cluster): all of it is the cluster's.
+  void SaveState(std::string_view, StateWriter& out) const override {
+    out.I64(last_ts_);
+    out.U64(open_.size());
+    for (const auto& [subject, open] : open_) {
+      out.Str(subject);
+      out.U64(open ? 1 : 0);
+    }
+    out.U64(pending_.size());
+    for (const core::AnomalyEvent& a : pending_) {
+      std::string json;
+      core::AppendRecordJson(json, core::Record(a));
+      out.Str(json);
+    }
+  }
+  void LoadState(std::string_view, StateReader& in) override {
+    last_ts_ = in.I64();
+    open_.clear();
+    const uint64_t n = in.Count(16);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      std::string subject = in.Str();
+      open_[subject] = in.U64() != 0;
+    }
+    pending_.clear();
+    const uint64_t m = in.Count(8);
+    core::RecordParser parser;
+    for (uint64_t i = 0; i < m && in.ok(); ++i) {
+      core::Record r;
+      if (!parser.ParseValue("acme.anomalies", in.Str(), r).ok() || !std::holds_alternative<core::AnomalyEvent>(r)) {
+        in.Fail();
+        return;
+      }
+      pending_.push_back(std::get<core::AnomalyEvent>(r));
+    }
   }
 
  private:
@@ -364,6 +403,156 @@ TEST(StreamProcessorTest, ARestoredSnapshotResumesWithoutCountingAnythingTwice) 
       before_snapshot = again.text;
     }
     EXPECT_EQ(before_snapshot + second.text, whole.text) << "cut at " << cut;
+  }
+}
+
+// The fake plus every real kind, tuned so that the random feed opens and closes flags of several.
+DetectorFactory FakeAndRealDetectors() {
+  return [] {
+    core::Config config;
+    DeclareDetectorConfig(config);
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"detect.node_failure.states", "FAILED"},
+             {"detect.node_failure.hold_s", "300"},
+             {"detect.large_job_failure.min_gpus", "16"},
+             {"detect.large_job_failure.hold_s", "120"},
+             {"detect.telemetry_gap.open_after_s", "15"},
+             {"detect.failure_burst.min_history_s", "300"},
+             {"detect.failure_burst.baseline_s", "600"},
+             {"detect.failure_burst.windows_s", "60,120"},
+             {"detect.failure_burst.dedupe_s", "0"},
+             {"detect.failure_burst.open_score", "1"},
+             {"detect.failure_burst.close_score", "0.5"},
+             {"detect.failure_burst.close_for_s", "60"},
+         }) {
+      EXPECT_TRUE(config.Set(k, v).ok()) << k;
+    }
+    std::vector<std::unique_ptr<Detector>> d = FakeDetectors()();
+    for (auto& real : MakeDetectors(config)) d.push_back(std::move(real));
+    return d;
+  };
+}
+
+std::vector<core::AnomalyEvent> Anomalies(const CaptureSink& sink) {
+  std::vector<core::AnomalyEvent> out;
+  for (const core::Record& r : sink.records) {
+    if (const auto* a = std::get_if<core::AnomalyEvent>(&r)) out.push_back(*a);
+  }
+  return out;
+}
+
+std::string AnomalyText(const std::vector<core::AnomalyEvent>& anomalies) {
+  std::string out;
+  for (const core::AnomalyEvent& a : anomalies) core::AppendFramedLine(out, core::Record(a));
+  return out;
+}
+
+TEST(StreamProcessorTest, ARestoredSnapshotResumesDetectorsWithoutFlaggingAnythingTwice) {
+  // Some nodes fall silent for a while (telemetry_gap) besides the fake's idle GPUs and the job flags.
+  std::vector<core::Record> feed;
+  for (core::Record& r : Feed(30, 11)) {
+    const auto* u = std::get_if<core::UtilSample>(&r);
+    if (u != nullptr && u->node == "10.0.0.3" && u->ts_ms > kT0 + 300'000 && u->ts_ms < kT0 + 600'000) continue;
+    feed.push_back(std::move(r));
+  }
+  const ProcessOptions options = TestOptions();
+  CaptureSink whole;
+  {
+    StreamProcessor p(options, whole, FakeAndRealDetectors());
+    p.Own("seren");
+    p.Own("kalos");
+    const int part = p.DeclarePartition("acme.util/0");
+    for (size_t i = 0; i < feed.size(); ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+    ASSERT_TRUE(p.Finish().ok());
+  }
+  const std::vector<core::AnomalyEvent> expected = Anomalies(whole);
+  std::set<std::string> kinds;
+  for (const core::AnomalyEvent& a : expected) kinds.insert(a.kind);
+  EXPECT_GE(kinds.size(), 4u) << "the feed should exercise several kinds";
+  for (const char* kind : {"node_failure", "large_job_failure", "telemetry_gap", "test_idle"}) {
+    EXPECT_EQ(kinds.count(kind), 1u) << kind;
+  }
+
+  for (size_t cut : {size_t{1}, feed.size() / 5, feed.size() / 3, feed.size() / 2, feed.size() - 1}) {
+    std::vector<std::string> snapshots;
+    std::vector<core::AnomalyEvent> before;
+    {
+      CaptureSink first;
+      StreamProcessor p(options, first, FakeAndRealDetectors());
+      p.Own("seren");
+      p.Own("kalos");
+      const int part = p.DeclarePartition("acme.util/0");
+      for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      before = Anomalies(first);
+      // Killed a little after the snapshot: what it wrote after it is lost or written again.
+      for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
+        ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+      }
+    }
+    CaptureSink second;
+    StreamProcessor p(options, second, FakeAndRealDetectors());
+    const int part = p.DeclarePartition("acme.util/0");
+    for (const std::string& s : snapshots) {
+      std::string warning;
+      ASSERT_TRUE(p.Restore(s, &warning).ok());
+      EXPECT_EQ(warning, "");
+    }
+    for (size_t i = cut > 10 ? cut - 10 : 0; i < feed.size(); ++i) {
+      ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+    }
+    ASSERT_TRUE(p.Finish().ok());
+    std::vector<core::AnomalyEvent> resumed = before;
+    for (const core::AnomalyEvent& a : Anomalies(second)) resumed.push_back(a);
+    EXPECT_EQ(AnomalyText(resumed), AnomalyText(expected)) << "cut at " << cut;
+  }
+}
+
+TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFreshDetectors) {
+  const std::vector<core::Record> feed = Feed(10, 3);
+  const ProcessOptions options = TestOptions();
+  CaptureSink sink;
+  StreamProcessor p(options, sink, FakeAndRealDetectors());
+  p.Own("seren");
+  const int part = p.DeclarePartition("acme.util/0");
+  for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+  const std::string snapshot = p.Snapshot("seren");
+  for (size_t n = 0; n < snapshot.size(); n += (n < 64 ? 1 : 13)) {
+    CaptureSink s2;
+    StreamProcessor q(options, s2, FakeAndRealDetectors());
+    EXPECT_FALSE(q.Restore(std::string_view(snapshot).substr(0, n)).ok()) << "truncated to " << n;
+    EXPECT_EQ(q.owned_count(), 0u);
+  }
+  {
+    CaptureSink s2;
+    StreamProcessor q(options, s2, FakeAndRealDetectors());
+    EXPECT_FALSE(q.Restore(snapshot + "x").ok()) << "trailing bytes";
+  }
+
+  // Version 1 was the same up to the metrics, without the detector part.
+  StateWriter v1;
+  {
+    StreamProcessor without(options, sink, nullptr);
+    without.Own("seren");
+    const int wp = without.DeclarePartition("acme.util/0");
+    for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+    std::string v2 = without.Snapshot("seren");
+    StateReader in(v2);
+    const std::string magic = in.Str();
+    ASSERT_EQ(in.U64(), 2u);
+    v1.Str(magic);
+    v1.U64(1);
+    const size_t header = 8 + magic.size() + 8;
+    // An empty detector part is its count: 8 bytes of zero.
+    ASSERT_EQ(v2.substr(v2.size() - 8), std::string(8, '\0'));
+    std::string body = v2.substr(header, v2.size() - header - 8);
+    std::string bytes = v1.Take() + body;
+    CaptureSink s2;
+    StreamProcessor q(options, s2, FakeAndRealDetectors());
+    std::string warning;
+    ASSERT_TRUE(q.Restore(bytes, &warning).ok());
+    EXPECT_NE(warning.find("detectors start afresh"), std::string::npos) << warning;
+    EXPECT_EQ(q.ResumeOffset(0), static_cast<int64_t>(feed.size() / 2));
   }
 }
 

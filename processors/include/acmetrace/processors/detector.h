@@ -9,6 +9,7 @@
 
 #include "acmetrace/core/config.h"
 #include "acmetrace/core/record.h"
+#include "acmetrace/processors/state_codec.h"
 
 namespace acmetrace::processors {
 
@@ -27,6 +28,15 @@ class Detector {
   /// Everything up to watermark_ms has been observed: append the transitions it causes, in
   /// (ts_ms, subject) order, with ts_ms <= watermark_ms.
   virtual void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) = 0;
+
+  /// Appends the state of cluster's subjects only (hysteresis, baselines, windows of history and the
+  /// transitions not yet handed out by AdvanceTo), so a cluster's snapshot can move to another
+  /// instance on its own.
+  virtual void SaveState(std::string_view cluster, StateWriter& out) const = 0;
+  /// Replaces the state of cluster's subjects with what SaveState wrote (other clusters' state is
+  /// kept). Malformed input makes in.ok() false; the detector's state is then unspecified, so the
+  /// caller drops it.
+  virtual void LoadState(std::string_view cluster, StateReader& in) = 0;
 };
 
 /// Declares every detector's keys (detect.<kind>.*: thresholds, windows, hysteresis) in config.

@@ -67,9 +67,12 @@ class StreamProcessor {
   bool Owns(std::string_view cluster) const;
   /// Owns cluster from now on, with fresh state.
   void Own(const std::string& cluster);
-  /// Owns the snapshot's cluster with the snapshot's state (what Snapshot wrote).
-  core::Status Restore(std::string_view snapshot);
-  /// The state of an owned cluster and the offsets it covers. With final_flush_follows, the
+  /// Owns the snapshot's cluster with the snapshot's state (what Snapshot wrote), detectors
+  /// included. A snapshot of format version 1 (before detector state was saved) loads with fresh
+  /// detectors and a message in *warning (if given). A truncated or malformed snapshot is an error
+  /// and leaves the cluster not owned.
+  core::Status Restore(std::string_view snapshot, std::string* warning = nullptr);
+  /// The state of an owned cluster (metrics, buffered records, detectors) and the offsets it covers. With final_flush_follows, the
   /// snapshot also records that the windows still open are about to be written by Finish, so a
   /// later owner does not write them again.
   std::string Snapshot(const std::string& cluster, bool final_flush_follows = false) const;

@@ -91,6 +91,13 @@ class KafkaGroupMembership {
   /// True once the first assignment arrived (it may be empty).
   bool assigned_once() const;
   const std::vector<int32_t>& assignment() const;
+  /// Commits offsets to the group (kafka.group_id) as this member: for each partition, of any topic,
+  /// the next offset to read (PartitionStart::offset, which must be >= 0). Only a member of the
+  /// group's current generation may commit while the group has members (others get
+  /// UNKNOWN_MEMBER_ID), and the broker does not ask whether the member is assigned the partitions,
+  /// so the ownership member can publish the progress of partitions read by assignment. Synchronous:
+  /// returns once the broker has answered. Callable from the callbacks.
+  core::Status Commit(const std::vector<PartitionStart>& offsets);
   /// Leaves the group (on_revoked runs for what is held). Idempotent.
   core::Status Close();
 
