@@ -185,13 +185,14 @@ void UtilizationMetricReader::ReadLoop() {
     std::unique_ptr<ParsedRow> row;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [this] { return stop_ || !free_.empty(); });
+      if (free_.empty()) changed_.wait(lock, [this] { return stop_ || free_.size() >= kHandover; });
       if (stop_) return;
       row = std::move(free_.front());
       free_.pop_front();
     }
     const bool more = ReadRow(*row) && !errors_.must_stop();
     bytes_read_.store(bytes_done_ + (csv_ ? csv_->bytes_read() : 0), std::memory_order_relaxed);
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (more) {
@@ -199,8 +200,9 @@ void UtilizationMetricReader::ReadLoop() {
       } else {
         read_done_ = true;
       }
+      wake = !more || full_.size() == kHandover;
     }
-    changed_.notify_all();
+    if (wake) changed_.notify_all();
     if (!more) return;
   }
 }
@@ -330,7 +332,7 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
         v = *parsed;
       }
       if (!core::IsSample(v)) continue;  // "nan" written out: no sample
-      row.cells.push_back(ParsedCell{static_cast<uint32_t>(column_target_[i]), column_gpu_[i], v});
+      row.cells.push_back(Cell{static_cast<uint32_t>(column_target_[i]), column_gpu_[i], v});
     }
     row.ts_ms = *ts;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -376,7 +378,7 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
   std::unique_ptr<ParsedRow> row;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return !full_.empty() || read_done_; });
+    if (full_.empty()) changed_.wait(lock, [this] { return full_.size() >= kHandover || read_done_; });
     if (full_.empty()) {
       done_ = true;
       status_ = read_status_;
@@ -386,17 +388,16 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     full_.pop_front();
   }
   if (row->header != mapped_header_) MapHeader(row->header, node_index);
-  cells_.resize(row->cells.size());
-  for (size_t i = 0; i < row->cells.size(); ++i) {
-    const ParsedCell& c = row->cells[i];
-    cells_[i] = Cell{target_node_[c.target], c.gpu, c.value};
-  }
+  for (Cell& c : row->cells) c.node = target_node_[c.node];
+  cells_.swap(row->cells);  // the row takes the previous cells' storage back to the reading thread
   ts_ms_ = row->ts_ms;
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(std::move(row));
+    wake = free_.size() == kHandover;
   }
-  changed_.notify_all();
+  if (wake) changed_.notify_all();
   return true;
 }
 

@@ -84,15 +84,10 @@ class UtilizationMetricReader {
     std::vector<int32_t> gpu_count;   // per target: highest GPU index + 1, 0 for host columns
     bool gpu_metric = false;
   };
-  struct ParsedCell {
-    uint32_t target;
-    int32_t gpu;
-    double value;
-  };
   struct ParsedRow {
     int64_t ts_ms = 0;
-    size_t header = 0;  // index into headers_
-    std::vector<ParsedCell> cells;
+    size_t header = 0;        // index into headers_
+    std::vector<Cell> cells;  // node: the header's target until the calling thread maps it
   };
 
   // The reading thread.
@@ -124,7 +119,10 @@ class UtilizationMetricReader {
   int64_t bytes_done_ = 0;  // of files closed
 
   // Shared, under mutex_.
-  static constexpr size_t kRowsAhead = 8;
+  // Rows read ahead; each side waits for a quarter of them at once rather than one (a handover per
+  // row would cost a thread switch per row).
+  static constexpr size_t kRowsAhead = 16;
+  static constexpr size_t kHandover = kRowsAhead / 4;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::unique_ptr<ParsedRow>> full_, free_;
