@@ -99,7 +99,9 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
   key_ += sample.node;
   const size_t node_key_size = key_.size();
   std::unique_lock<std::mutex> lock = store_.LockForBatch();
-  if (store_.target_erase_epoch_locked() != cache_epoch_) {
+  // Bounded: nodes whose series the cap dropped still get an entry, so a stream of ever new node
+  // names must not grow the cache without end.
+  if (store_.target_erase_epoch_locked() != cache_epoch_ || node_cache_.size() >= kMaxCachedNodes) {
     node_cache_.clear();  // some series went: cached pointers may dangle (and gone nodes drop out)
     cache_epoch_ = store_.target_erase_epoch_locked();
   }

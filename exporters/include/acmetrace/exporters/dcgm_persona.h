@@ -54,6 +54,7 @@ class DcgmPersona {
     std::vector<SeriesStore::SeriesRef> host;  // host field
   };
   static constexpr size_t kMaxCachedGpus = 16;
+  static constexpr size_t kMaxCachedNodes = 16384;
   std::unordered_map<std::string, NodeSeries> node_cache_;
   uint64_t cache_epoch_ = 0;
 };
