@@ -99,24 +99,42 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
   key_ += sample.node;
   const size_t node_key_size = key_.size();
   std::unique_lock<std::mutex> lock = store_.LockForBatch();
+  // Bounded: nodes whose series the cap dropped still get an entry, so a stream of ever new node
+  // names must not grow the cache without end.
+  if (store_.target_erase_epoch_locked() != cache_epoch_ || node_cache_.size() >= kMaxCachedNodes) {
+    node_cache_.clear();  // some series went: cached pointers may dangle (and gone nodes drop out)
+    cache_epoch_ = store_.target_erase_epoch_locked();
+  }
+  NodeSeries& cached = node_cache_[key_];
+  if (cached.gpu.empty()) {
+    cached.gpu.assign(gpu_fields_.size() * kMaxCachedGpus, nullptr);
+    cached.host.assign(host_fields_.size(), nullptr);
+  }
   for (const core::GpuMetric& metric : sample.gpu) {
-    const GpuField* field = nullptr;
-    for (const GpuField& f : gpu_fields_) {
-      // Names are interned: equal names have equal pointers; compare text only if pointers differ.
-      if (f.release_name.data() == metric.name.data()) {
-        field = &f;
+    size_t field_index = gpu_fields_.size();
+    for (size_t f = 0; f < gpu_fields_.size(); ++f) {
+      // Names are interned: equal names have equal pointers; compare text only if none matched.
+      if (gpu_fields_[f].release_name.data() == metric.name.data()) {
+        field_index = f;
         break;
       }
     }
-    if (field == nullptr) {
-      for (const GpuField& f : gpu_fields_) {
-        if (f.release_name == metric.name) field = &f;
+    if (field_index == gpu_fields_.size()) {
+      for (size_t f = 0; f < gpu_fields_.size(); ++f) {
+        if (gpu_fields_[f].release_name == metric.name) field_index = f;
       }
     }
-    if (field == nullptr) continue;
+    if (field_index == gpu_fields_.size()) continue;
+    const GpuField& field = gpu_fields_[field_index];
     for (size_t i = 0; i < metric.values.size(); ++i) {
       const double v = metric.values[i];
       if (!core::IsSample(v)) continue;
+      SeriesStore::SeriesRef* slot =
+          i < kMaxCachedGpus ? &cached.gpu[field_index * kMaxCachedGpus + i] : nullptr;
+      if (slot != nullptr && *slot != nullptr) {
+        store_.SetLocked(*slot, v * field.scale, sample.ts_ms);
+        continue;
+      }
       key_.resize(node_key_size);
       key_ += '\x1f';
       char digits[16];
@@ -135,18 +153,25 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
         });
         return labels_cache_[i];
       };
-      store_.SetByKeyLocked(field->family, key_, make, v * field->scale, sample.cluster, sample.ts_ms, sample.node);
+      SeriesStore::SeriesRef ref = store_.FindOrCreateLocked(field.family, key_, make, sample.cluster, sample.node);
+      if (ref == nullptr) continue;  // the cap: counted as a drop
+      store_.SetLocked(ref, v * field.scale, sample.ts_ms);
+      if (slot != nullptr) *slot = ref;
     }
   }
   key_.resize(node_key_size);
   for (const core::HostMetric& metric : sample.host) {
     if (!core::IsSample(metric.value)) continue;
-    for (const HostField& f : host_fields_) {
+    for (size_t h = 0; h < host_fields_.size(); ++h) {
+      const HostField& f = host_fields_[h];
       if (f.release_name != metric.name) continue;
-      auto make = [&] {
-        return MakeLabelSet(LabelVec{{options_.hostname_label, sample.node}, {"cluster", sample.cluster}});
-      };
-      store_.SetByKeyLocked(f.family, key_, make, metric.value * f.scale, sample.cluster, sample.ts_ms, sample.node);
+      if (cached.host[h] == nullptr) {
+        auto make = [&] {
+          return MakeLabelSet(LabelVec{{options_.hostname_label, sample.node}, {"cluster", sample.cluster}});
+        };
+        cached.host[h] = store_.FindOrCreateLocked(f.family, key_, make, sample.cluster, sample.node);
+      }
+      if (cached.host[h] != nullptr) store_.SetLocked(cached.host[h], metric.value * f.scale, sample.ts_ms);
       break;
     }
   }

@@ -135,6 +135,13 @@ void WindowMapping::AddRule(int64_t window_s, const char* key_name, FamilySpec s
                             std::vector<std::string> key_labels, std::string only_stat) {
   const bool gauge = spec.type == SeriesType::kGauge;
   Rule rule;
+  // GPU activity ratios cannot exceed 1; the processors' quantile sketches answer within 1 %
+  // relative error, so a p95 of 100 % may come back as 100.5 %.
+  const std::string key(key_name);
+  if (key == "gpu_util_percent" || key == "sm_active_percent" || key == "sm_occupancy_percent" ||
+      key == "tensor_active_percent" || key == "dram_active_percent") {
+    rule.max_value = 1.0;
+  }
   rule.family = store_.AddFamily(std::move(spec));
   rule.scale = scale;
   rule.key_labels = std::move(key_labels);
@@ -179,8 +186,9 @@ void WindowMapping::Apply(const core::MetricsWindow& window) {
       }
       values_.emplace_back(found);
     }
-    store_.Set(rule.family, store_.MakeLabels(rule.family, values_), value * rule.scale, window.cluster,
-               window.end_ms);
+    double v = value * rule.scale;
+    if (v > rule.max_value) v = rule.max_value;
+    store_.Set(rule.family, store_.MakeLabels(rule.family, values_), v, window.cluster, window.end_ms);
   }
   // What the window no longer has (a type with nothing running, a quantile without input) goes.
   for (FamilyId family : replaced->second) store_.RemoveSetBefore(family, window.cluster, window.end_ms);

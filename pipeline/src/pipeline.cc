@@ -213,6 +213,9 @@ core::Status ExportFromStdio(std::FILE* in, const std::string& name, exporters::
     }
     exporter.Apply(record);
   };
+  // Memory stays bounded on bad input: a line longer than this is reported and skipped.
+  constexpr size_t kMaxLineBytes = 64 << 20;
+  bool skipping = false;
   while (!stop.load(std::memory_order_relaxed) && !errors.must_stop()) {
     const size_t n = std::fread(chunk.data(), 1, chunk.size(), in);
     if (n == 0) break;
@@ -221,11 +224,24 @@ core::Status ExportFromStdio(std::FILE* in, const std::string& name, exporters::
     for (;;) {
       const size_t nl = buffer.find('\n', start);
       if (nl == std::string::npos) break;
-      handle(std::string_view(buffer).substr(start, nl - start));
+      if (skipping) {
+        skipping = false;  // the end of the over-long line
+      } else {
+        handle(std::string_view(buffer).substr(start, nl - start));
+      }
       start = nl + 1;
     }
     buffer.erase(0, start);
+    if (buffer.size() > kMaxLineBytes) {
+      if (!skipping) {
+        ++line_no;
+        errors.Report("", "record", name, line_no, "", "line longer than 64 MiB: skipped");
+      }
+      skipping = true;
+      buffer.clear();
+    }
   }
+  if (skipping) buffer.clear();
   if (std::ferror(in)) return core::Status::Error("reading " + name + ": " + std::strerror(errno));
   if (!buffer.empty() && !stop.load()) handle(buffer);
   if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");

@@ -164,3 +164,34 @@ TEST(DcgmPersonaTest, TheThirteenGpuSeriesOfAGpuShareOneLabelSet) {
 
 }  // namespace
 }  // namespace acmetrace::exporters
+
+namespace acmetrace::exporters {
+namespace {
+
+// The persona caches each node's series pointers; erasures (expiry, removal) must never leave it
+// writing through a pointer to a series that is gone.
+TEST(DcgmPersonaTest, CachedSeriesStayCorrectAcrossExpiryAndRemoval) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{60'000, 600'000, 100'000}};
+  DcgmPersona persona(options, store);
+  const FamilyId util = persona.FamilyOf("GPU_UTIL");
+  auto apply = [&](const std::string& node, int64_t ts, double v) {
+    persona.Apply(Sample(node, ts, {Metric("GPU_UTIL", {v})}));
+    store.AdvanceClock("seren", ts);
+  };
+  apply("n1", 0, 1);
+  apply("n2", 0, 2);
+  for (int64_t t = 15'000; t <= 120'000; t += 15'000) apply("n1", t, static_cast<double>(t));
+  EXPECT_TRUE(std::isnan(store.Get(util, "seren\x1fn2\x1f" "0")));  // expired
+  apply("n2", 135'000, 22);                                          // comes back: a new series
+  EXPECT_EQ(store.Get(util, "seren\x1fn2\x1f" "0"), 22);
+  apply("n1", 135'000, 11);
+  EXPECT_EQ(store.Get(util, "seren\x1fn1\x1f" "0"), 11);
+  ASSERT_TRUE(store.Remove(util, "seren\x1fn1\x1f" "0"));
+  apply("n1", 150'000, 12);
+  EXPECT_EQ(store.Get(util, "seren\x1fn1\x1f" "0"), 12);
+  EXPECT_EQ(store.counts(util).series, 2);
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters

@@ -95,3 +95,25 @@ TEST(StopLatchTest, WaitReturnsOnceTriggered) {
 
 }  // namespace
 }  // namespace acmetrace::pipeline
+
+namespace acmetrace::pipeline {
+namespace {
+
+TEST(ExportFromStdioTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
+  std::string input(65u << 20, 'x');  // one line longer than 64 MiB
+  input += "\n{\"topic\":\"acme.metrics\",\"key\":\"seren\",\"value\":{\"v\":1,\"cluster\":\"seren\",\"window_s\":60,"
+           "\"start_ms\":0,\"end_ms\":60000,\"metrics\":{\"gpus_total\":2288}}}\n";
+  std::FILE* in = fmemopen(input.data(), input.size(), "r");
+  ASSERT_NE(in, nullptr);
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  std::atomic<bool> stop{false};
+  EXPECT_TRUE(ExportFromStdio(in, "stdin", exporter, errors, stop).ok());
+  std::fclose(in);
+  EXPECT_EQ(errors.total(), 1);
+  EXPECT_NE(errors.first().find("stdin:1:"), std::string::npos) << errors.first();
+  EXPECT_NE(exporter.Exposition().find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acmetrace::pipeline

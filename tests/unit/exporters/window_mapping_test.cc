@@ -101,6 +101,13 @@ TEST_F(WindowMappingTest, UnitRuleMakesRatiosBytesAndBytesPerSecond) {
   EXPECT_EQ(Value("acmetrace_cluster_gpu_power_watts", {"seren"}), 4000);
 }
 
+TEST_F(WindowMappingTest, GpuActivityRatiosAreClampedAtOneButHostRatiosAreNot) {
+  // A sketch's p95 of 100 % may read 100.5 %; Kalos' processed CPU utilisation really exceeds 100 %.
+  mapping_.Apply(Window(60, 60'000, {{"gpu_util_percent{stat=p95}", 100.49}, {"node_cpu_util_percent{stat=mean}", 130}}));
+  EXPECT_EQ(Value("acmetrace_cluster_gpu_util_ratio", {"seren", "p95"}), 1.0);
+  EXPECT_DOUBLE_EQ(Value("acmetrace_cluster_cpu_util_ratio", {"seren"}), 1.3);
+}
+
 TEST_F(WindowMappingTest, QuantilesAndFailureRatioComeFromTheHourView) {
   // The same keys in the 300 s view feed nothing.
   mapping_.Apply(Window(300, 3'600'000, {{"job_queue_seconds{q=0.99}", 5}, {"job_failure_ratio", 0.9}}));

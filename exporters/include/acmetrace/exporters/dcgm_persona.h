@@ -5,6 +5,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +47,16 @@ class DcgmPersona {
   std::vector<HostField> host_fields_;
   std::string key_;  // scratch
   std::vector<std::shared_ptr<const LabelSet>> labels_cache_;  // per GPU index, one record
+  // Per node: the series of its GPUs (field x index) and host metrics, so a record updates ~100
+  // series without ~100 hash lookups. Valid for one erase epoch of the store; cleared when it moves.
+  struct NodeSeries {
+    std::vector<SeriesStore::SeriesRef> gpu;   // field * kMaxGpus + index
+    std::vector<SeriesStore::SeriesRef> host;  // host field
+  };
+  static constexpr size_t kMaxCachedGpus = 16;
+  static constexpr size_t kMaxCachedNodes = 16384;
+  std::unordered_map<std::string, NodeSeries> node_cache_;
+  uint64_t cache_epoch_ = 0;
 };
 
 }  // namespace acmetrace::exporters

@@ -98,6 +98,22 @@ class SeriesStore {
   template <typename MakeLabelsFn>
   bool SetByKeyLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
                       std::string_view cluster, int64_t ts_ms, std::string_view target = {});
+  /// An opaque pointer to a series, for callers holding LockForBatch(): valid while no series of
+  /// its family is erased (target_erase_epoch_locked() for per-target families): series move only
+  /// by being erased, and hashing keeps nodes in place.
+  using SeriesRef = void*;
+  template <typename MakeLabelsFn>
+  SeriesRef FindOrCreateLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels,
+                               std::string_view cluster, std::string_view target = {});
+  void SetLocked(SeriesRef ref, double value, int64_t ts_ms) {
+    auto* s = static_cast<Series*>(ref);
+    s->value = value;
+    s->set_ms = ts_ms;
+    ++generation_;
+  }
+  /// Changes whenever a series of a per-target (persona) family is erased (for a caller holding
+  /// LockForBatch()); erasures elsewhere (window replacement, anomaly close) do not move it.
+  uint64_t target_erase_epoch_locked() const { return target_erase_epoch_; }
   /// Adds delta to a series (0 if new). Returns false if the cap dropped it.
   bool Add(FamilyId family, const SeriesLabels& labels, double delta, std::string_view cluster, int64_t ts_ms);
   /// The value of a series, or nullopt-like NaN if absent.
@@ -146,7 +162,8 @@ class SeriesStore {
     int64_t dropped = 0;
     int64_t expired = 0;
   };
-  uint64_t generation_ = 0;  // guarded by mutex_
+  uint64_t generation_ = 0;   // guarded by mutex_
+  uint64_t target_erase_epoch_ = 0;  // guarded by mutex_
   struct Clock {
     int64_t now_ms = 0;
     int64_t next_sweep_ms = 0;
@@ -168,6 +185,22 @@ bool SeriesStore::SetByKey(FamilyId family, std::string_view key, MakeLabelsFn&&
                            std::string_view cluster, int64_t ts_ms, std::string_view target) {
   std::lock_guard<std::mutex> lock(mutex_);
   return SetByKeyLocked(family, key, std::forward<MakeLabelsFn>(make_labels), value, cluster, ts_ms, target);
+}
+
+template <typename MakeLabelsFn>
+SeriesStore::SeriesRef SeriesStore::FindOrCreateLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels,
+                                                       std::string_view cluster, std::string_view target) {
+  auto thunk = [](void* ctx) -> std::shared_ptr<const LabelSet> {
+    return (*static_cast<std::remove_reference_t<MakeLabelsFn>*>(ctx))();
+  };
+  Family& f = *families_[static_cast<size_t>(family)];
+  bool created = false;
+  Series* s = FindOrCreate(f, key, nullptr, thunk, const_cast<void*>(static_cast<const void*>(&make_labels)), created);
+  if (s != nullptr && created) {
+    s->cluster = cluster;
+    s->target = target;
+  }
+  return s;
 }
 
 template <typename MakeLabelsFn>

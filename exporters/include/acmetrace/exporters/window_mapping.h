@@ -2,6 +2,7 @@
 // (docs/metrics.md): names, labels, the unit rule and which window view feeds which family.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,6 +41,7 @@ class WindowMapping {
     double scale = 1;
     std::vector<std::string> key_labels;  // the key's label feeding each family label after cluster
     std::string only_stat;               // keep only this stat= value and drop the label
+    double max_value = std::numeric_limits<double>::infinity();
   };
   void AddRule(int64_t window_s, const char* key_name, FamilySpec spec, double scale,
                std::vector<std::string> key_labels = {}, std::string only_stat = {});
