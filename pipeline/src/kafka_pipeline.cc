@@ -1,7 +1,6 @@
 // KafkaPipeline: the stages of `acmetrace run` with Kafka between them.
 #include "acmetrace/pipeline/kafka_pipeline.h"
 
-#include <chrono>
 #include <map>
 #include <thread>
 
@@ -27,7 +26,8 @@ class BoundedReader {
     if (!reader.ok()) return reader.status();
     reader_ = std::move(reader).value();
     topics_ = topics;
-    core::Result<std::vector<kafka::PartitionInfo>> parts = DescribeWhenReady(settings.connect_timeout_ms);
+    core::Result<std::vector<kafka::PartitionInfo>> parts =
+        reader_->Describe(topics_, static_cast<int>(settings.connect_timeout_ms));
     if (!parts.ok()) return parts.status();
     parts_ = std::move(parts).value();
     std::vector<kafka::PartitionStart> starts;
@@ -48,7 +48,7 @@ class BoundedReader {
   }
   // Fixes the ends to read to: the topics' ends now.
   core::Status Bound() {
-    core::Result<std::vector<kafka::PartitionInfo>> parts = DescribeWhenReady(10'000);
+    core::Result<std::vector<kafka::PartitionInfo>> parts = reader_->Describe(topics_, 10'000);
     if (!parts.ok()) return parts.status();
     end_.assign(parts_.size(), 0);
     for (const kafka::PartitionInfo& p : parts.value()) {
@@ -68,17 +68,6 @@ class BoundedReader {
   kafka::KafkaPartitionReader& reader() { return *reader_; }
 
  private:
-  // Topics created a moment ago have no partition leaders yet ("Not leader for partition"):
-  // retry until they do, or the timeout.
-  core::Result<std::vector<kafka::PartitionInfo>> DescribeWhenReady(int64_t timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-      core::Result<std::vector<kafka::PartitionInfo>> parts = reader_->Describe(topics_);
-      if (parts.ok() || std::chrono::steady_clock::now() >= deadline) return parts;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  }
-
   std::unique_ptr<kafka::KafkaPartitionReader> reader_;
   std::vector<std::string> topics_;
   std::vector<kafka::PartitionInfo> parts_;
