@@ -121,7 +121,7 @@ class UtilizationMetricReader {
   // Shared, under mutex_.
   // Rows read ahead; each side waits for a quarter of them at once rather than one (a handover per
   // row would cost a thread switch per row).
-  static constexpr size_t kRowsAhead = 16;
+  static constexpr size_t kRowsAhead = 64;
   static constexpr size_t kHandover = kRowsAhead / 4;
   std::mutex mutex_;
   std::condition_variable changed_;
