@@ -140,7 +140,11 @@ ReplayStatus Replayer::status() const {
   s.paused = replay_clock_.paused();
   if (replay_clock_.started()) {
     s.clock_trace_ms = replay_clock_.TraceNowMs(now);
-    if (s.speed > 0 && !s.paused && stats_.total > 0) s.lag_ms = std::max<int64_t>(0, s.clock_trace_ms - s.trace_ms);
+    // Behind schedule: the last record left late, or the one being handed over (a sink applying
+    // backpressure) is overdue.
+    if (s.speed > 0 && !s.paused) {
+      s.lag_ms = std::max<int64_t>({0, last_lateness_ms_, due_now_ms_ >= 0 ? now - due_now_ms_ : 0});
+    }
   }
   return s;
 }
@@ -289,6 +293,8 @@ core::Result<ReplayStats> Replayer::Run() {
       publish();  // a paced replay is slow enough to keep status() exact
       if (!WaitUntilDue(ts, due)) continue;  // stop, or a seek: handled at the top
       sent_ms = clock_.NowMs();  // lateness: when the record is handed over
+      std::lock_guard<std::mutex> lock(mutex_);
+      due_now_ms_ = due;
     }
     if (core::Status s = sink_.Write(*record); !s.ok()) {
       failure = s;
@@ -306,7 +312,11 @@ core::Result<ReplayStats> Replayer::Run() {
       const double speed = replay_clock_.speed();
       publish();
       std::lock_guard<std::mutex> lock(mutex_);
-      if (speed > 0) stats_.max_lateness_ms = std::max(stats_.max_lateness_ms, sent_ms - due);
+      due_now_ms_ = -1;
+      if (speed > 0) {
+        last_lateness_ms_ = std::max<int64_t>(0, sent_ms - due);
+        stats_.max_lateness_ms = std::max(stats_.max_lateness_ms, sent_ms - due);
+      }
     }
     if (errors_.must_stop()) break;
     if ((pending & 1023) == 0 || !max_speed) {

@@ -204,6 +204,23 @@ TEST(ReplayerControlsTest, LatenessIsMeasuredAgainstTheSchedule) {
   EXPECT_EQ(stats.value().max_lateness_ms, 700);
 }
 
+TEST(ReplayerControlsTest, LagIsWallTimeBehindTheSchedule) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
+  std::vector<int64_t> lag;  // seen while each record is being written
+  sink.after_write = [&](size_t n) {
+    lag.push_back(replayer.status().lag_ms);
+    if (n == 1) clock.AdvanceMs(1700);  // a slow write: b is handed over 700 ms after its schedule
+  };
+  ASSERT_TRUE(replayer.Run().ok());
+  // a on time; b handed over 700 ms late; during c's write the last record to leave (b) was 700 ms late.
+  EXPECT_EQ(lag, (std::vector<int64_t>{0, 700, 700}));
+}
+
 TEST(ReplayControlServerTest, HandlesStatusAndControls) {
   core::ManualClock clock;
   core::InputErrors errors(nullptr);

@@ -66,7 +66,7 @@ struct ReplayStatus {
   bool paused = false;
   bool running = false;
   int64_t records = 0;
-  int64_t lag_ms = 0;
+  int64_t lag_ms = 0;           // wall ms the replay runs behind its schedule now (paced replays)
   int64_t max_lateness_ms = 0;
 };
 
@@ -116,6 +116,8 @@ class Replayer {
   std::atomic<bool> stop_{false};
   std::atomic<bool> control_dirty_{true};  // a control action happened: re-check seek and speed
   ReplayStats stats_;
+  int64_t last_lateness_ms_ = 0;   // of the last record sent
+  int64_t due_now_ms_ = -1;        // schedule of the record being handed over, -1 when none
   bool running_ = false;
   int64_t wall0_ms_ = 0;
   int64_t next_progress_ms_ = 0;
