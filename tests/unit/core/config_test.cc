@@ -1,5 +1,6 @@
 // Config: declared keys only, YAML files with errors that name file, line and key, flags on top.
 #include "acmetrace/core/config.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,23 +12,6 @@
 
 namespace acmetrace::core {
 namespace {
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
 
 Config MakeConfig() {
   Config c;

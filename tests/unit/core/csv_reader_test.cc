@@ -1,6 +1,7 @@
 // CsvReader: every edge case of the release's files, with the default buffer and with tiny ones
 // that force refills in the middle of rows, quotes and line breaks.
 #include "acmetrace/core/csv_reader.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -36,28 +37,8 @@ std::ostream& operator<<(std::ostream& os, const Row& row) {
   return os << "]";
 }
 
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string(info->test_suite_name()) + "." + info->name();
-  for (char& c : name) {
-    if (c == '/') c = '_';
-  }
-  const std::filesystem::path dir =
-      std::filesystem::path(testing::TempDir()) / ("acmetrace_" + std::to_string(::getpid()) + "_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
 // Each call should use a new name: truncating an existing file is much slower than creating one
 // on some file systems, and the boundary sweeps write thousands.
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
 // Reads every row; fails the test on an open or read error.
 std::vector<Row> ReadAll(const std::string& path, size_t chunk_bytes) {
   CsvReader reader;

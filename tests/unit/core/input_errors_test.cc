@@ -1,5 +1,6 @@
 // InputErrors: one "FILE:LINE: FIELD: reason" line each, exact counts, strict mode, bounded output.
 #include "acmetrace/core/input_errors.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 
@@ -13,25 +14,6 @@ namespace acmetrace::core {
 namespace {
 
 // Captures what InputErrors prints.
-class Captured {
- public:
-  Captured() : file_(open_memstream(&data_, &size_)) {}
-  ~Captured() {
-    if (file_ != nullptr) std::fclose(file_);
-    std::free(data_);
-  }
-  std::FILE* file() { return file_; }
-  std::string text() {
-    std::fflush(file_);
-    return std::string(data_, size_);
-  }
-
- private:
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  std::FILE* file_;
-};
-
 TEST(InputErrorsTest, PrintsOneLinePerErrorInTheDocumentedForm) {
   Captured out;
   InputErrors errors(out.file());

@@ -11,29 +11,12 @@
 #include <vector>
 
 #include "acmetrace/core/record.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
 
 const std::string kRelease = std::string(ACMETRACE_FIXTURES) + "/release";
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::filesystem::path path = std::filesystem::path(dir) / name;
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path.string();
-}
 
 // "topic key ts_ms" (plus the event for jobs), in stream order.
 std::vector<std::string> Describe(EventStream& stream) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "acmetrace/core/record_json.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -21,23 +22,6 @@ constexpr char kSerenRow[] =
     "5778432,u5907,1,8,128,Other,FAILED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,"
     "2023-03-01 00:20:51+08:00,117,32,936.0\n";
 constexpr int64_t kT0 = 1677600000000;  // 2023-03-01 00:00:00+08:00
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
 
 // "2023-03-01 00:MM:SS+08:00" for a second offset from kT0 (under an hour).
 std::string At(int seconds) {

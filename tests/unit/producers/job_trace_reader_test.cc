@@ -1,6 +1,7 @@
 // JobTraceReader: the release's real rows parse exactly; schemas by header; every malformed row is
 // one reported line with the right number, and the rest of the file is still read.
 #include "acmetrace/producers/job_trace_reader.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -28,43 +29,7 @@ constexpr char kKalosRow[] =
     "dlctk696s0jbvitv,uf794,8,64,960,1000,100.0,Other,FAILED,2023-05-17 11:00:58+00:00,2023-05-17 11:01:08+00:00,"
     "2023-05-17 11:01:16+00:00,2023-05-17 11:01:16+00:00,,18,10.0,1152.0\n";
 
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
 // Captures what InputErrors prints.
-class Captured {
- public:
-  Captured() : file_(open_memstream(&data_, &size_)) {}
-  ~Captured() {
-    std::fclose(file_);
-    std::free(data_);
-  }
-  std::FILE* file() { return file_; }
-  std::string text() {
-    std::fflush(file_);
-    return std::string(data_, size_);
-  }
-
- private:
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  std::FILE* file_;
-};
-
 std::vector<JobRow> ReadAll(JobTraceReader& reader) {
   std::vector<JobRow> rows;
   JobRow row;

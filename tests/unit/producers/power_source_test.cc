@@ -13,45 +13,10 @@
 #include <vector>
 
 #include "acmetrace/core/record_json.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
-
-class Captured {
- public:
-  Captured() : file_(open_memstream(&data_, &size_)) {}
-  ~Captured() {
-    std::fclose(file_);
-    std::free(data_);
-  }
-  std::FILE* file() { return file_; }
-  std::string text() {
-    std::fflush(file_);
-    return std::string(data_, size_);
-  }
-
- private:
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  std::FILE* file_;
-};
 
 std::vector<std::string> Lines(PowerSource& source) {
   std::vector<std::string> out;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "acmetrace/core/record_json.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -284,24 +285,6 @@ TEST(DeclareReplayConfigTest, EveryKeyIsDocumentedAndLoadsBack) {
 
 // ---------------------------------------------------------------------------------------------
 // The binary. These run `acmetrace` as a child process at --speed max (no pacing, no sleeps).
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::filesystem::path path = std::filesystem::path(dir) / name;
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path.string();
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,5 +1,6 @@
 // Summary: the release's cluster_summary.csv columns, computed by hand for small job sets.
 #include "acmetrace/producers/summary.h"
+#include "test_files.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -32,23 +33,6 @@ constexpr char kReleaseHeader[] =
     "complete_gpu_time,cancel_gpu_time,fail_gpu_time,complete_rate_gpu_time,cancel_rate_gpu_time,"
     "fail_rate_gpu_time,avg_run_time_cpu,avg_que_time_cpu,med_run_time_cpu,med_que_time_cpu,complete_rate_cpu,"
     "cancel_rate_cpu,fail_rate_cpu\n";
-
-std::string TestDir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) /
-                                    ("acmetrace_" + std::to_string(::getpid()) + "_" + info->test_suite_name() +
-                                     "." + info->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream out(path, std::ios::binary);
-  out << content;
-  return path;
-}
 
 std::string Summarize(const std::vector<std::string>& files, core::InputErrors& errors) {
   core::Result<std::string> csv = SummarizeJobTraces(files, errors);

@@ -1,0 +1,62 @@
+// What the unit tests share for files: a fresh directory per test, writing a file, and capturing
+// what code prints to a FILE*.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace acmetrace {
+
+/// A fresh empty directory named after the running test (and the process: ctest runs tests in parallel).
+inline std::string TestDir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : name) {
+    if (c == '/') c = '_';  // parameterized tests
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("acmetrace_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+/// Writes content (bytes as given) to dir/name, creating subdirectories; returns the path.
+inline std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  return path.string();
+}
+
+/// A FILE* whose output the test reads back (open_memstream).
+class Captured {
+ public:
+  Captured() : file_(open_memstream(&data_, &size_)) {}
+  ~Captured() {
+    if (file_ != nullptr) std::fclose(file_);
+    std::free(data_);
+  }
+  Captured(const Captured&) = delete;
+  Captured& operator=(const Captured&) = delete;
+  std::FILE* file() { return file_; }
+  std::string text() {
+    std::fflush(file_);
+    return std::string(data_, size_);
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  std::FILE* file_;
+};
+
+}  // namespace acmetrace
