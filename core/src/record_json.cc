@@ -107,6 +107,27 @@ void AppendJob(std::string& out, const JobEvent& e) {
   out.push_back('}');
 }
 
+// {"name":number,...} of items; entry(item) gives the item's (name, value).
+template <typename Items, typename Entry>
+void AppendNumberObject(std::string& out, const Items& items, Entry entry) {
+  out.push_back('{');
+  bool first = true;
+  for (const auto& item : items) {
+    const auto [name, value] = entry(item);
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, name);
+    out.push_back(':');
+    AppendJsonNumber(out, value);
+  }
+  out.push_back('}');
+}
+
+template <typename Pair>
+std::pair<std::string_view, double> AsEntry(const Pair& p) {
+  return {p.first, p.second};
+}
+
 void AppendUtil(std::string& out, const UtilSample& s) {
   AppendHeader(out, s.cluster);
   out += ",\"node\":";
@@ -126,16 +147,10 @@ void AppendUtil(std::string& out, const UtilSample& s) {
     }
     out.push_back(']');
   }
-  out += "},\"host\":{";
-  first = true;
-  for (const HostMetric& m : s.host) {
-    if (!first) out.push_back(',');
-    first = false;
-    AppendJsonString(out, m.name);
-    out.push_back(':');
-    AppendJsonNumber(out, m.value);
-  }
-  out += "}}";
+  out += "},\"host\":";
+  AppendNumberObject(out, s.host,
+                     [](const HostMetric& m) { return std::pair<std::string_view, double>(m.name, m.value); });
+  out.push_back('}');
 }
 
 void AppendPower(std::string& out, const PowerSample& p) {
@@ -144,16 +159,9 @@ void AppendPower(std::string& out, const PowerSample& p) {
   AppendJsonString(out, p.model);
   out += ",\"ts_ms\":";
   AppendInt(out, p.ts_ms);
-  out += ",\"fields\":{";
-  bool first = true;
-  for (const auto& [name, value] : p.fields) {
-    if (!first) out.push_back(',');
-    first = false;
-    AppendJsonString(out, name);
-    out.push_back(':');
-    AppendJsonNumber(out, value);
-  }
-  out += "}}";
+  out += ",\"fields\":";
+  AppendNumberObject(out, p.fields, AsEntry<std::pair<std::string_view, double>>);
+  out.push_back('}');
 }
 
 void AppendMetrics(std::string& out, const MetricsWindow& m) {
@@ -164,16 +172,9 @@ void AppendMetrics(std::string& out, const MetricsWindow& m) {
   AppendInt(out, m.start_ms);
   out += ",\"end_ms\":";
   AppendInt(out, m.end_ms);
-  out += ",\"metrics\":{";
-  bool first = true;
-  for (const auto& [name, value] : m.metrics) {
-    if (!first) out.push_back(',');
-    first = false;
-    AppendJsonString(out, name);
-    out.push_back(':');
-    AppendJsonNumber(out, value);
-  }
-  out += "}}";
+  out += ",\"metrics\":";
+  AppendNumberObject(out, m.metrics, AsEntry<std::pair<std::string, double>>);
+  out.push_back('}');
 }
 
 void AppendAnomaly(std::string& out, const AnomalyEvent& a) {
