@@ -86,6 +86,23 @@ struct RecordParser::Impl {
     if (auto acme_err = (expr); acme_err) return FieldError(field_name, acme_err); \
   } while (0)
 
+// Every member of an object of numbers or nulls ("host", "fields", "metrics"): add(name, value).
+template <typename Add>
+Status ParseNumberObject(od::value v, std::string_view object_name, Add add) {
+  od::object obj;
+  ACMETRACE_GET(object_name, v.get_object().get(obj));
+  for (auto member : obj) {
+    std::string_view name;
+    ACMETRACE_GET(object_name, member.unescaped_key().get(name));
+    od::value mv;
+    ACMETRACE_GET(name, member.value().get(mv));
+    double d;
+    ACMETRACE_GET(name, GetNumberOrNull(mv, d));
+    add(name, d);
+  }
+  return Status::Ok();
+}
+
 Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
   bool has_cluster = false, has_event = false, has_ts = false, has_job = false;
   e.queue_s = kNoSample;
@@ -197,17 +214,10 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
         }
       }
     } else if (key == "host") {
-      od::object host;
-      ACMETRACE_GET(key, v.get_object().get(host));
-      for (auto metric : host) {
-        std::string_view name;
-        ACMETRACE_GET("host", metric.unescaped_key().get(name));
-        od::value mv;
-        ACMETRACE_GET(name, metric.value().get(mv));
-        double d;
-        ACMETRACE_GET(name, GetNumberOrNull(mv, d));
+      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
         s.host.push_back(HostMetric{Intern(name), d});
-      }
+      });
+      if (!st.ok()) return st;
     }
   }
   s.gpu.resize(gpu_used);
@@ -238,17 +248,10 @@ Status RecordParser::Impl::ParsePower(od::object obj, PowerSample& p) {
       ACMETRACE_GET(key, v.get_int64().get(p.ts_ms));
       has_ts = true;
     } else if (key == "fields") {
-      od::object fields;
-      ACMETRACE_GET(key, v.get_object().get(fields));
-      for (auto f : fields) {
-        std::string_view name;
-        ACMETRACE_GET("fields", f.unescaped_key().get(name));
-        od::value fv;
-        ACMETRACE_GET(name, f.value().get(fv));
-        double d;
-        ACMETRACE_GET(name, GetNumberOrNull(fv, d));
+      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
         p.fields.emplace_back(Intern(name), d);
-      }
+      });
+      if (!st.ok()) return st;
     }
   }
   if (!has_cluster) return Missing("cluster");
@@ -280,17 +283,10 @@ Status RecordParser::Impl::ParseMetrics(od::object obj, MetricsWindow& m) {
       ACMETRACE_GET(key, v.get_int64().get(m.end_ms));
       has_end = true;
     } else if (key == "metrics") {
-      od::object metrics;
-      ACMETRACE_GET(key, v.get_object().get(metrics));
-      for (auto f : metrics) {
-        std::string_view name;
-        ACMETRACE_GET("metrics", f.unescaped_key().get(name));
-        od::value fv;
-        ACMETRACE_GET(name, f.value().get(fv));
-        double d;
-        ACMETRACE_GET(name, GetNumberOrNull(fv, d));
+      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
         m.metrics.emplace_back(std::string(name), d);
-      }
+      });
+      if (!st.ok()) return st;
     }
   }
   if (!has_cluster) return Missing("cluster");
