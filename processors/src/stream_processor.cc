@@ -200,6 +200,7 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       if (c->closed_through != kNoTime) eff = std::max(eff, c->closed_through);
       const bool late = eff != ts;
       if (late) ++stats_.late;
+      last_kind_ = record.index();
       Pending p{eff, TopicRank(record), c->seq++, late, std::move(record)};
       c->buffer[FloorTo(eff, options_.base_window_ms())].push_back(std::move(p));
       processed = true;
@@ -216,9 +217,10 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
 }
 
 void StreamProcessor::ReuseRecord(core::Record& record) {
-  if (spare_.empty()) return;
-  record = std::move(spare_.back());
-  spare_.pop_back();
+  std::vector<core::Record>& spare = spare_[last_kind_];
+  if (spare.empty()) return;
+  record = std::move(spare.back());
+  spare.pop_back();
 }
 
 core::Status StreamProcessor::Finish() { return CloseReadyWindows(true); }
@@ -246,14 +248,19 @@ core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
   const int64_t end_ms = start_ms + options_.base_window_ms();
   auto node = c.buffer.extract(c.buffer.begin());
   std::vector<Pending>& records = node.mapped();
-  std::sort(records.begin(), records.end());
-  for (Pending& p : records) {
+  // Sorted by index: records stay where they are.
+  order_.resize(records.size());
+  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return records[a] < records[b]; });
+  for (uint32_t i : order_) {
+    Pending& p = records[i];
     c.metrics.Apply(p.record, start_ms, p.late);
     if (!p.late) {
       for (auto& d : c.detectors) d->Observe(p.record);
     }
-    // Keep a few records' storage for the parser (ReuseRecord): their vectors keep their capacity.
-    if (spare_.size() < kMaxSpareRecords) spare_.push_back(std::move(p.record));
+    // Keep the record's storage for the parser (ReuseRecord): its vectors keep their capacity.
+    std::vector<core::Record>& spare = spare_[p.record.index()];
+    if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(p.record));
   }
   anomalies_.clear();
   for (auto& d : c.detectors) d->AdvanceTo(end_ms - 1, anomalies_);

@@ -2,6 +2,7 @@
 // reordering into base windows, cluster metrics and detectors, and per-cluster state snapshots.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "acmetrace/core/record.h"
@@ -119,8 +121,12 @@ class StreamProcessor {
   ProcessStats stats_;
   std::vector<core::AnomalyEvent> anomalies_;       // scratch
   std::vector<core::MetricsWindow> windows_;        // scratch
-  static constexpr size_t kMaxSpareRecords = 256;
-  std::vector<core::Record> spare_;
+  // Storage of processed records for ReuseRecord, per record kind (the variant's index), enough
+  // for every record of a base window at full scale: a parser then allocates almost nothing.
+  static constexpr size_t kMaxSpareRecords = 4096;
+  std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> spare_;
+  size_t last_kind_ = 0;  // the kind of the record processed last: the likely kind of the next
+  std::vector<uint32_t> order_;  // scratch: a window's records in processing order
 };
 
 }  // namespace acmetrace::processors
