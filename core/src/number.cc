@@ -64,6 +64,59 @@ bool ParsePlainDecimal(std::string_view text, double& out) {
 
 }  // namespace
 
+const char* ParseJsonNumberPrefix(const char* p, const char* end, double& out) {
+  // One pass for the common shape (what ParsePlainDecimal takes), checking JSON's grammar:
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. An exponent or a long mantissa goes to fast_float.
+  const char* const first = p;
+  const bool negative = p != end && *p == '-';
+  if (negative) ++p;
+  uint64_t mantissa = 0;
+  size_t digit_count = 0;
+  auto digits = [&] {
+    const char* const from = p;
+    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
+      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
+    }
+    digit_count += static_cast<size_t>(p - from);
+    return static_cast<size_t>(p - from);
+  };
+  const char* const integer = p;
+  const size_t integer_digits = digits();
+  if (integer_digits == 0 || (integer_digits > 1 && *integer == '0')) return nullptr;
+  size_t fraction_digits = 0;
+  if (p != end && *p == '.') {
+    ++p;
+    fraction_digits = digits();
+    if (fraction_digits == 0) return nullptr;
+  }
+  bool exponent = false;
+  if (p != end && (*p == 'e' || *p == 'E')) {
+    exponent = true;
+    ++p;
+    if (p != end && (*p == '+' || *p == '-')) ++p;
+    const char* const from = p;
+    while (p != end && static_cast<unsigned char>(*p - '0') <= 9) ++p;
+    if (p == from) return nullptr;
+  }
+  if (!exponent && digit_count <= 19 && mantissa <= (uint64_t{1} << 53)) {
+    const double value = static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+    out = negative ? -value : value;
+    return p;
+  }
+  double value;
+  auto result = fast_float::from_chars(first, p, value);
+  if (result.ec != std::errc() || result.ptr != p || !std::isfinite(value)) return nullptr;
+  out = value;
+  return p;
+}
+
+std::optional<double> ParseJsonNumber(std::string_view text) {
+  const char* const end = text.data() + text.size();
+  double value;
+  if (ParseJsonNumberPrefix(text.data(), end, value) != end) return std::nullopt;
+  return value;
+}
+
 std::optional<double> ParseDouble(std::string_view text) {
   if (double value; ParsePlainDecimal(text, value)) return value;
   if (std::optional<double> value = ParseWholeDouble(text)) return value;

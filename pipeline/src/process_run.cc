@@ -323,6 +323,7 @@ class KafkaProcessRun {
   }
 
   core::Status SaveSnapshots(bool final_flush_follows) {
+    if (core::Status s = processor_.Drain(); !s.ok()) return s;
     if (core::Status s = sink_.Flush(); !s.ok()) return s;
     if (!store_) return core::Status::Ok();
     for (const std::string& cluster : processor_.owned()) {
@@ -411,6 +412,9 @@ class KafkaProcessRun {
       const kafka::ReaderEvent& e = event.value();
       if (e.kind == kafka::ReaderEvent::Kind::kRecord) {
         if (core::Status s = HandleRecord(*e.record); !s.ok()) return s;
+        if (e.pending_low_ts != kafka::kNoTraceTs) {
+          if (core::Status s = processor_.AdvanceInputs(e.pending_low_ts); !s.ok()) return s;
+        }
         if (errors_.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
       } else if (e.kind == kafka::ReaderEvent::Kind::kPartitionEnd) {
         if (const int p = IndexOf(e.topic, e.partition); p >= 0) {

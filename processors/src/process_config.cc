@@ -33,6 +33,9 @@ void DeclareProcessConfig(core::Config& config) {
                  "directory of per-cluster state snapshots (with the input offsets they cover); a restarted or "
                  "rebalanced processor resumes from them. Shared by the instances of a group. Empty = none");
   config.Declare("process.snapshot_interval_ms", "5000", "wall time between state snapshots (kafka source)");
+  config.Declare("process.worker_thread", "true",
+                 "apply closed windows (metrics, detectors, writing) on a second thread while the first reads and "
+                 "parses records; the output is the same either way");
   config.Declare("process.ownership_topic", "acme.process.owners",
                  "topic (one partition per process.clusters entry) whose consumer-group assignment decides which "
                  "instance owns which cluster");
@@ -85,6 +88,7 @@ ProcessOptions ProcessOptionsFromConfig(const core::Config& config) {
   o.snapshot_interval_ms = config.GetInt("process.snapshot_interval_ms");
   if (o.snapshot_interval_ms <= 0) throw std::invalid_argument("process.snapshot_interval_ms: must be > 0");
   o.ownership_topic = config.GetString("process.ownership_topic");
+  o.worker_thread = config.GetBool("process.worker_thread");
   return o;
 }
 

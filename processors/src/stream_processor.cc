@@ -1,7 +1,12 @@
 // StreamProcessor: watermark, lateness, per-cluster reorder buffers, window closing, snapshots.
 #include "acmetrace/processors/stream_processor.h"
 
+
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "acmetrace/core/record_json.h"
@@ -74,10 +79,64 @@ struct StreamProcessor::ClusterState {
   std::vector<std::unique_ptr<Detector>> detectors;
 };
 
-StreamProcessor::StreamProcessor(ProcessOptions options, core::RecordSink& sink, DetectorFactory detectors)
-    : options_(std::move(options)), sink_(sink), make_detectors_(std::move(detectors)) {}
+// The worker thread: closed windows in a queue, applied in order. The caller thread keeps the
+// buffers, watermarks and offsets; the worker alone touches metrics, detectors and the sink until
+// Drain returns.
+struct StreamProcessor::Worker {
+  struct Job {
+    ClusterState* cluster;
+    int64_t start_ms;
+    std::vector<Pending> records;
+  };
+  // Closed windows queued at most: the caller waits beyond (memory stays bounded).
+  static constexpr size_t kMaxJobs = 16;
 
-StreamProcessor::~StreamProcessor() = default;
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<Job> jobs;
+  std::vector<std::vector<Pending>> applied;  // applied windows' records, for ReuseRecord
+  bool busy = false;
+  bool stop = false;
+  core::Status error = core::Status::Ok();
+  std::thread thread;
+
+  void Run(StreamProcessor& p) {
+    std::unique_lock lock(mu);
+    for (;;) {
+      changed.wait(lock, [&] { return stop || !jobs.empty(); });
+      if (jobs.empty()) return;  // stopping, and everything done
+      Job job = std::move(jobs.front());
+      jobs.pop_front();
+      busy = true;
+      const bool failed = !error.ok();
+      lock.unlock();
+      core::Status s = failed ? core::Status::Ok() : p.ApplyWindow(*job.cluster, job.start_ms, job.records);
+      lock.lock();
+      if (!s.ok() && error.ok()) error = std::move(s);
+      applied.push_back(std::move(job.records));
+      busy = false;
+      changed.notify_all();
+    }
+  }
+};
+
+StreamProcessor::StreamProcessor(ProcessOptions options, core::RecordSink& sink, DetectorFactory detectors)
+    : options_(std::move(options)), sink_(sink), make_detectors_(std::move(detectors)) {
+  if (options_.worker_thread) {
+    worker_ = std::make_unique<Worker>();
+    worker_->thread = std::thread([this] { worker_->Run(*this); });
+  }
+}
+
+StreamProcessor::~StreamProcessor() {
+  if (!worker_) return;
+  {
+    std::lock_guard lock(worker_->mu);
+    worker_->stop = true;
+  }
+  worker_->changed.notify_all();
+  worker_->thread.join();
+}
 
 int StreamProcessor::DeclarePartition(const std::string& name) {
   for (size_t i = 0; i < partition_names_.size(); ++i) {
@@ -118,6 +177,7 @@ void StreamProcessor::Own(const std::string& cluster) {
 }
 
 void StreamProcessor::Release(const std::string& cluster) {
+  (void)Drain();  // the worker may still apply its windows
   if (auto it = clusters_.find(cluster); it != clusters_.end()) clusters_.erase(it);
 }
 
@@ -161,6 +221,14 @@ int64_t StreamProcessor::ComputeWatermark(const ClusterState& c) const {
 void StreamProcessor::Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms) {
   if (offset >= 0) c.next_offset[partition] = offset + 1;
   if (ts_ms != kNoTime && ts_ms > c.max_ts[partition]) c.max_ts[partition] = ts_ms;
+}
+
+core::Status StreamProcessor::AdvanceInputs(int64_t ts_ms) {
+  for (auto& [_, c] : clusters_) {
+    for (int64_t& seen : c->max_ts) seen = std::max(seen, ts_ms);
+    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+  }
+  return CloseReadyWindows(false);
 }
 
 core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms) {
@@ -218,12 +286,23 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
 
 void StreamProcessor::ReuseRecord(core::Record& record) {
   std::vector<core::Record>& spare = spare_[last_kind_];
+  if (spare.empty() && worker_) {
+    std::vector<std::vector<Pending>> applied;
+    {
+      std::lock_guard lock(worker_->mu);
+      applied.swap(worker_->applied);
+    }
+    for (std::vector<Pending>& records : applied) Recycle(records);
+  }
   if (spare.empty()) return;
   record = std::move(spare.back());
   spare.pop_back();
 }
 
-core::Status StreamProcessor::Finish() { return CloseReadyWindows(true); }
+core::Status StreamProcessor::Finish() {
+  if (core::Status s = CloseReadyWindows(true); !s.ok()) return s;
+  return Drain();
+}
 
 core::Status StreamProcessor::CloseReadyWindows(bool finishing) {
   const int64_t base = options_.base_window_ms();
@@ -247,7 +326,37 @@ core::Status StreamProcessor::CloseReadyWindows(bool finishing) {
 core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
   const int64_t end_ms = start_ms + options_.base_window_ms();
   auto node = c.buffer.extract(c.buffer.begin());
-  std::vector<Pending>& records = node.mapped();
+  c.closed_through = std::max(c.closed_through, end_ms);
+  if (!worker_) {
+    core::Status s = ApplyWindow(c, start_ms, node.mapped());
+    Recycle(node.mapped());
+    return s;
+  }
+  std::unique_lock lock(worker_->mu);
+  worker_->changed.wait(lock, [&] { return worker_->jobs.size() < Worker::kMaxJobs; });
+  if (!worker_->error.ok()) return worker_->error;
+  worker_->jobs.push_back(Worker::Job{&c, start_ms, std::move(node.mapped())});
+  worker_->changed.notify_all();
+  return core::Status::Ok();
+}
+
+core::Status StreamProcessor::Drain() const {
+  if (!worker_) return core::Status::Ok();
+  std::unique_lock lock(worker_->mu);
+  worker_->changed.wait(lock, [&] { return worker_->jobs.empty() && !worker_->busy; });
+  return worker_->error;
+}
+
+ProcessStats StreamProcessor::stats() const {
+  ProcessStats out = stats_;
+  out.windows = windows_written_.load(std::memory_order_relaxed);
+  out.anomalies = anomalies_written_.load(std::memory_order_relaxed);
+  out.suppressed = suppressed_.load(std::memory_order_relaxed);
+  return out;
+}
+
+core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records) {
+  const int64_t end_ms = start_ms + options_.base_window_ms();
   // Sorted by index: records stay where they are.
   order_.resize(records.size());
   for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
@@ -258,31 +367,37 @@ core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
     if (!p.late) {
       for (auto& d : c.detectors) d->Observe(p.record);
     }
-    // Keep the record's storage for the parser (ReuseRecord): its vectors keep their capacity.
-    std::vector<core::Record>& spare = spare_[p.record.index()];
-    if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(p.record));
   }
   anomalies_.clear();
   for (auto& d : c.detectors) d->AdvanceTo(end_ms - 1, anomalies_);
   for (const core::AnomalyEvent& a : anomalies_) {
     if (core::Status s = sink_.Write(core::Record(a)); !s.ok()) return s;
-    ++stats_.anomalies;
+    anomalies_written_.fetch_add(1, std::memory_order_relaxed);
   }
   windows_.clear();
   c.metrics.CloseWindow(start_ms, windows_);
   for (core::MetricsWindow& w : windows_) {
     if (c.emitted_through != kNoTime && w.end_ms <= c.emitted_through) {
-      ++stats_.suppressed;
+      suppressed_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     if (core::Status s = sink_.Write(core::Record(std::move(w))); !s.ok()) return s;
-    ++stats_.windows;
+    windows_written_.fetch_add(1, std::memory_order_relaxed);
   }
-  c.closed_through = std::max(c.closed_through, end_ms);
   return core::Status::Ok();
 }
 
+// Keeps applied records' storage for the parser (ReuseRecord): their vectors keep their capacity.
+void StreamProcessor::Recycle(std::vector<Pending>& records) {
+  for (Pending& p : records) {
+    std::vector<core::Record>& spare = spare_[p.record.index()];
+    if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(p.record));
+  }
+  records.clear();
+}
+
 std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
+  (void)Drain();  // every closed window applied: the state is consistent
   auto it = clusters_.find(cluster);
   if (it == clusters_.end()) return {};
   const ClusterState& c = *it->second;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <optional>
+#include <string_view>
 
 namespace acmetrace::core {
 namespace {
@@ -65,6 +66,38 @@ TEST(TrimSpacesTest, TrimsSpacesAndTabsOnly) {
   EXPECT_EQ(TrimSpaces(""), "");
   EXPECT_EQ(TrimSpaces("x"), "x");
   EXPECT_EQ(TrimSpaces("\nx\n"), "\nx\n");
+}
+
+TEST(ParseJsonNumberTest, ParsesJsonNumbersCorrectlyRounded) {
+  EXPECT_EQ(ParseJsonNumber("0"), 0.0);
+  EXPECT_TRUE(std::signbit(*ParseJsonNumber("-0")));
+  EXPECT_EQ(ParseJsonNumber("81920"), 81920.0);
+  EXPECT_EQ(ParseJsonNumber("65.082"), 65.082);
+  EXPECT_EQ(ParseJsonNumber("-2.5"), -2.5);
+  EXPECT_EQ(ParseJsonNumber("1e3"), 1000.0);
+  EXPECT_EQ(ParseJsonNumber("1.5E-3"), 0.0015);
+  EXPECT_EQ(ParseJsonNumber("2e+2"), 200.0);
+  // Past the plain-decimal path (more than 19 digits, mantissa above 2^53): fast_float, same bits.
+  EXPECT_EQ(ParseJsonNumber("0.1000000000000000055511151231257827"), 0.1);
+  EXPECT_EQ(ParseJsonNumber("9007199254740993"), 9007199254740992.0);
+  EXPECT_EQ(ParseJsonNumber("123456789012345678901234"), 123456789012345678901234.0);
+}
+
+TEST(ParseJsonNumberTest, RejectsWhatJsonRejects) {
+  for (const char* text : {"", " 1", "1 ", "+1", "01", "-01", "1.", ".5", "-", "1e", "1e+", "0x10", "nan", "inf",
+                           "Infinity", "1e400", "--1", "1.2.3", "\"1\"", "null"}) {
+    EXPECT_EQ(ParseJsonNumber(text), std::nullopt) << "'" << text << "'";
+  }
+}
+
+TEST(ParseJsonNumberTest, PrefixStopsAfterTheNumber) {
+  const std::string_view text = "12.5,7]";
+  double v = 0;
+  const char* end = ParseJsonNumberPrefix(text.data(), text.data() + text.size(), v);
+  ASSERT_NE(end, nullptr);
+  EXPECT_EQ(end - text.data(), 4);
+  EXPECT_EQ(v, 12.5);
+  EXPECT_EQ(ParseJsonNumberPrefix(text.data() + 4, text.data() + text.size(), v), nullptr);  // ','
 }
 
 }  // namespace

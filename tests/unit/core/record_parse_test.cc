@@ -178,6 +178,25 @@ TEST(RecordParserTest, AcceptsFieldsInAnyOrderAndSkipsUnknownOnes) {
   EXPECT_EQ(p.fields[0].second, 546);
 }
 
+TEST(RecordParserTest, GpuArraysTakeNullsSpacesAndEveryNumberForm) {
+  RecordParser parser;
+  Record r;
+  const Status s = parser.ParseValue(
+      kTopicUtil,
+      R"({"cluster":"kalos","node":"10.0.0.1","ts_ms":5,"gpu":{"GPU_UTIL":[ 0 , null,-1.5e2, 0.25 ,100],"XID_ERRORS":[]}})",
+      r);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto& u = std::get<UtilSample>(r);
+  ASSERT_EQ(u.gpu.size(), 2u);
+  ASSERT_EQ(u.gpu[0].values.size(), 5u);
+  EXPECT_EQ(u.gpu[0].values[0], 0.0);
+  EXPECT_FALSE(IsSample(u.gpu[0].values[1]));
+  EXPECT_EQ(u.gpu[0].values[2], -150.0);
+  EXPECT_EQ(u.gpu[0].values[3], 0.25);
+  EXPECT_EQ(u.gpu[0].values[4], 100.0);
+  EXPECT_TRUE(u.gpu[1].values.empty());
+}
+
 TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
   RecordParser parser;
   Record r;
@@ -190,6 +209,14 @@ TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
   s = parser.ParseValue(kTopicUtil, R"({"cluster":"seren","node":"n","ts_ms":1,"gpu":{"GPU_UTIL":[1,"x"]}})", r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("GPU_UTIL"), std::string::npos) << s.message();
+  // Every way a GPU array can be wrong names the metric; the record is not half-taken.
+  for (const char* values : {"[1,,2]", "[1 2]", "[01]", "[1.]", "[+1]", "[1,]", "[nul]", "[true]", "[[1]]", "[1e400]",
+                             "{}", "7"}) {
+    const std::string json = std::string(R"({"cluster":"seren","node":"n","ts_ms":1,"gpu":{"SM_ACTIVE":)") + values + "}}";
+    s = parser.ParseValue(kTopicUtil, json, r);
+    EXPECT_FALSE(s.ok()) << values;
+    EXPECT_NE(s.message().find("SM_ACTIVE"), std::string::npos) << values << ": " << s.message();
+  }
   EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.nope","key":"k","value":{}})", r).ok());
   EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.jobs","key":"k","value":{"cluster":)", r).ok());
   EXPECT_FALSE(parser.ParseFramedLine("not json", r).ok());

@@ -299,6 +299,53 @@ TEST(StreamProcessorTest, TheWatermarkIsTheLowestOverPartitionsAndIdlePartitions
   EXPECT_EQ(sink.Windows("seren", 60).size(), 2u);
 }
 
+TEST(StreamProcessorTest, ASparsePartitionStopsHoldingTheWatermarkOnceTheReaderVouchesForIt) {
+  CaptureSink sink;
+  StreamProcessor p(TestOptions(), sink, nullptr);
+  p.SetOwnAll(true);
+  const int util = p.DeclarePartition("acme.util/0");
+  const int jobs = p.DeclarePartition("acme.jobs/0");
+  ASSERT_TRUE(p.Process(jobs, 0, Job("seren", core::JobEventKind::kSubmit, kT0 + 1'000, "j", 8)).ok());
+  for (int64_t t = 0; t <= 180'000; t += 15'000) {
+    ASSERT_TRUE(p.Process(util, t / 15'000, Util("seren", "n1", kT0 + t, {1})).ok());
+  }
+  // The jobs partition's next record is far ahead, but the processor cannot know: it holds.
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 + 1'000 - 30'000);
+  EXPECT_TRUE(sink.records.empty());
+  // A reader merging partitions in event time has every partition's next record at or after 180 s.
+  ASSERT_TRUE(p.AdvanceInputs(kT0 + 180'000).ok());
+  EXPECT_EQ(p.watermark_ms("seren"), kT0 + 150'000);
+  EXPECT_EQ(sink.Windows("seren", 60).size(), 2u);
+  EXPECT_EQ(p.stats().late, 0);
+}
+
+TEST(StreamProcessorTest, TheWorkerThreadWritesTheSameBytesAndSnapshots) {
+  const std::vector<core::Record> feed = Feed(40);
+  const std::string reference = RunOnePartition(feed);
+  ProcessOptions with_worker = TestOptions();
+  with_worker.worker_thread = true;
+  EXPECT_EQ(RunOnePartition(feed, with_worker), reference);
+
+  // A snapshot taken mid-stream waits for the worker: it is the one-thread snapshot.
+  CaptureSink one_sink, two_sink;
+  StreamProcessor one(TestOptions(), one_sink, FakeDetectors());
+  StreamProcessor two(with_worker, two_sink, FakeDetectors());
+  for (StreamProcessor* p : {&one, &two}) {
+    p->SetOwnAll(true);
+    const int part = p->DeclarePartition("stdin");
+    for (size_t i = 0; i < feed.size() / 2; ++i) {
+      core::Record r = feed[i];
+      ASSERT_TRUE(p->Process(part, static_cast<int64_t>(i), std::move(r)).ok());
+      p->ReuseRecord(r);
+    }
+  }
+  EXPECT_EQ(two.Snapshot("seren"), one.Snapshot("seren"));
+  ASSERT_TRUE(two.Drain().ok());
+  EXPECT_EQ(two_sink.text, one_sink.text);
+  EXPECT_EQ(two.stats().windows, one.stats().windows);
+  EXPECT_GT(two.stats().windows, 0);
+}
+
 TEST(StreamProcessorTest, SameInputSplitDifferentlyGivesByteIdenticalOutput) {
   const std::vector<core::Record> feed = Feed(40);
   const std::string reference = RunOnePartition(feed);

@@ -33,6 +33,10 @@ struct ProcessOptions {
   std::string state_dir;
   int64_t snapshot_interval_ms = 5'000;
   std::string ownership_topic = "acme.process.owners";
+  /// Apply closed windows (metrics, detectors, writing) on a second thread while records are read
+  /// and parsed on the caller's. Off here (tests drive the processor step by step); the config's
+  /// process.worker_thread defaults to on.
+  bool worker_thread = false;
 
   int64_t base_window_ms() const { return windows_s.front() * 1000; }
   int64_t longest_window_ms() const { return windows_s.back() * 1000; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -37,6 +38,7 @@ struct ProcessStats {
   int64_t suppressed = 0;      // windows an earlier run had already written (after a restore)
 };
 
+
 /// Turns time-ordered-ish input into acme.metrics and acme.anomalies, in event time only.
 ///
 /// Watermark: per input partition, the highest event time read minus process.allowed_lateness_ms;
@@ -51,7 +53,11 @@ struct ProcessStats {
 ///
 /// Ownership: only owned clusters are processed (all of them with SetOwnAll); the rest only move
 /// the watermark. Each owned cluster keeps its own input offsets, so its state snapshot resumes
-/// exactly after the records it covers. Not thread-safe.
+/// exactly after the records it covers.
+///
+/// With ProcessOptions::worker_thread, a closed window's records are applied and its output written
+/// on a worker thread, in the same order as without: the output is the same, and the sink is
+/// written from the worker (Flush it after Drain). Not thread-safe otherwise: one caller thread.
 class StreamProcessor {
  public:
   StreamProcessor(ProcessOptions options, core::RecordSink& sink, DetectorFactory detectors);
@@ -91,25 +97,37 @@ class StreamProcessor {
   /// A record not processed here (another instance's cluster, or unparsable): only its event time
   /// (kNoTime if unknown) moves the partition's watermark and its offset counts as consumed.
   core::Status Skip(int partition, int64_t offset, int64_t ts_ms);
+  /// No input partition holds a record before ts_ms any more (a reader that merges its partitions
+  /// in event-time order knows it): each counts as having seen ts_ms, and the watermark moves on
+  /// without waiting for the next record of a sparse partition.
+  core::Status AdvanceInputs(int64_t ts_ms);
   /// Gives record the storage of a record already processed (or leaves it as it is): a parser
   /// that parses into it then allocates little.
   void ReuseRecord(core::Record& record);
-  /// The end of the input: every open window closes (the watermark goes to +infinity).
+  /// The end of the input: every open window closes (the watermark goes to +infinity), and is
+  /// applied and written when this returns.
   core::Status Finish();
+  /// Waits until every closed window has been applied and written (at once without a worker); the
+  /// first error the worker met, if any.
+  core::Status Drain() const;
 
   /// The watermark of an owned cluster (kNoTime before it is known).
   int64_t watermark_ms(const std::string& cluster) const;
-  const ProcessStats& stats() const { return stats_; }
+  ProcessStats stats() const;
 
  private:
   struct Pending;
   struct ClusterState;
+  struct Worker;
 
   ClusterState& CreateCluster(const std::string& cluster);
   void Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms);
   int64_t ComputeWatermark(const ClusterState& c) const;
   core::Status CloseReadyWindows(bool finishing);
   core::Status CloseWindow(ClusterState& c, int64_t start_ms);
+  // Applies one closed window's records and writes its anomalies and metrics (on the worker, if any).
+  core::Status ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records);
+  void Recycle(std::vector<Pending>& records);
 
   ProcessOptions options_;
   core::RecordSink& sink_;
@@ -118,7 +136,10 @@ class StreamProcessor {
   std::vector<std::string> partition_names_;
   std::vector<bool> partition_idle_;
   std::map<std::string, std::unique_ptr<ClusterState>, std::less<>> clusters_;
-  ProcessStats stats_;
+  ProcessStats stats_;  // but for the three written on the worker:
+  std::atomic<int64_t> windows_written_{0};
+  std::atomic<int64_t> anomalies_written_{0};
+  std::atomic<int64_t> suppressed_{0};
   std::vector<core::AnomalyEvent> anomalies_;       // scratch
   std::vector<core::MetricsWindow> windows_;        // scratch
   // Storage of processed records for ReuseRecord, per record kind (the variant's index), enough
@@ -127,6 +148,7 @@ class StreamProcessor {
   std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> spare_;
   size_t last_kind_ = 0;  // the kind of the record processed last: the likely kind of the next
   std::vector<uint32_t> order_;  // scratch: a window's records in processing order
+  std::unique_ptr<Worker> worker_;  // last: it stops before the state it works on goes
 };
 
 }  // namespace acmetrace::processors

@@ -39,6 +39,10 @@ struct ReaderEvent {
   std::string_view topic;                // kPartitionEnd
   int32_t partition = -1;
   int64_t offset = -1;                   // kPartitionEnd: the end offset reached
+  // kRecord: no assigned partition still holds a record with an earlier trace time (the merge
+  // guarantees it while every partition that has records has shown its next one); kNoTraceTs if
+  // that is not known.
+  int64_t pending_low_ts = kNoTraceTs;
 };
 
 /// Reads assigned partitions (no consumer-group assignment, nothing committed): the caller says
@@ -59,7 +63,12 @@ class KafkaPartitionReader {
   core::Status Assign(const std::vector<PartitionStart>& starts);
   /// Stops fetching a partition (e.g. it reached the offset a bounded run stops at).
   core::Status Pause(const std::string& topic, int32_t partition);
-  /// The next record or partition end within timeout_ms (kind kNone if neither came).
+  /// The next record or partition end within timeout_ms (kind kNone if neither came). Records come
+  /// in trace-time order across partitions (each partition in its own order): of the partitions'
+  /// next records, the earliest by its trace_ts_ms header (else its Kafka timestamp) goes first, and
+  /// a partition that has records but has not delivered its next one holds the others back for at
+  /// most half a second. An event-time consumer then buffers little (it buffered hours of the
+  /// fastest partitions when records came as fetched).
   core::Result<ReaderEvent> Next(int timeout_ms);
 
  private:

@@ -1,0 +1,114 @@
+// KafkaPartitionReader merges its partitions in trace-time order and says how far every partition
+// has got (pending_low_ts), so an event-time processor buffers only what one partition holds out of order.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "acmetrace/kafka/kafka_admin.h"
+#include "acmetrace/kafka/kafka_partition_reader.h"
+#include "kafka_test_support.h"
+
+namespace acmetrace::kafka::testing {
+namespace {
+
+// One record into one partition with a trace_ts_ms header, as the replay writes it.
+void Produce(const std::string& brokers, const std::string& topic, int partition, int64_t ts) {
+  const std::string value = "p" + std::to_string(partition) + "@" + std::to_string(ts);
+  CommandResult r = RunCommand("printf '%s' '" + value + "' | kcat -b " + brokers + " -P -t " + topic + " -p " +
+                               std::to_string(partition) + " -H trace_ts_ms=" + std::to_string(ts));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+struct Read {
+  std::vector<int64_t> ts;       // trace times in the order Next handed them over
+  std::vector<int64_t> low;      // pending_low_ts of each
+  std::vector<std::string> values;
+};
+
+Read ReadAll(KafkaPartitionReader& reader, size_t want) {
+  Read out;
+  for (int polls = 0; out.ts.size() < want && polls < 200; ++polls) {
+    core::Result<ReaderEvent> e = reader.Next(100);
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    if (!e.ok()) break;
+    if (e.value().kind != ReaderEvent::Kind::kRecord) continue;
+    out.ts.push_back(e.value().record->trace_ts_ms);
+    out.low.push_back(e.value().pending_low_ts);
+    out.values.emplace_back(e.value().record->value);
+  }
+  return out;
+}
+
+TEST(KafkaPartitionReaderTest, MergesPartitionsInTraceTimeOrder) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty()) << "no broker: run through ctest (fixture kafka_broker)";
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  const std::string topic = "it.reader." + std::to_string(::getpid()) + ".merge";
+  {
+    core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
+    ASSERT_TRUE(admin.ok()) << admin.status().message();
+    ASSERT_TRUE(admin.value()->EnsureTopics({{topic, 3, 1, -1}}).ok());
+  }
+  // Each partition in its own order; across partitions the times interleave.
+  for (int p = 0; p < 3; ++p) {
+    for (int k = 0; k < 3; ++k) Produce(brokers, topic, p, 1000 * (1 + p + 3 * k));
+  }
+
+  core::Result<std::unique_ptr<KafkaPartitionReader>> reader = KafkaPartitionReader::Open(settings);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  core::Result<std::vector<PartitionInfo>> parts = reader.value()->Describe({topic});
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  ASSERT_EQ(parts.value().size(), 3u);
+  std::vector<PartitionStart> starts;
+  for (const PartitionInfo& p : parts.value()) starts.push_back({p.topic, p.partition, -1});
+  ASSERT_TRUE(reader.value()->Assign(starts).ok());
+
+  const Read read = ReadAll(*reader.value(), 9);
+  ASSERT_EQ(read.ts.size(), 9u);
+  for (size_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(read.ts[i], static_cast<int64_t>(1000 * (i + 1))) << "record " << i;
+    if (i < 7) {
+      // Every partition had shown its next record: nothing earlier is pending.
+      EXPECT_EQ(read.low[i], read.ts[i]) << "record " << i;
+    } else {
+      // Partition 0 is drained: its end may not have been reported yet (librdkafka learns it from
+      // a fetch the broker holds for fetch.wait.max.ms), so the bound may be unknown, never wrong.
+      EXPECT_TRUE(read.low[i] == read.ts[i] || read.low[i] == kNoTraceTs) << "record " << i;
+    }
+  }
+  EXPECT_EQ(read.values.front(), "p0@1000");
+  EXPECT_EQ(read.values.back(), "p2@9000");
+}
+
+TEST(KafkaPartitionReaderTest, PausedPartitionDropsOut) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty());
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  const std::string topic = "it.reader." + std::to_string(::getpid()) + ".pause";
+  {
+    core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
+    ASSERT_TRUE(admin.ok()) << admin.status().message();
+    ASSERT_TRUE(admin.value()->EnsureTopics({{topic, 2, 1, -1}}).ok());
+  }
+  Produce(brokers, topic, 0, 1000);
+  Produce(brokers, topic, 0, 3000);
+  Produce(brokers, topic, 1, 2000);
+  Produce(brokers, topic, 1, 4000);
+
+  core::Result<std::unique_ptr<KafkaPartitionReader>> reader = KafkaPartitionReader::Open(settings);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ASSERT_TRUE(reader.value()->Assign({{topic, 0, -1}, {topic, 1, -1}}).ok());
+  Read first = ReadAll(*reader.value(), 1);
+  ASSERT_EQ(first.ts, std::vector<int64_t>{1000});
+  // Partition 0 stops (as a bounded run stops at the end it saw): only partition 1 remains.
+  ASSERT_TRUE(reader.value()->Pause(topic, 0).ok());
+  Read rest = ReadAll(*reader.value(), 2);
+  EXPECT_EQ(rest.ts, (std::vector<int64_t>{2000, 4000}));
+}
+
+}  // namespace
+}  // namespace acmetrace::kafka::testing
