@@ -248,7 +248,7 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
         ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
         if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
         GpuMetric& m = s.gpu[gpu_used++];
-        m.name = Intern(name);
+        if (m.name != name) m.name = Intern(name);  // a reused record mostly has the same shape
         m.values.clear();
         od::array values;
         ACMETRACE_GET(name, metric.value().get_array().get(values));

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -284,6 +285,7 @@ class KafkaProcessRun {
 
   core::Status Reassign() {
     reassign_ = false;
+    advanced_to_ = std::numeric_limits<int64_t>::min();
     std::vector<kafka::PartitionStart> starts;
     if (!processor_.owned().empty() || !held_.empty()) {
       for (size_t i = 0; i < partitions_.size(); ++i) {
@@ -412,7 +414,8 @@ class KafkaProcessRun {
       const kafka::ReaderEvent& e = event.value();
       if (e.kind == kafka::ReaderEvent::Kind::kRecord) {
         if (core::Status s = HandleRecord(*e.record); !s.ok()) return s;
-        if (e.pending_low_ts != kafka::kNoTraceTs) {
+        if (e.pending_low_ts != kafka::kNoTraceTs && e.pending_low_ts > advanced_to_) {
+          advanced_to_ = e.pending_low_ts;
           if (core::Status s = processor_.AdvanceInputs(e.pending_low_ts); !s.ok()) return s;
         }
         if (errors_.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
@@ -469,6 +472,7 @@ class KafkaProcessRun {
   bool reassign_ = false;
   bool finished_ = false;
   int64_t saved_at_records_ = -1;
+  int64_t advanced_to_ = std::numeric_limits<int64_t>::min();  // the reader's last pending_low_ts passed on
   core::Status callback_error_ = core::Status::Ok();
   std::string last_commit_error_;
   core::RecordParser parser_;

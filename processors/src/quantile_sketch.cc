@@ -28,7 +28,11 @@ void QuantileSketch::Add(double value, uint64_t count) {
     zero_count_ += count;
     return;
   }
-  const int32_t index = IndexOf(value);
+  if (value != last_value_) {
+    last_value_ = value;
+    last_index_ = IndexOf(value);
+  }
+  const int32_t index = last_index_;
   if (bins_.empty()) {
     offset_ = index;
     bins_.assign(1, 0);

@@ -89,7 +89,7 @@ struct StreamProcessor::Worker {
     std::vector<Pending> records;
   };
   // Closed windows queued at most: the caller waits beyond (memory stays bounded).
-  static constexpr size_t kMaxJobs = 16;
+  static constexpr size_t kMaxJobs = 64;
 
   std::mutex mu;
   std::condition_variable changed;

@@ -55,6 +55,10 @@ class QuantileSketch {
   std::vector<uint64_t> bins_;   // dense from offset_
   uint64_t zero_count_ = 0;
   uint64_t count_ = 0;
+  // The last value added and its bucket: telemetry repeats values (a node's GPUs, a steady
+  // metric), and each repeat saves a logarithm.
+  double last_value_ = 0;
+  int32_t last_index_ = 0;
 };
 
 }  // namespace acmetrace::processors
