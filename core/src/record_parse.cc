@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "acmetrace/core/number.h"
@@ -64,6 +65,17 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
   auto skip_spaces = [&] {
     while (p != end && is_space(*p)) ++p;
   };
+  // Values gather here and go to out in one append: out's header and storage (a reused record's,
+  // last touched by another thread) are written once, not once per value.
+  double chunk[32];
+  size_t n = 0;
+  auto add = [&](double d) {
+    if (n == std::size(chunk)) {
+      out.insert(out.end(), chunk, chunk + n);
+      n = 0;
+    }
+    chunk[n++] = d;
+  };
   skip_spaces();
   if (p == end || *p != '[') return simdjson::INCORRECT_TYPE;
   ++p;
@@ -74,10 +86,10 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
     for (;;) {
       double d;
       if (const char* next = ParseJsonNumberPrefix(p, end, d)) {
-        out.push_back(d);
+        add(d);
         p = next;
       } else if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
-        out.push_back(kNoSample);
+        add(kNoSample);
         p += 4;
       } else {
         return p != end && (*p == '-' || (*p >= '0' && *p <= '9')) ? simdjson::NUMBER_ERROR : simdjson::INCORRECT_TYPE;
@@ -94,7 +106,9 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
     }
   }
   skip_spaces();
-  return p == end ? simdjson::SUCCESS : simdjson::TAPE_ERROR;
+  if (p != end) return simdjson::TAPE_ERROR;
+  out.insert(out.end(), chunk, chunk + n);
+  return simdjson::SUCCESS;
 }
 
 }  // namespace

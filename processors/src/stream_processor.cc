@@ -94,7 +94,10 @@ struct StreamProcessor::Worker {
   std::mutex mu;
   std::condition_variable changed;
   std::deque<Job> jobs;
-  std::vector<std::vector<Pending>> applied;  // applied windows' records, for ReuseRecord
+  // Applied records' storage by kind, and applied windows' emptied vectors: handed back to the
+  // caller's thread (ReuseRecord, new windows) whole, so that thread does not move them one by one.
+  std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> recycled;
+  std::vector<std::vector<Pending>> empty_windows;
   bool busy = false;
   bool stop = false;
   core::Status error = core::Status::Ok();
@@ -113,7 +116,12 @@ struct StreamProcessor::Worker {
       core::Status s = failed ? core::Status::Ok() : p.ApplyWindow(*job.cluster, job.start_ms, job.records);
       lock.lock();
       if (!s.ok() && error.ok()) error = std::move(s);
-      applied.push_back(std::move(job.records));
+      for (Pending& pending : job.records) {
+        std::vector<core::Record>& spare = recycled[pending.record.index()];
+        if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(pending.record));
+      }
+      job.records.clear();
+      if (empty_windows.size() < kMaxJobs) empty_windows.push_back(std::move(job.records));
       busy = false;
       changed.notify_all();
     }
@@ -270,7 +278,9 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       if (late) ++stats_.late;
       last_kind_ = record.index();
       Pending p{eff, TopicRank(record), c->seq++, late, std::move(record)};
-      c->buffer[FloorTo(eff, options_.base_window_ms())].push_back(std::move(p));
+      std::vector<Pending>& window = c->buffer[FloorTo(eff, options_.base_window_ms())];
+      if (window.capacity() == 0) TakeEmptyWindow(window);
+      window.push_back(std::move(p));
       processed = true;
     }
     Observe(*c, partition, offset, ts);
@@ -287,12 +297,8 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
 void StreamProcessor::ReuseRecord(core::Record& record) {
   std::vector<core::Record>& spare = spare_[last_kind_];
   if (spare.empty() && worker_) {
-    std::vector<std::vector<Pending>> applied;
-    {
-      std::lock_guard lock(worker_->mu);
-      applied.swap(worker_->applied);
-    }
-    for (std::vector<Pending>& records : applied) Recycle(records);
+    std::lock_guard lock(worker_->mu);
+    spare.swap(worker_->recycled[last_kind_]);
   }
   if (spare.empty()) return;
   record = std::move(spare.back());
@@ -388,12 +394,24 @@ core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std
 }
 
 // Keeps applied records' storage for the parser (ReuseRecord): their vectors keep their capacity.
+// So does the window's vector, for a later window.
 void StreamProcessor::Recycle(std::vector<Pending>& records) {
   for (Pending& p : records) {
     std::vector<core::Record>& spare = spare_[p.record.index()];
     if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(p.record));
   }
   records.clear();
+  if (empty_windows_.size() < kMaxEmptyWindows) empty_windows_.push_back(std::move(records));
+}
+
+void StreamProcessor::TakeEmptyWindow(std::vector<Pending>& window) {
+  if (empty_windows_.empty() && worker_) {
+    std::lock_guard lock(worker_->mu);
+    empty_windows_.swap(worker_->empty_windows);
+  }
+  if (empty_windows_.empty()) return;
+  window = std::move(empty_windows_.back());
+  empty_windows_.pop_back();
 }
 
 std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {

@@ -195,6 +195,21 @@ TEST(RecordParserTest, GpuArraysTakeNullsSpacesAndEveryNumberForm) {
   EXPECT_EQ(u.gpu[0].values[3], 0.25);
   EXPECT_EQ(u.gpu[0].values[4], 100.0);
   EXPECT_TRUE(u.gpu[1].values.empty());
+
+  // Longer than the parser's chunk of 32: every value, in order.
+  std::string json = R"({"cluster":"kalos","node":"n","ts_ms":5,"gpu":{"GPU_UTIL":[)";
+  for (int i = 0; i < 70; ++i) json += (i ? "," : "") + (i % 7 == 3 ? std::string("null") : std::to_string(i));
+  json += "]}}";
+  ASSERT_TRUE(parser.ParseValue(kTopicUtil, json, r).ok());
+  const auto& long_row = std::get<UtilSample>(r).gpu[0].values;
+  ASSERT_EQ(long_row.size(), 70u);
+  for (int i = 0; i < 70; ++i) {
+    if (i % 7 == 3) {
+      EXPECT_FALSE(IsSample(long_row[static_cast<size_t>(i)])) << i;
+    } else {
+      EXPECT_EQ(long_row[static_cast<size_t>(i)], i) << i;
+    }
+  }
 }
 
 TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {

@@ -128,6 +128,7 @@ class StreamProcessor {
   // Applies one closed window's records and writes its anomalies and metrics (on the worker, if any).
   core::Status ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records);
   void Recycle(std::vector<Pending>& records);
+  void TakeEmptyWindow(std::vector<Pending>& window);
 
   ProcessOptions options_;
   core::RecordSink& sink_;
@@ -148,6 +149,8 @@ class StreamProcessor {
   std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> spare_;
   size_t last_kind_ = 0;  // the kind of the record processed last: the likely kind of the next
   std::vector<uint32_t> order_;  // scratch: a window's records in processing order
+  static constexpr size_t kMaxEmptyWindows = 64;
+  std::vector<std::vector<Pending>> empty_windows_;  // applied windows' vectors, capacity kept
   std::unique_ptr<Worker> worker_;  // last: it stops before the state it works on goes
 };
 
