@@ -30,6 +30,18 @@ GpuFieldInfo ClassifyGpu(std::string_view name) {
   return {};
 }
 
+// GpuMetric names are interned (one address per name): classified once per name and thread, then
+// found by address instead of by up to eight string compares per metric of every record.
+GpuFieldInfo ClassifyInterned(std::string_view name) {
+  thread_local std::vector<std::pair<const char*, GpuFieldInfo>> seen;
+  for (const auto& [data, info] : seen) {
+    if (data == name.data()) return info;
+  }
+  const GpuFieldInfo info = ClassifyGpu(name);
+  if (seen.size() < 256) seen.emplace_back(name.data(), info);
+  return info;
+}
+
 std::string TypeLabel(std::string_view type) {
   std::string s = "type=";
   s += type.empty() ? std::string_view("unknown") : type;
@@ -377,7 +389,7 @@ void ClusterMetrics::ApplyUtil(const core::UtilSample& s, WindowAggregate& w) {
     return *totals;
   };
   for (const core::GpuMetric& m : s.gpu) {
-    const GpuFieldInfo info = ClassifyGpu(m.name);
+    const GpuFieldInfo info = ClassifyInterned(m.name);
     switch (info.field) {
       case GpuField::kQuantity: {
         Distribution& d = w.quantities[static_cast<int>(info.quantity)];

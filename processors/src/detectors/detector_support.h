@@ -225,12 +225,25 @@ void LoadClusterEntry(std::map<std::string, V, std::less<>>& clusters, std::stri
   if (in.ok()) clusters.insert_or_assign(std::string(cluster), std::move(value));
 }
 
-/// The values of GPU metric name in sample, or nullptr.
-inline const std::vector<double>* FindGpuMetric(const core::UtilSample& sample, std::string_view name) {
-  for (const core::GpuMetric& m : sample.gpu) {
-    if (m.name == name) return &m.values;
+/// A GPU metric's name, interned once: found in a sample by address, as GpuMetric names are
+/// interned (no string compares per record).
+class GpuMetricName {
+ public:
+  explicit GpuMetricName(std::string_view name) : name_(core::InternName(name)) {}
+  const std::vector<double>* In(const core::UtilSample& sample) const {
+    for (const core::GpuMetric& m : sample.gpu) {
+      if (m.name.data() == name_.data()) return &m.values;
+    }
+    return nullptr;
   }
-  return nullptr;
+
+ private:
+  std::string_view name_;
+};
+
+/// The values of GPU metric name in sample, or nullptr.
+inline const std::vector<double>* FindGpuMetric(const core::UtilSample& sample, const GpuMetricName& name) {
+  return name.In(sample);
 }
 
 /// "10.140.1.10-3": the node and the GPU index, as the release names GPU columns.

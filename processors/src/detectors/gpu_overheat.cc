@@ -10,6 +10,8 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+const GpuMetricName kGpuTemp{"GPU_TEMP"};
+
 constexpr KeySpec kKeys[] = {
     {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)"},
     {"open_for_s", "30", "seconds GPU_TEMP must stay at or above open_c before the flag opens"},
@@ -30,7 +32,7 @@ class GpuOverheatDetector : public Detector {
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    const std::vector<double>* temps = FindGpuMetric(*sample, "GPU_TEMP");
+    const std::vector<double>* temps = FindGpuMetric(*sample, kGpuTemp);
     if (temps == nullptr) return;
     std::vector<HysteresisState>& gpus = nodes_[sample->cluster + '/' + sample->node];
     if (gpus.size() < temps->size()) gpus.resize(temps->size());

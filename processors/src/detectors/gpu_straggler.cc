@@ -17,6 +17,9 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+const GpuMetricName kSmActive{"SM_ACTIVE"};
+const GpuMetricName kGpuUtil{"GPU_UTIL"};
+
 constexpr KeySpec kKeys[] = {
     {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median"},
     {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)"},
@@ -47,40 +50,54 @@ class GpuStragglerDetector : public Detector {
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    const std::vector<double>* sm = FindGpuMetric(*sample, "SM_ACTIVE");
+    const std::vector<double>* sm = FindGpuMetric(*sample, kSmActive);
     if (sm == nullptr) return;
-    const std::vector<double>* util = FindGpuMetric(*sample, "GPU_UTIL");
-    std::vector<Gpu>& gpus = nodes_[sample->cluster + '/' + sample->node];
+    const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
+    key_.assign(sample->cluster).append(1, '/').append(sample->node);
+    auto node = nodes_.find(key_);
+    if (node == nodes_.end()) node = nodes_.emplace(key_, std::vector<Gpu>()).first;
+    std::vector<Gpu>& gpus = node->second;
     if (gpus.size() < sm->size()) gpus.resize(sm->size());
     const int64_t t = sample->ts_ms;
+    // A node's GPUs are sampled together: one decay factor serves them all.
+    int64_t decay_last_ms = kNoTimeMs;
+    double decay = 0;
     for (size_t i = 0; i < sm->size(); ++i) {
       Gpu& g = gpus[i];
       const double v = (*sm)[i];
       g.fresh = core::IsSample(v);
       if (!g.fresh) continue;
-      // Moving average that forgets a GPU's past after a silence (a new job may run there).
-      const double dt = g.last_ms == kNoTimeMs ? 1e18 : static_cast<double>(t - g.last_ms);
-      const double a = 1.0 - std::exp(-dt / static_cast<double>(smooth_ms_));
-      g.smooth = g.last_ms == kNoTimeMs ? v : g.smooth + a * (v - g.smooth);
+      if (g.last_ms == kNoTimeMs) {
+        g.smooth = v;
+      } else {
+        if (g.last_ms != decay_last_ms) {
+          decay_last_ms = g.last_ms;
+          decay = 1.0 - std::exp(-static_cast<double>(t - g.last_ms) / static_cast<double>(smooth_ms_));
+        }
+        g.smooth += decay * (v - g.smooth);
+      }
       g.last_ms = t;
       const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
       g.working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
     }
-    std::vector<double> peers;
+    // Each GPU's peers are the node's other fresh GPUs: the sorted fresh values without one copy
+    // of its own.
+    fresh_.clear();
+    for (const Gpu& g : gpus) {
+      if (g.fresh) fresh_.push_back(g.smooth);
+    }
+    std::sort(fresh_.begin(), fresh_.end());
     for (size_t i = 0; i < gpus.size(); ++i) {
       Gpu& g = gpus[i];
       if (!g.fresh) continue;
-      peers.clear();
-      for (size_t j = 0; j < gpus.size(); ++j) {
-        if (j != i && gpus[j].fresh) peers.push_back(gpus[j].smooth);
-      }
+      const size_t n = fresh_.size() - 1;  // peers
       double ratio = NAN;
       bool busy_peers = false;
-      if (static_cast<int64_t>(peers.size()) >= min_peers_) {
-        std::sort(peers.begin(), peers.end());
-        const size_t n = peers.size();
-        const double median = n % 2 ? peers[n / 2] : 0.5 * (peers[n / 2 - 1] + peers[n / 2]);
-        const double iqr = peers[(3 * n) / 4] - peers[n / 4];
+      if (static_cast<int64_t>(n) >= min_peers_) {
+        const size_t self = static_cast<size_t>(std::lower_bound(fresh_.begin(), fresh_.end(), g.smooth) - fresh_.begin());
+        auto peer = [&](size_t k) { return fresh_[k < self ? k : k + 1]; };
+        const double median = n % 2 ? peer(n / 2) : 0.5 * (peer(n / 2 - 1) + peer(n / 2));
+        const double iqr = peer((3 * n) / 4) - peer(n / 4);
         busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
         if (median > 0) ratio = g.smooth / median;
       }
@@ -148,6 +165,8 @@ class GpuStragglerDetector : public Detector {
   const int64_t min_peers_;
   const double min_gpu_util_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
+  std::string key_;            // scratch: the key of the record at hand
+  std::vector<double> fresh_;  // scratch: the node's fresh smoothed values, sorted
   AnomalyOutbox outbox_;
 };
 

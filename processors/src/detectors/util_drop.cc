@@ -15,6 +15,9 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+const GpuMetricName kGpuUtil{"GPU_UTIL"};
+const GpuMetricName kFbUsed{"FB_USED"};
+
 constexpr KeySpec kKeys[] = {
     {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline"},
     {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s"},
@@ -53,9 +56,9 @@ class UtilDropDetector : public Detector {
     if (sample == nullptr) return;
     Cluster& c = clusters_[sample->cluster];
     if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
-    const std::vector<double>* util = FindGpuMetric(*sample, "GPU_UTIL");
+    const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
     if (util == nullptr) return;
-    const std::vector<double>* fb = FindGpuMetric(*sample, "FB_USED");
+    const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
     std::vector<Gpu>& gpus = c.nodes[sample->node];
     if (gpus.size() < util->size()) gpus.resize(util->size());
     const int64_t t = sample->ts_ms;

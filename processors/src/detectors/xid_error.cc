@@ -11,6 +11,8 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+const GpuMetricName kXidErrors{"XID_ERRORS"};
+
 constexpr KeySpec kKeys[] = {
     {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds"},
     {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)"},
@@ -27,7 +29,7 @@ class XidErrorDetector : public Detector {
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    const std::vector<double>* codes = FindGpuMetric(*sample, "XID_ERRORS");
+    const std::vector<double>* codes = FindGpuMetric(*sample, kXidErrors);
     if (codes == nullptr) return;
     std::vector<HysteresisState>& gpus = nodes_[sample->cluster + '/' + sample->node];
     if (gpus.size() < codes->size()) gpus.resize(codes->size());
