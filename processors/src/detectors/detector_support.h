@@ -225,6 +225,16 @@ void LoadClusterEntry(std::map<std::string, V, std::less<>>& clusters, std::stri
   if (in.ok()) clusters.insert_or_assign(std::string(cluster), std::move(value));
 }
 
+/// nodes["cluster/node"], made on first use; key is the caller's scratch string, so a record costs
+/// a lookup and no allocation.
+template <typename V>
+V& NodeEntry(std::map<std::string, V>& nodes, std::string& key, std::string_view cluster, std::string_view node) {
+  key.assign(cluster).append(1, '/').append(node);
+  auto it = nodes.find(key);
+  if (it == nodes.end()) it = nodes.emplace(key, V()).first;
+  return it->second;
+}
+
 /// A GPU metric's name, interned once: found in a sample by address, as GpuMetric names are
 /// interned (no string compares per record).
 class GpuMetricName {

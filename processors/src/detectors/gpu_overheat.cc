@@ -34,7 +34,7 @@ class GpuOverheatDetector : public Detector {
     if (sample == nullptr) return;
     const std::vector<double>* temps = FindGpuMetric(*sample, kGpuTemp);
     if (temps == nullptr) return;
-    std::vector<HysteresisState>& gpus = nodes_[sample->cluster + '/' + sample->node];
+    std::vector<HysteresisState>& gpus = NodeEntry(nodes_, key_, sample->cluster, sample->node);
     if (gpus.size() < temps->size()) gpus.resize(temps->size());
     for (size_t i = 0; i < temps->size(); ++i) {
       const double t = (*temps)[i];
@@ -69,6 +69,7 @@ class GpuOverheatDetector : public Detector {
   const double open_c_, close_c_;
   const int64_t open_for_ms_, close_for_ms_;
   std::map<std::string, std::vector<HysteresisState>> nodes_;  // "cluster/node" -> per GPU
+  std::string key_;  // scratch
   AnomalyOutbox outbox_;
 };
 

@@ -53,10 +53,7 @@ class GpuStragglerDetector : public Detector {
     const std::vector<double>* sm = FindGpuMetric(*sample, kSmActive);
     if (sm == nullptr) return;
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
-    key_.assign(sample->cluster).append(1, '/').append(sample->node);
-    auto node = nodes_.find(key_);
-    if (node == nodes_.end()) node = nodes_.emplace(key_, std::vector<Gpu>()).first;
-    std::vector<Gpu>& gpus = node->second;
+    std::vector<Gpu>& gpus = NodeEntry(nodes_, key_, sample->cluster, sample->node);
     if (gpus.size() < sm->size()) gpus.resize(sm->size());
     const int64_t t = sample->ts_ms;
     // A node's GPUs are sampled together: one decay factor serves them all.

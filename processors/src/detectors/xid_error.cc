@@ -31,7 +31,7 @@ class XidErrorDetector : public Detector {
     if (sample == nullptr) return;
     const std::vector<double>* codes = FindGpuMetric(*sample, kXidErrors);
     if (codes == nullptr) return;
-    std::vector<HysteresisState>& gpus = nodes_[sample->cluster + '/' + sample->node];
+    std::vector<HysteresisState>& gpus = NodeEntry(nodes_, key_, sample->cluster, sample->node);
     if (gpus.size() < codes->size()) gpus.resize(codes->size());
     for (size_t i = 0; i < codes->size(); ++i) {
       double code = (*codes)[i];
@@ -68,6 +68,7 @@ class XidErrorDetector : public Detector {
   const int64_t close_for_ms_;
   std::vector<double> ignored_;
   std::map<std::string, std::vector<HysteresisState>> nodes_;  // "cluster/node" -> per GPU
+  std::string key_;  // scratch
   AnomalyOutbox outbox_;
 };
 
