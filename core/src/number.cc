@@ -30,8 +30,6 @@ std::optional<double> ParseWholeDouble(std::string_view text) {
 // doubles, and one correctly rounded IEEE division gives the correctly rounded value: the same
 // bits as fast_float (which takes this path itself after a more general scan). Anything else
 // returns false and goes the full way.
-constexpr double kPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 bool ParsePlainDecimal(std::string_view text, double& out) {
   const char* p = text.data();
@@ -57,51 +55,30 @@ bool ParsePlainDecimal(std::string_view text, double& out) {
   }
   // Up to 19 digits cannot overflow 64 bits; up to 2^53 the mantissa is exact as a double.
   if (integer_digits + fraction_digits > 19 || mantissa > (uint64_t{1} << 53)) return false;
-  const double value = static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
+  const double value = static_cast<double>(mantissa) / internal::kExactPowersOfTen[fraction_digits];
   out = negative ? -value : value;
   return true;
 }
 
 }  // namespace
 
-const char* ParseJsonNumberPrefix(const char* p, const char* end, double& out) {
-  // One pass for the common shape (what ParsePlainDecimal takes), checking JSON's grammar:
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. An exponent or a long mantissa goes to fast_float.
-  const char* const first = p;
-  const bool negative = p != end && *p == '-';
-  if (negative) ++p;
-  uint64_t mantissa = 0;
-  size_t digit_count = 0;
-  auto digits = [&] {
-    const char* const from = p;
-    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
-      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
-    }
-    digit_count += static_cast<size_t>(p - from);
-    return static_cast<size_t>(p - from);
-  };
-  const char* const integer = p;
-  const size_t integer_digits = digits();
-  if (integer_digits == 0 || (integer_digits > 1 && *integer == '0')) return nullptr;
-  size_t fraction_digits = 0;
+namespace internal {
+
+const char* ParseJsonNumberFull(const char* first, const char* p, const char* end, double& out) {
+  // The rest of the grammar after the digits the inline part took: exponent, or a mantissa too
+  // long for the exact path. fast_float converts.
   if (p != end && *p == '.') {
     ++p;
-    fraction_digits = digits();
-    if (fraction_digits == 0) return nullptr;
+    const char* const from = p;
+    while (p != end && static_cast<unsigned char>(*p - '0') <= 9) ++p;
+    if (p == from) return nullptr;
   }
-  bool exponent = false;
   if (p != end && (*p == 'e' || *p == 'E')) {
-    exponent = true;
     ++p;
     if (p != end && (*p == '+' || *p == '-')) ++p;
     const char* const from = p;
     while (p != end && static_cast<unsigned char>(*p - '0') <= 9) ++p;
     if (p == from) return nullptr;
-  }
-  if (!exponent && digit_count <= 19 && mantissa <= (uint64_t{1} << 53)) {
-    const double value = static_cast<double>(mantissa) / kPowersOfTen[fraction_digits];
-    out = negative ? -value : value;
-    return p;
   }
   double value;
   auto result = fast_float::from_chars(first, p, value);
@@ -109,6 +86,8 @@ const char* ParseJsonNumberPrefix(const char* p, const char* end, double& out) {
   out = value;
   return p;
 }
+
+}  // namespace internal
 
 std::optional<double> ParseJsonNumber(std::string_view text) {
   const char* const end = text.data() + text.size();
