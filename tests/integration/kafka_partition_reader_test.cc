@@ -27,9 +27,9 @@ struct Read {
   std::vector<std::string> values;
 };
 
-Read ReadAll(KafkaPartitionReader& reader, size_t want) {
+Read ReadAll(KafkaPartitionReader& reader, size_t want, int max_polls = 200) {
   Read out;
-  for (int polls = 0; out.ts.size() < want && polls < 200; ++polls) {
+  for (int polls = 0; out.ts.size() < want && polls < max_polls; ++polls) {
     core::Result<ReaderEvent> e = reader.Next(100);
     EXPECT_TRUE(e.ok()) << e.status().message();
     if (!e.ok()) break;
@@ -41,17 +41,26 @@ Read ReadAll(KafkaPartitionReader& reader, size_t want) {
   return out;
 }
 
-TEST(KafkaPartitionReaderTest, MergesPartitionsInTraceTimeOrder) {
-  const std::string brokers = SharedBroker();
-  ASSERT_FALSE(brokers.empty()) << "no broker: run through ctest (fixture kafka_broker)";
-  KafkaSettings settings;
-  settings.brokers = brokers;
-  const std::string topic = "it.reader." + std::to_string(::getpid()) + ".merge";
-  {
+class KafkaPartitionReaderTest : public ::testing::Test {
+ protected:
+  // A topic of this test process with that many partitions, on the shared broker.
+  void MakeTopic(const std::string& suffix, int partitions) {
+    brokers = SharedBroker();
+    ASSERT_FALSE(brokers.empty()) << "no broker: run through ctest (fixture kafka_broker)";
+    settings.brokers = brokers;
+    topic = "it.reader." + std::to_string(::getpid()) + "." + suffix;
     core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
     ASSERT_TRUE(admin.ok()) << admin.status().message();
-    ASSERT_TRUE(admin.value()->EnsureTopics({{topic, 3, 1, -1}}).ok());
+    ASSERT_TRUE(admin.value()->EnsureTopics({{topic, partitions, 1, -1}}).ok());
   }
+
+  std::string brokers;
+  KafkaSettings settings;
+  std::string topic;
+};
+
+TEST_F(KafkaPartitionReaderTest, MergesPartitionsInTraceTimeOrder) {
+  ASSERT_NO_FATAL_FAILURE(MakeTopic("merge", 3));
   // Each partition in its own order; across partitions the times interleave.
   for (int p = 0; p < 3; ++p) {
     for (int k = 0; k < 3; ++k) Produce(brokers, topic, p, 1000 * (1 + p + 3 * k));
@@ -83,17 +92,8 @@ TEST(KafkaPartitionReaderTest, MergesPartitionsInTraceTimeOrder) {
   EXPECT_EQ(read.values.back(), "p2@9000");
 }
 
-TEST(KafkaPartitionReaderTest, PausedPartitionDropsOut) {
-  const std::string brokers = SharedBroker();
-  ASSERT_FALSE(brokers.empty());
-  KafkaSettings settings;
-  settings.brokers = brokers;
-  const std::string topic = "it.reader." + std::to_string(::getpid()) + ".pause";
-  {
-    core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
-    ASSERT_TRUE(admin.ok()) << admin.status().message();
-    ASSERT_TRUE(admin.value()->EnsureTopics({{topic, 2, 1, -1}}).ok());
-  }
+TEST_F(KafkaPartitionReaderTest, PausedPartitionDropsOut) {
+  ASSERT_NO_FATAL_FAILURE(MakeTopic("pause", 2));
   Produce(brokers, topic, 0, 1000);
   Produce(brokers, topic, 0, 3000);
   Produce(brokers, topic, 1, 2000);
@@ -104,10 +104,12 @@ TEST(KafkaPartitionReaderTest, PausedPartitionDropsOut) {
   ASSERT_TRUE(reader.value()->Assign({{topic, 0, -1}, {topic, 1, -1}}).ok());
   Read first = ReadAll(*reader.value(), 1);
   ASSERT_EQ(first.ts, std::vector<int64_t>{1000});
-  // Partition 0 stops (as a bounded run stops at the end it saw): only partition 1 remains.
+  // Partition 0 stops (as a bounded run stops at the end it saw): its held record (3000) is dropped
+  // and only partition 1's come.
   ASSERT_TRUE(reader.value()->Pause(topic, 0).ok());
   Read rest = ReadAll(*reader.value(), 2);
   EXPECT_EQ(rest.ts, (std::vector<int64_t>{2000, 4000}));
+  EXPECT_EQ(ReadAll(*reader.value(), 1, /*max_polls=*/5).ts, std::vector<int64_t>{}) << "partition 0 is paused";
 }
 
 }  // namespace

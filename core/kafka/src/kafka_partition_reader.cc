@@ -18,8 +18,10 @@ int64_t SteadyNowMs() {
       .count();
 }
 
-// How long Next holds the other partitions back for one that has records but has not delivered one.
+// How long Next holds the other partitions back for one that has records but has not delivered its
+// next one; longer for its first after an assignment (the start offset is looked up first).
 constexpr int64_t kMaxWaitMs = 500;
+constexpr int64_t kMaxFirstWaitMs = 5'000;
 // How often a partition at its end is asked again for records, and the client for its events.
 constexpr int64_t kRecheckMs = 5;
 
@@ -37,6 +39,7 @@ struct PartitionQueue {
   bool at_end = false;           // its end came and nothing since
   int64_t recheck_ms = 0;        // at its end: when to ask again
   bool paused = false;
+  bool delivered = false;        // has had a record or its end since the assignment
   int64_t waiting_since = -1;    // steady ms since it has had neither a head nor its end; -1 = not waiting
 };
 
@@ -61,6 +64,7 @@ KafkaPartitionReader::KafkaPartitionReader(std::unique_ptr<Impl> impl) : impl_(s
 KafkaPartitionReader::~KafkaPartitionReader() {
   if (impl_ && impl_->consumer) {
     impl_->current.reset();
+    impl_->queues.clear();  // held messages and partition queues go before the consumer closes
     rd_kafka_consumer_close(impl_->consumer.get());
   }
 }
@@ -214,6 +218,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
     if (!m) return std::nullopt;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       q.at_end = true;
+      q.delivered = true;
       q.recheck_ms = SteadyNowMs() + kRecheckMs;
       q.waiting_since = -1;
       ReaderEvent e;
@@ -232,6 +237,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
     q.head_ts = q.head_trace_ts != kNoTraceTs ? q.head_trace_ts : rd_kafka_message_timestamp(m.get(), nullptr);
     q.head = std::move(m);
     q.at_end = false;
+    q.delivered = true;
     q.waiting_since = -1;
     return std::nullopt;
   }
@@ -267,7 +273,8 @@ core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
       } else if (!q.at_end) {
         all_shown = false;
         if (q.waiting_since < 0) q.waiting_since = now;
-        if (now - q.waiting_since < kMaxWaitMs && waiting == nullptr) waiting = &q;
+        const int64_t bound = q.delivered ? kMaxWaitMs : kMaxFirstWaitMs;
+        if (now - q.waiting_since < bound && waiting == nullptr) waiting = &q;
       }
     }
     if (earliest != nullptr && waiting == nullptr) {
