@@ -57,6 +57,9 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       const std::optional<kafka::KafkaSettings> settings =
           uses_kafka ? std::optional(kafka::KafkaSettingsFromConfig(config)) : std::nullopt;
 
+      // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.
+      std::atomic<bool> stop{false};
+      ShutdownOnSignal shutdown([&stop] { stop.store(true); });
       std::unique_ptr<core::RecordSink> sink;
       if (sink_name == "stdout") {
         sink = std::make_unique<core::StdioSink>(stdout);
@@ -74,8 +77,6 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       }
       processors::StreamProcessor processor(options, *sink, detectors);
       core::InputErrors errors(stderr, flags->strict);
-      std::atomic<bool> stop{false};
-      ShutdownOnSignal shutdown([&stop] { stop.store(true); });
       const auto started = std::chrono::steady_clock::now();
       int rc = source == "stdin" ? pipeline::RunProcessStdin(processor, *sink, errors, stop)
                                  : pipeline::RunProcessKafka(processor, *sink, errors, options, *settings,

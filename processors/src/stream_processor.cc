@@ -1,6 +1,8 @@
 // StreamProcessor: watermark, lateness, per-cluster reorder buffers, window closing, snapshots.
 #include "acmetrace/processors/stream_processor.h"
 
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -132,7 +134,13 @@ StreamProcessor::StreamProcessor(ProcessOptions options, core::RecordSink& sink,
     : options_(std::move(options)), sink_(sink), make_detectors_(std::move(detectors)) {
   if (options_.worker_thread) {
     worker_ = std::make_unique<Worker>();
+    // The worker takes no signals (a thread inherits its creator's mask): SIGTERM and SIGINT go to
+    // the thread the binary set up for them, even when the processor is made before it.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
     worker_->thread = std::thread([this] { worker_->Run(*this); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   }
 }
 

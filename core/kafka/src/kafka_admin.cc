@@ -110,17 +110,21 @@ core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const s
       return core::Status::Error("kafka: creating topic " + name + ": " + (why != nullptr ? why : rd_kafka_err2str(err)));
     }
   }
-  // A broker-default partition count is known only once the new topic shows in the metadata,
-  // which may take a moment after CreateTopics returns.
-  const auto unknown = [&out] {
-    return std::any_of(out.begin(), out.end(), [](const TopicDescription& d) { return d.partitions < 0; });
-  };
-  for (int attempt = 0; attempt < 50 && unknown(); ++attempt) {
+  // A new topic shows in the metadata a moment after CreateTopics returns (the controller propagates
+  // it): wait for every one, so a Describe or a produce right after finds it, and so a broker-default
+  // partition count is known.
+  std::vector<bool> visible(out.size());
+  for (size_t i = 0; i < out.size(); ++i) visible[i] = !out[i].created;
+  const auto pending = [&visible] { return std::find(visible.begin(), visible.end(), false) != visible.end(); };
+  for (int attempt = 0; attempt < 50 && pending(); ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     core::Result<std::map<std::string, int32_t>> now = ListTopics(rk, timeout_ms);
     if (!now.ok()) break;
-    for (TopicDescription& d : out) {
-      if (auto it = now.value().find(d.name); it != now.value().end() && it->second > 0) d.partitions = it->second;
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto it = now.value().find(out[i].name);
+      if (it == now.value().end() || it->second <= 0) continue;
+      visible[i] = true;
+      if (out[i].partitions < 0) out[i].partitions = it->second;
     }
   }
   return out;
