@@ -234,9 +234,11 @@ int64_t StreamProcessor::ComputeWatermark(const ClusterState& c) const {
   return any_active ? lowest : highest;
 }
 
-void StreamProcessor::Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms) {
+bool StreamProcessor::Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms) {
   if (offset >= 0) c.next_offset[partition] = offset + 1;
-  if (ts_ms != kNoTime && ts_ms > c.max_ts[partition]) c.max_ts[partition] = ts_ms;
+  if (ts_ms == kNoTime || ts_ms <= c.max_ts[partition]) return false;
+  c.max_ts[partition] = ts_ms;
+  return true;
 }
 
 core::Status StreamProcessor::AdvanceInputs(int64_t ts_ms) {
@@ -252,8 +254,7 @@ core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms)
   ++stats_.skipped;
   for (auto& [_, c] : clusters_) {
     if (offset >= 0 && offset < c->next_offset[partition]) continue;
-    Observe(*c, partition, offset, ts_ms);
-    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    if (Observe(*c, partition, offset, ts_ms)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
   }
   return CloseReadyWindows(false);
 }
@@ -291,8 +292,7 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       window.push_back(std::move(p));
       processed = true;
     }
-    Observe(*c, partition, offset, ts);
-    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    if (Observe(*c, partition, offset, ts)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
   }
   if (processed) {
     ++stats_.records;

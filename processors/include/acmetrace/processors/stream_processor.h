@@ -121,7 +121,9 @@ class StreamProcessor {
   struct Worker;
 
   ClusterState& CreateCluster(const std::string& cluster);
-  void Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms);
+  // Records the partition's offset and event time; true if its highest event time rose (only then
+  // can the watermark move: a partition turning active again never raises it).
+  bool Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms);
   int64_t ComputeWatermark(const ClusterState& c) const;
   core::Status CloseReadyWindows(bool finishing);
   core::Status CloseWindow(ClusterState& c, int64_t start_ms);
