@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "acmetrace/core/clock.h"
+#include "acmetrace/core/line_reader.h"
 #include "acmetrace/core/record_parse.h"
 #include "acmetrace/kafka/kafka_source.h"
 #include "acmetrace/producers/synth.h"
@@ -201,49 +202,21 @@ core::Status ExportFromStdio(std::FILE* in, const std::string& name, exporters::
                              core::InputErrors& errors, const std::atomic<bool>& stop) {
   core::RecordParser parser;
   core::Record record;
-  std::string buffer;
-  std::vector<char> chunk(1 << 20);
-  int64_t line_no = 0;
-  auto handle = [&](std::string_view line) {
-    ++line_no;
-    if (line.empty()) return;
-    if (core::Status s = parser.ParseFramedLine(line, record); !s.ok()) {
-      errors.Report("", "record", name, line_no, "", s.message());
-      return;
-    }
-    exporter.Apply(record);
-  };
-  // Memory stays bounded on bad input: a line longer than this is reported and skipped.
-  constexpr size_t kMaxLineBytes = 64 << 20;
-  bool skipping = false;
-  while (!stop.load(std::memory_order_relaxed) && !errors.must_stop()) {
-    const size_t n = std::fread(chunk.data(), 1, chunk.size(), in);
-    if (n == 0) break;
-    buffer.append(chunk.data(), n);
-    size_t start = 0;
-    for (;;) {
-      const size_t nl = buffer.find('\n', start);
-      if (nl == std::string::npos) break;
-      if (skipping) {
-        skipping = false;  // the end of the over-long line
-      } else {
-        handle(std::string_view(buffer).substr(start, nl - start));
-      }
-      start = nl + 1;
-    }
-    buffer.erase(0, start);
-    if (buffer.size() > kMaxLineBytes) {
-      if (!skipping) {
-        ++line_no;
-        errors.Report("", "record", name, line_no, "", "line longer than 64 MiB: skipped");
-      }
-      skipping = true;
-      buffer.clear();
+  core::LineReader lines(in);
+  std::string_view line;
+  for (core::LineReader::Result r; !stop.load(std::memory_order_relaxed) && !errors.must_stop() &&
+                                   (r = lines.Next(line)) != core::LineReader::Result::kEnd;) {
+    if (r == core::LineReader::Result::kTooLong) {
+      errors.Report("", "record", name, lines.line_no(), "", "line longer than 64 MiB: skipped");
+    } else if (line.empty()) {
+      continue;
+    } else if (core::Status s = parser.ParseFramedLine(line, record); !s.ok()) {
+      errors.Report("", "record", name, lines.line_no(), "", s.message());
+    } else {
+      exporter.Apply(record);
     }
   }
-  if (skipping) buffer.clear();
-  if (std::ferror(in)) return core::Status::Error("reading " + name + ": " + std::strerror(errno));
-  if (!buffer.empty() && !stop.load()) handle(buffer);
+  if (lines.failed()) return core::Status::Error("reading " + name + ": " + std::strerror(errno));
   if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
   return core::Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "acmetrace/core/line_reader.h"
 #include "acmetrace/core/record_parse.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/kafka/kafka_admin.h"
@@ -74,52 +75,38 @@ int RunStdinLoop(processors::StreamProcessor& processor, core::RecordSink& sink,
   const int partition = processor.DeclarePartition("stdin");
   core::RecordParser parser;
   core::Record record;
-  std::string buffer;
-  std::vector<char> chunk(1 << 20);
-  int64_t line_no = 0;
+  core::LineReader lines(stdin);
   int64_t next_progress = SteadyMs() + kProgressIntervalMs;
-  auto handle_line = [&](std::string_view line) -> core::Status {
-    ++line_no;
-    if (line.empty()) return core::Status::Ok();
-    if (core::Status s = parser.ParseFramedLine(line, record); !s.ok()) {
-      errors.Report("", "record", "stdin", line_no, "", s.message());
-      return processor.Skip(partition, -1, processors::kNoTime);
+  std::string_view line;
+  for (core::LineReader::Result r; !stop.load(std::memory_order_relaxed) && !errors.must_stop() &&
+                                   (r = lines.Next(line)) != core::LineReader::Result::kEnd;) {
+    core::Status s = core::Status::Ok();
+    if (r == core::LineReader::Result::kTooLong) {
+      errors.Report("", "record", "stdin", lines.line_no(), "", "line longer than 64 MiB: skipped");
+      s = processor.Skip(partition, -1, processors::kNoTime);
+    } else if (line.empty()) {
+      continue;
+    } else if (core::Status parsed = parser.ParseFramedLine(line, record); !parsed.ok()) {
+      errors.Report("", "record", "stdin", lines.line_no(), "", parsed.message());
+      s = processor.Skip(partition, -1, processors::kNoTime);
+    } else if (!IsInputTopic(core::TopicOf(record))) {
+      s = processor.Skip(partition, -1, processors::kNoTime);
+    } else {
+      s = processor.Process(partition, -1, std::move(record));
+      processor.ReuseRecord(record);
     }
-    if (!IsInputTopic(core::TopicOf(record))) return processor.Skip(partition, -1, processors::kNoTime);
-    core::Status s = processor.Process(partition, -1, std::move(record));
-    processor.ReuseRecord(record);
-    return s;
-  };
-  while (!stop.load(std::memory_order_relaxed)) {
-    const size_t n = std::fread(chunk.data(), 1, chunk.size(), stdin);
-    if (n == 0) break;
-    buffer.append(chunk.data(), n);
-    size_t start = 0;
-    for (;;) {
-      const size_t nl = buffer.find('\n', start);
-      if (nl == std::string::npos) break;
-      if (core::Status s = handle_line(std::string_view(buffer).substr(start, nl - start)); !s.ok()) {
-        std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
-        return 1;
-      }
-      start = nl + 1;
-    }
-    buffer.erase(0, start);
-    if (errors.must_stop()) break;
-    if (SteadyMs() >= next_progress) {
-      next_progress += kProgressIntervalMs;
-      std::fprintf(stderr, "acmetrace process: %lld lines read\n", static_cast<long long>(line_no));
-    }
-  }
-  if (std::ferror(stdin)) {
-    std::fprintf(stderr, "acmetrace process: reading stdin: %s\n", std::strerror(errno));
-    return 1;
-  }
-  if (!buffer.empty() && !stop.load()) {
-    if (core::Status s = handle_line(buffer); !s.ok()) {
+    if (!s.ok()) {
       std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
       return 1;
     }
+    if ((lines.line_no() & 4095) == 0 && SteadyMs() >= next_progress) {
+      next_progress += kProgressIntervalMs;
+      std::fprintf(stderr, "acmetrace process: %lld lines read\n", static_cast<long long>(lines.line_no()));
+    }
+  }
+  if (lines.failed()) {
+    std::fprintf(stderr, "acmetrace process: reading stdin: %s\n", std::strerror(errno));
+    return 1;
   }
   if (core::Status s = processor.Finish(); !s.ok()) {
     std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
