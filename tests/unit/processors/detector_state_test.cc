@@ -15,13 +15,19 @@
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/state_codec.h"
+#include "detector_records.h"
 
 namespace acmetrace::processors {
 namespace {
 
 constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
 
-using Values = std::vector<double>;
+using test_records::Eight;
+using test_records::EightWith;
+using test_records::End;
+using test_records::Job;
+using test_records::Util;
+using test_records::Values;
 
 std::unique_ptr<Detector> MakeKind(const std::string& kind) {
   core::Config config;
@@ -31,12 +37,6 @@ std::unique_ptr<Detector> MakeKind(const std::string& kind) {
   }
   ADD_FAILURE() << "no detector " << kind;
   return nullptr;
-}
-
-Values EightWith(double v, size_t gpu, double other) {
-  Values out(8, v);
-  out[gpu] = other;
-  return out;
 }
 
 /// What the engine does to a detector, step by step: observe a record, or advance the watermark.
@@ -88,35 +88,6 @@ std::string Text(const std::vector<core::AnomalyEvent>& events) {
 }
 
 // ---- One script per kind, opening and closing one flag ------------------------------------------
-
-core::Record Util(const std::string& node, int64_t t_s, const std::vector<std::pair<const char*, Values>>& gpu) {
-  core::UtilSample s;
-  s.cluster = "seren";
-  s.node = node;
-  s.ts_ms = t_s * 1000;
-  for (const auto& [name, values] : gpu) s.gpu.push_back({core::InternName(name), values});
-  return s;
-}
-
-core::Record Job(core::JobEventKind event, const std::string& id, int64_t t_s, int64_t gpus,
-                 const std::string& user = "u0001", const std::string& state = "") {
-  core::JobEvent j;
-  j.cluster = "seren";
-  j.event = event;
-  j.ts_ms = t_s * 1000;
-  j.job_id = id;
-  j.user = user;
-  j.type = "Other";
-  j.gpu_num = gpus;
-  j.node_num = (gpus + 7) / 8;
-  j.state = state;
-  return j;
-}
-
-core::Record End(const std::string& id, int64_t t_s, int64_t gpus, const std::string& state,
-                 const std::string& user = "u0001") {
-  return Job(core::JobEventKind::kEnd, id, t_s, gpus, user, state);
-}
 
 Script GpuOverheat() {
   Script s;

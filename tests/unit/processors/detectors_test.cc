@@ -11,51 +11,20 @@
 #include "acmetrace/core/config.h"
 #include "acmetrace/core/record.h"
 #include "acmetrace/processors/detector.h"
+#include "detector_records.h"
 
 namespace acmetrace::processors {
 namespace {
 
 constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
 
-using Values = std::vector<double>;
+using test_records::Eight;
+using test_records::EightWith;
+using test_records::End;
+using test_records::Job;
+using test_records::Util;
+using test_records::Values;
 const double kNone = core::kNoSample;
-
-core::Record Util(const std::string& node, int64_t t_s, const std::vector<std::pair<const char*, Values>>& gpu,
-                  const std::string& cluster = "seren") {
-  core::UtilSample s;
-  s.cluster = cluster;
-  s.node = node;
-  s.ts_ms = t_s * 1000;
-  for (const auto& [name, values] : gpu) s.gpu.push_back({core::InternName(name), values});
-  return s;
-}
-
-core::Record Job(core::JobEventKind event, const std::string& id, int64_t t_s, int64_t gpus,
-                 const std::string& user = "u0001", const std::string& state = "", const std::string& cluster = "seren") {
-  core::JobEvent j;
-  j.cluster = cluster;
-  j.event = event;
-  j.ts_ms = t_s * 1000;
-  j.job_id = id;
-  j.user = user;
-  j.type = "Other";
-  j.gpu_num = gpus;
-  j.node_num = (gpus + 7) / 8;
-  j.state = state;
-  return j;
-}
-
-core::Record End(const std::string& id, int64_t t_s, int64_t gpus, const std::string& state,
-                 const std::string& user = "u0001") {
-  return Job(core::JobEventKind::kEnd, id, t_s, gpus, user, state);
-}
-
-Values Eight(double v) { return Values(8, v); }
-Values EightWith(double v, size_t gpu, double other) {
-  Values out(8, v);
-  out[gpu] = other;
-  return out;
-}
 
 // One detector of a kind, made from the declared config (with overrides), fed like the engine feeds it.
 class Harness {
