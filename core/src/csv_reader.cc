@@ -1,6 +1,6 @@
 // Streaming CSV reader. The fast path finds the row's end with memchr and splits an unquoted row
-// 16 bytes at a time (SSE2); rows holding a quote take a slower path that unescapes in place (the
-// unescaped text is never longer than the raw).
+// 16 bytes at a time (SSE2, internal::SplitUnquoted in the header); rows holding a quote take a
+// slower path that unescapes in place (the unescaped text is never longer than the raw).
 #include "acmetrace/core/csv_reader.h"
 
 #include <fcntl.h>
@@ -8,10 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 namespace acmetrace::core {
 
@@ -62,41 +58,15 @@ bool CsvReader::Fill() {
   return true;
 }
 
-namespace {
-
-// Splits [begin, end) at every comma. Cells of the wide utilization files are ~6 bytes, so a
-// memchr call per cell costs more than the search: this finds the commas of 16 bytes at once.
-void SplitUnquoted(const char* begin, const char* end, std::vector<std::string_view>& fields) {
-  const char* field = begin;
-  const char* p = begin;
-#ifdef __SSE2__
-  const __m128i comma = _mm_set1_epi8(',');
-  for (; end - p >= 16; p += 16) {
-    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, comma)));
-    for (; mask != 0; mask &= mask - 1) {
-      const char* at = p + __builtin_ctz(mask);
-      fields.emplace_back(field, static_cast<size_t>(at - field));
-      field = at + 1;
-    }
-  }
-#endif
-  for (; p != end; ++p) {
-    if (*p == ',') {
-      fields.emplace_back(field, static_cast<size_t>(p - field));
-      field = p + 1;
-    }
-  }
-  fields.emplace_back(field, static_cast<size_t>(end - field));
-}
-
-}  // namespace
-
 bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
   fields.clear();
-  if (!status_.ok()) return false;
+  return ForEachField([&fields](std::string_view field) { fields.push_back(field); });
+}
+
+CsvReader::Row CsvReader::FindRow(std::string_view& text) {
+  if (!status_.ok()) return Row::kEnd;
   for (;;) {
-    if (begin_ == end_ && !Fill()) return false;  // end of file or read error
+    if (begin_ == end_ && !Fill()) return Row::kEnd;  // end of file or read error
     const char* start = buffer_.data() + begin_;
     const char* stop = buffer_.data() + end_;
     const char* nl = static_cast<const char*>(std::memchr(start, '\n', stop - start));
@@ -107,12 +77,15 @@ bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
     if (!eof_ && ((nl == nullptr && cr == nullptr) || (cr != nullptr && cr + 1 == stop))) {
       // No line break yet, or a CR whose LF may be in the next read: rescan with more data, or
       // at EOF take the unterminated last line.
-      if (!Fill() && !status_.ok()) return false;
+      if (!Fill() && !status_.ok()) return Row::kEnd;
       continue;
     }
     const char* content_end = cr != nullptr ? cr : line_end;
     // A quote before the line ends needs the slow path.
-    if (std::memchr(start, '"', content_end - start) != nullptr) return ParseQuotedRow(fields);
+    if (std::memchr(start, '"', content_end - start) != nullptr) {
+      quoted_fields_.clear();
+      return ParseQuotedRow(quoted_fields_) ? Row::kQuoted : Row::kEnd;
+    }
     size_t consumed;
     if (cr != nullptr) {
       consumed = (cr - start) + ((cr + 1 < stop && cr[1] == '\n') ? 2 : 1);
@@ -123,8 +96,8 @@ bool CsvReader::NextRow(std::vector<std::string_view>& fields) {
     ++line_;
     begin_ += consumed;
     if (content_end == start) continue;  // blank line
-    SplitUnquoted(start, content_end, fields);
-    return true;
+    text = std::string_view(start, static_cast<size_t>(content_end - start));
+    return Row::kPlain;
   }
 }
 

@@ -16,18 +16,6 @@ std::string_view JobEventKindName(JobEventKind kind) {
   return "unknown";
 }
 
-namespace {
-struct TopicVisitor {
-  std::string_view operator()(const JobEvent&) const { return kTopicJobs; }
-  std::string_view operator()(const UtilSample&) const { return kTopicUtil; }
-  std::string_view operator()(const PowerSample&) const { return kTopicPower; }
-  std::string_view operator()(const MetricsWindow&) const { return kTopicMetrics; }
-  std::string_view operator()(const AnomalyEvent&) const { return kTopicAnomalies; }
-};
-}  // namespace
-
-std::string_view TopicOf(const Record& record) { return std::visit(TopicVisitor{}, record); }
-
 int64_t TimestampMsOf(const Record& record) {
   return std::visit([](const auto& r) { return r.ts_ms; }, record);
 }

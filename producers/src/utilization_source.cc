@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -54,59 +53,7 @@ std::string_view StripPandasDuplicate(std::string_view s) {
   return s;
 }
 
-// Utilization cells are short decimals ("57.123", "0.0", "100.0"): about 2,300 of them per row
-// and most of the replay's time. core::ParseDouble gives the same value for them, but as an
-// out-of-line call returning std::optional<double>, which GCC passes back through memory with a
-// store-forwarding stall; parsing them here, inline, took about a quarter off the CPU time of a
-// wide-file replay (bench/README.md). Anything this does not take (a sign, an exponent, spaces,
-// "nan", more than 8 bytes) goes to core::ParseDouble.
-//
-// Without a branch per character: the cell's bytes are loaded as one word (CsvReader guarantees
-// kFieldPadding readable bytes after every field; the bytes past the cell are masked off), the dot is
-// taken out, the digits are padded on the right with '0' to 8 ("57123" -> "57123000") and checked and
-// converted 8 at a time. The padding multiplies the mantissa by 10^pad and the divisor takes the same
-// factor, so the exact quotient, and hence the correctly rounded double (one IEEE division of two
-// exact values), is the one core::ParseDouble (fast_float) returns. Cells come in mixed lengths ("0.0",
-// "97.87", "100.0"): one unconditional load instead of a branch on the length saves a misprediction on
-// a third of them.
-static_assert(core::CsvReader::kFieldPadding >= 8);
-bool ParseShortCell(std::string_view cell, double& out) {
-  static_assert(std::endian::native == std::endian::little);
-  static constexpr double kPowersOfTen[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
-  static constexpr uint64_t kLowBytes[9] = {0,          0xFF,           0xFFFF,           0xFFFFFF,
-                                            0xFFFFFFFF, 0xFFFFFFFFFF,   0xFFFFFFFFFFFF,   0xFFFFFFFFFFFFFF,
-                                            ~0ULL};  // [k]: the low k bytes
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  const char* p = cell.data();
-  const size_t n = cell.size();
-  if (n - 1 >= 8) return false;  // empty or longer than 8
-  uint64_t word;                 // byte i = p[i], bytes n..7 = 0
-  std::memcpy(&word, p, 8);
-  word &= kLowBytes[n];
-  // The first '.' (the zero bytes past n are never '.'); a second one fails the digit check.
-  const uint64_t x = word ^ (kOnes * '.');
-  const uint64_t dots = (x - kOnes) & ~x & (kOnes * 0x80);
-  size_t digits = n;
-  size_t scale = 8 - n;  // the power of ten to divide by: fraction digits + padding
-  if (dots != 0) {
-    const size_t dot = static_cast<size_t>(__builtin_ctzll(dots)) / 8;
-    if (dot == 0 || dot + 1 == n) return false;  // ".5", "1.": core::ParseDouble's business
-    word = (word & kLowBytes[dot]) | ((word >> 8) & ~kLowBytes[dot]);
-    digits = n - 1;
-    scale = 8 - dot;
-  }
-  word |= (kOnes * '0') & ~kLowBytes[digits];
-  if (((word & 0xF0F0F0F0F0F0F0F0ULL) | (((word + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
-      0x3333333333333333ULL) {
-    return false;  // not all digits
-  }
-  word -= kOnes * '0';  // 8 digit values, the first in the low byte; combine pairs, quads, all
-  word = word * 10 + (word >> 8);
-  word = (((word & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
-          (((word >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
-  out = static_cast<double>(static_cast<uint32_t>(word)) / kPowersOfTen[scale];
-  return true;
-}
+static_assert(core::CsvReader::kFieldPadding >= 8, "core::ParseShortDecimal reads 8 bytes of a cell");
 
 }  // namespace
 
@@ -273,6 +220,13 @@ bool UtilizationMetricReader::OpenNextFile() {
       column_target_[i] = it->second;
       column_gpu_[i] = target->gpu;
       if (target->gpu >= 0) header.gpu_count[it->second] = std::max(header.gpu_count[it->second], target->gpu + 1);
+      Run* last = header.runs.empty() ? nullptr : &header.runs.back();
+      if (last != nullptr && target->gpu >= 0 && last->gpu >= 0 && last->node == static_cast<uint32_t>(it->second) &&
+          last->column + last->count == i && last->gpu + static_cast<int32_t>(last->count) == target->gpu) {
+        ++last->count;
+      } else {
+        header.runs.push_back(Run{static_cast<uint32_t>(it->second), static_cast<uint32_t>(i), 1, target->gpu});
+      }
     }
     std::lock_guard<std::mutex> lock(mutex_);
     headers_.push_back(std::move(header));
@@ -282,22 +236,44 @@ bool UtilizationMetricReader::OpenNextFile() {
 }
 
 bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
-  row.cells.clear();
   for (;;) {
-    if (!csv_ || !csv_->status().ok() || !csv_->NextRow(fields_)) {
+    // The cells are parsed as the row is split, before its Time is known to be kept: every column
+    // gets a value, kNoSample where there is none ("nan" written out is none too). Cells are short
+    // decimals ("57.123", "0.0", "100.0"), about 2,300 per row and most of a replay's time; anything
+    // else takes OtherCell, which keeps bad cells to report if the row is kept. An ignored column's
+    // value is never read.
+    const size_t columns = column_target_.size();
+    const size_t time_column = static_cast<size_t>(time_column_);
+    row.values.resize(columns);
+    double* const values = row.values.data();
+    size_t fields = 0;
+    std::string_view time_cell;
+    bad_cells_.clear();
+    auto on_cell = [&](std::string_view cell) __attribute__((always_inline)) {
+      if (fields < columns) {
+        if (fields == time_column) {
+          time_cell = cell;
+          values[fields] = core::kNoSample;
+        } else if (!core::ParseShortDecimal(cell.data(), cell.size(), values[fields])) {
+          values[fields] = OtherCell(fields, cell);
+        }
+      }
+      ++fields;
+    };
+    if (!csv_ || !csv_->status().ok() || !csv_->ForEachField(on_cell)) {
       if (csv_ && !csv_->status().ok()) {
         errors_.ReportFile(cluster_, kKind, csv_->path(), csv_->status().message());
       }
       if (!OpenNextFile()) break;
       continue;
     }
-    if (fields_.size() <= static_cast<size_t>(time_column_)) {
+    if (fields <= time_column) {
       Error("Time", "row has no Time field");
       continue;
     }
-    std::optional<int64_t> ts = core::ParseTimeMs(core::TrimSpaces(fields_[time_column_]));
+    std::optional<int64_t> ts = core::ParseTimeMs(core::TrimSpaces(time_cell));
     if (!ts) {
-      Error("Time", "not unix seconds or a time with an offset: '" + std::string(fields_[time_column_]) + "'");
+      Error("Time", "not unix seconds or a time with an offset: '" + std::string(time_cell) + "'");
       continue;
     }
     if (have_last_ && *ts <= last_ts_ms_) {
@@ -305,7 +281,7 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
         // The seam between split files repeats rows the previous file already had: keep the first.
         duplicates_dropped_.fetch_add(1, std::memory_order_relaxed);
       } else {
-        Error("Time", "goes back in time (" + std::string(fields_[time_column_]) + "); row skipped");
+        Error("Time", "goes back in time (" + std::string(time_cell) + "); row skipped");
       }
       continue;
     }
@@ -314,26 +290,14 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
     last_ts_ms_ = *ts;
     if (*ts < range_.from_ms) continue;
     if (*ts >= range_.to_ms) break;
-    if (fields_.size() != column_target_.size()) {
-      Error("row", "has " + std::to_string(fields_.size()) + " fields, header has " +
-                       std::to_string(column_target_.size()) + "; missing cells read as no sample");
+    if (fields != columns) {
+      Error("row", "has " + std::to_string(fields) + " fields, header has " + std::to_string(columns) +
+                       "; missing cells read as no sample");
     }
-    const size_t n = std::min(fields_.size(), column_target_.size());
-    for (size_t i = 0; i < n; ++i) {
-      const std::string_view cell = fields_[i];
-      if (cell.empty() || column_target_[i] < 0) continue;
-      double v;
-      if (!ParseShortCell(cell, v)) {
-        std::optional<double> parsed = core::ParseDouble(cell);
-        if (!parsed) {
-          Error(header_storage_[i], "not a number: '" + std::string(cell) + "'");
-          continue;
-        }
-        v = *parsed;
-      }
-      if (!core::IsSample(v)) continue;  // "nan" written out: no sample
-      row.cells.push_back(Cell{static_cast<uint32_t>(column_target_[i]), column_gpu_[i], v});
+    for (const auto& [column, cell] : bad_cells_) {
+      Error(header_storage_[column], "not a number: '" + cell + "'");
     }
+    std::fill(values + std::min(fields, columns), values + columns, core::kNoSample);
     row.ts_ms = *ts;
     std::lock_guard<std::mutex> lock(mutex_);
     row.header = headers_.size() - 1;
@@ -344,6 +308,13 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
     csv_.reset();
   }
   return false;
+}
+
+double UtilizationMetricReader::OtherCell(size_t column, std::string_view cell) {
+  if (cell.empty() || column_target_[column] < 0) return core::kNoSample;  // no sample, or not read
+  std::optional<double> parsed = core::ParseDouble(cell);
+  if (!parsed) bad_cells_.emplace_back(column, std::string(cell));
+  return parsed.value_or(core::kNoSample);
 }
 
 // ---- the calling thread -----------------------------------------------------------------------
@@ -357,18 +328,19 @@ void UtilizationMetricReader::MapHeader(size_t index,
   }
   mapped_header_ = index;
   gpu_metric_ = header->gpu_metric;
-  target_node_.resize(header->nodes.size());
+  std::vector<uint32_t> target_node(header->nodes.size());
   gpu_count_.clear();
   for (size_t t = 0; t < header->nodes.size(); ++t) {
     const uint32_t node = node_index(header->nodes[t]);
-    target_node_[t] = node;
+    target_node[t] = node;
     if (gpu_count_.size() <= node) gpu_count_.resize(node + 1, 0);
     gpu_count_[node] = std::max(gpu_count_[node], header->gpu_count[t]);
   }
+  runs_ = header->runs;
+  for (Run& run : runs_) run.node = target_node[run.node];
 }
 
 bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::string&)>& node_index) {
-  cells_.clear();
   if (done_) return false;
   if (!started_) {
     started_ = true;
@@ -382,14 +354,14 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
     if (full_.empty()) {
       done_ = true;
       status_ = read_status_;
+      runs_.clear();
       return false;
     }
     row = std::move(full_.front());
     full_.pop_front();
   }
   if (row->header != mapped_header_) MapHeader(row->header, node_index);
-  for (Cell& c : row->cells) c.node = target_node_[c.node];
-  cells_.swap(row->cells);  // the row takes the previous cells' storage back to the reading thread
+  values_.swap(row->values);  // the row takes the previous values' storage back to the reading thread
   ts_ms_ = row->ts_ms;
   bool wake;
   {
@@ -440,8 +412,6 @@ uint32_t UtilizationSource::NodeIndex(const std::string& name) {
     sample.cluster = cluster_;
     sample.node = name;
     state.record = std::move(sample);
-    state.gpu_slot.assign(readers_.size(), -1);
-    state.host_slot.assign(readers_.size(), -1);
     nodes_.push_back(std::move(state));
     order_dirty_ = true;
   }
@@ -466,53 +436,61 @@ bool UtilizationSource::BuildBatch() {
     for (size_t r = 0; r < readers_.size(); ++r) {
       if (!reader_live_[r] || readers_[r]->ts_ms() != t) continue;
       UtilizationMetricReader& reader = *readers_[r];
-      // A node's columns are usually adjacent (its 8 GPUs), so the node, its record and its
-      // value array are looked up once per run of cells rather than once per cell. values stays
-      // valid within this reader's cells: only a new slot of this node (another reader) could
-      // reallocate its gpu list.
+      // A node's columns are usually adjacent (its 8 GPUs, one run), so the node, its record and
+      // its value array are looked up once per node rather than once per column. Readers are
+      // taken in turn, so a node's slot for this reader, if any, is the last one it made.
       uint32_t current = std::numeric_limits<uint32_t>::max();
       NodeState* node = nullptr;
       core::UtilSample* sample = nullptr;
       double* values = nullptr;
-      for (const UtilizationMetricReader::Cell& cell : reader.cells()) {
-        if (cell.node != current) {
-          current = cell.node;
-          node = &nodes_[cell.node];
+      const double* row = reader.values();
+      for (const UtilizationMetricReader::Run& run : reader.runs()) {
+        const double* cells = row + run.column;
+        bool any = false;
+        for (uint32_t k = 0; k < run.count; ++k) any |= core::IsSample(cells[k]);
+        if (!any) continue;  // no sample of this node here: no slot, and no record if none at all
+        if (run.node != current) {
+          current = run.node;
+          node = &nodes_[run.node];
           sample = &std::get<core::UtilSample>(node->record);
           values = nullptr;
           if (!node->touched) {
             node->touched = true;
             node->gpu_used = 0;
+            node->gpu_reader = -1;
+            node->host_reader = -1;
             sample->host.clear();
             sample->ts_ms = t;
-            batch_.push_back(cell.node);
+            batch_.push_back(run.node);
           }
         }
-        if (cell.gpu < 0) {
-          if (node->host_slot[r] >= 0) continue;  // a duplicate column: keep the first value
-          node->host_slot[r] = static_cast<int32_t>(sample->host.size());
-          sample->host.push_back(core::HostMetric{reader.metric(), cell.value});
+        if (run.gpu < 0) {
+          if (node->host_reader == static_cast<int32_t>(r)) continue;  // a duplicate column: keep the first
+          node->host_reader = static_cast<int32_t>(r);
+          sample->host.push_back(core::HostMetric{reader.metric(), cells[0]});
           continue;
         }
-        if (values == nullptr) {
-          int32_t slot = node->gpu_slot[r];
-          if (slot < 0) {
-            slot = static_cast<int32_t>(node->gpu_used++);
-            node->gpu_slot[r] = slot;
-            if (sample->gpu.size() < node->gpu_used) sample->gpu.emplace_back();
-            core::GpuMetric& m = sample->gpu[slot];
-            m.name = reader.metric();
-            const size_t count = static_cast<size_t>(std::max(reader.GpuCount(cell.node), cell.gpu + 1));
-            if (m.values.size() == count) {
-              std::fill(m.values.begin(), m.values.end(), core::kNoSample);  // the usual case, inline
-            } else {
-              m.values.assign(count, core::kNoSample);
-            }
+        double* to;
+        if (node->gpu_reader == static_cast<int32_t>(r)) {
+          // This reader's slot of the node exists (the last one made): duplicate columns keep the first value.
+          if (values == nullptr) values = sample->gpu[node->gpu_used - 1].values.data();
+          to = values + run.gpu;
+          for (uint32_t k = 0; k < run.count; ++k) {
+            if (!core::IsSample(to[k])) to[k] = cells[k];
           }
-          values = sample->gpu[slot].values.data();
+          continue;
         }
-        double& v = values[cell.gpu];
-        if (!core::IsSample(v)) v = cell.value;  // duplicate columns: keep the first value
+        node->gpu_reader = static_cast<int32_t>(r);
+        if (sample->gpu.size() <= node->gpu_used) sample->gpu.emplace_back();
+        core::GpuMetric& m = sample->gpu[node->gpu_used++];
+        m.name = reader.metric();
+        const size_t count =
+            static_cast<size_t>(std::max(reader.GpuCount(run.node), run.gpu + static_cast<int32_t>(run.count)));
+        if (m.values.size() != count) m.values.resize(count);
+        values = m.values.data();
+        std::fill(values, values + run.gpu, core::kNoSample);
+        std::copy(cells, cells + run.count, values + run.gpu);
+        std::fill(values + run.gpu + run.count, values + count, core::kNoSample);
       }
       reader_live_[r] = reader.NextRow(index);
     }
@@ -544,8 +522,6 @@ bool UtilizationSource::BuildBatch() {
       auto& sample = std::get<core::UtilSample>(node.record);
       sample.gpu.resize(node.gpu_used);
       node.touched = false;
-      std::fill(node.gpu_slot.begin(), node.gpu_slot.end(), -1);
-      std::fill(node.host_slot.begin(), node.host_slot.end(), -1);
     }
     return true;
   }

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <random>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace acmetrace::core {
 namespace {
@@ -98,6 +102,65 @@ TEST(ParseJsonNumberTest, PrefixStopsAfterTheNumber) {
   EXPECT_EQ(end - text.data(), 4);
   EXPECT_EQ(v, 12.5);
   EXPECT_EQ(ParseJsonNumberPrefix(text.data() + 4, text.data() + text.size(), v), nullptr);  // ','
+}
+
+// ParseShortDecimal must take exactly the cells [0-9]+(.[0-9]+)? of at most 8 bytes, whatever bytes
+// follow them, and give ParseDouble's value for each; it reads 8 bytes, so each cell sits in a
+// buffer followed by other bytes, as in a CSV row.
+bool IsShortDecimal(std::string_view s) {
+  if (s.empty() || s.size() > 8) return false;
+  const size_t dot = s.find('.');
+  if (dot == 0 || dot + 1 == s.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i != dot && (s[i] < '0' || s[i] > '9')) return false;
+  }
+  return true;
+}
+
+void ExpectShortDecimalAgrees(const std::string& cell, char after) {
+  char buffer[16];
+  std::memset(buffer, after, sizeof(buffer));
+  std::memcpy(buffer, cell.data(), cell.size());
+  double v = -1;
+  const bool taken = ParseShortDecimal(buffer, cell.size(), v);
+  ASSERT_EQ(taken, IsShortDecimal(cell)) << "'" << cell << "' followed by '" << after << "'";
+  if (taken) {
+    ASSERT_EQ(v, ParseDouble(cell).value()) << "'" << cell << "'";
+  } else {
+    ASSERT_EQ(v, -1) << "'" << cell << "': out written on a refusal";
+  }
+}
+
+TEST(ParseShortDecimalTest, TakesEveryShortDecimalUpToFiveBytesAndNothingElse) {
+  const std::string alphabet = "0123456789.";
+  for (size_t length = 1; length <= 5; ++length) {
+    std::vector<size_t> digit(length, 0);
+    for (;;) {
+      std::string cell;
+      for (size_t d : digit) cell += alphabet[d];
+      ExpectShortDecimalAgrees(cell, cell.size() % 2 == 0 ? '7' : ',');
+      size_t i = 0;
+      while (i < length && ++digit[i] == alphabet.size()) digit[i++] = 0;
+      if (i == length) break;
+    }
+  }
+}
+
+TEST(ParseShortDecimalTest, AgreesWithParseDoubleOnLongerCellsAndOtherCharacters) {
+  std::mt19937_64 random(20231);
+  const std::string digits = "0123456789";
+  const std::string others("0123456789.-+eE :/\x00\x80\xff", 21);  // with a NUL byte
+  for (int i = 0; i < 200000; ++i) {
+    const size_t length = 1 + random() % 9;  // 9: too long, refused
+    std::string cell;
+    for (size_t k = 0; k < length; ++k) cell += digits[random() % digits.size()];
+    if (random() % 4 != 0) cell[random() % length] = '.';
+    if (random() % 8 == 0) cell[random() % length] = others[random() % others.size()];
+    ExpectShortDecimalAgrees(cell, "9.,\n"[random() % 4]);
+  }
+  for (const char* cell : {"0.0", "100.0", "57.123", "99999999", "9999999.9", "0.000001", "00000001", "1.2.3"}) {
+    ExpectShortDecimalAgrees(cell, '5');
+  }
 }
 
 }  // namespace

@@ -377,6 +377,34 @@ TEST(UtilizationSourceTest, HonoursTheHalfOpenRange) {
                           }));
 }
 
+// Cells are parsed as a row is split, before its Time is judged: a bad cell is reported only in a
+// row that is kept, not in one dropped for its time (before --from, a repeated or backward Time),
+// nor in an ignored column.
+TEST(UtilizationSourceTest, ReportsBadCellsOnlyInRowsThatAreKept) {
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "GPU_UTIL.csv",
+                                     "Time,10.140.1.10-0,junk\n"
+                                     "1688169600,bad1,x\n"
+                                     "1688169615,2,x\n"
+                                     "1688169615,bad2,x\n"
+                                     "1688169600,bad3,x\n"
+                                     "1688169630,bad4,x\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  TimeRange range;
+  range.from_ms = kT + 15000;
+  UtilizationSource source("seren", {path}, errors, range);
+  EXPECT_EQ(Json(source), (std::vector<std::string>{Record("seren", "10.140.1.10", kT + 15000, R"("GPU_UTIL":[2])", "")}));
+  const std::string text = out.text();
+  EXPECT_EQ(text.find("bad1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("bad2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("bad3"), std::string::npos) << text;
+  EXPECT_NE(text.find(path + ":6: 10.140.1.10-0: not a number: 'bad4'"), std::string::npos) << text;
+  EXPECT_NE(text.find(path + ":5: Time: goes back in time"), std::string::npos) << text;
+  EXPECT_EQ(text.find("'x'"), std::string::npos) << text;
+  EXPECT_EQ(errors.total(), 3) << text;  // the junk column, the backward Time, bad4
+}
+
 TEST(UtilizationSourceTest, DecidesGpuOrHostColumnsForUnknownMetrics) {
   const std::string dir = TestDir();
   const std::vector<std::string> files = {

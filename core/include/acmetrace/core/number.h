@@ -1,8 +1,10 @@
 // Number parsing for CSV cells: fast_float for doubles, exact integers, empty = no sample.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -13,6 +15,13 @@ std::optional<double> ParseDouble(std::string_view text);
 
 /// Parses a whole cell as an integer; "8.0" is accepted as 8, "8.5" is not.
 std::optional<int64_t> ParseInteger(std::string_view text);
+
+/// Parses a short unsigned decimal cell, [0-9]+(.[0-9]+)? in at most 8 bytes ("57.123", "0.0",
+/// "100.0"), into out, correctly rounded (the value ParseDouble gives); false for anything else
+/// (empty, longer, a sign, an exponent, spaces), which is then ParseDouble's business. Reads 8
+/// bytes at p whatever n is: the caller guarantees they are readable (CsvReader::kFieldPadding).
+/// Inline: the wide utilization files are millions of such cells and little else.
+inline bool ParseShortDecimal(const char* p, size_t n, double& out);
 
 /// Parses a whole JSON number (RFC 8259 grammar: no '+', no leading zeros, no spaces), correctly
 /// rounded. nullopt if it is not one or is too large for a double.
@@ -61,6 +70,38 @@ inline const char* ParseJsonNumberPrefix(const char* p, const char* end, double&
   out = negative ? -value : value;
   return p;
 }
+inline bool ParseShortDecimal(const char* p, size_t n, double& out) {
+  // Without a branch per character: the cell is loaded as one word and shifted to its high bytes,
+  // so the low bytes read as leading zeros; the dot is taken out by moving the integer digits up a
+  // byte; then the 8 digits are checked and combined at once. The mantissa (< 10^8) and the power
+  // of ten are exact, so their quotient is the correctly rounded value, as in fast_float.
+  static_assert(std::endian::native == std::endian::little);
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = kOnes * 0x80;
+  if (n - 1 >= 8) return false;  // empty or longer than 8
+  uint64_t word;
+  std::memcpy(&word, p, 8);
+  // '0'-'9' become 0-9 and '.' 0x1E; byte 7 is the cell's last character, bytes below 8-n are 0.
+  word = (word ^ (kOnes * '0')) << ((8 - n) * 8);
+  size_t scale = 0;  // fraction digits
+  const uint64_t x = word ^ (kOnes * 0x1E);
+  if (const uint64_t dots = (x - kOnes) & ~x & kHigh; dots != 0) {
+    const unsigned dot = static_cast<unsigned>(__builtin_ctzll(dots)) / 8;  // the first '.'
+    if (dot == 8 - n || dot == 7) return false;  // ".5", "5.": ParseDouble's
+    const uint64_t below = (uint64_t{1} << (8 * dot + 8)) - 1;  // bytes 0..dot (dot < 7)
+    word = (word & ~below) | ((word << 8) & below);
+    scale = 7 - dot;
+  }
+  // Every byte 0-9 (a second dot, 0x1E, fails here): adding 0x76 sets no high bit, nor had it one.
+  if ((((word + kOnes * 0x76) | word) & kHigh) != 0) return false;
+  // Byte 0 is the most significant digit: combine pairs, then fours, then all eight.
+  word = word * 10 + (word >> 8);
+  word = (((word & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+          (((word >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+  out = static_cast<double>(static_cast<uint32_t>(word)) / internal::kExactPowersOfTen[scale];
+  return true;
+}
+
 /// Trims ASCII spaces and tabs.
 std::string_view TrimSpaces(std::string_view text);
 

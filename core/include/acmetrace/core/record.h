@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -97,7 +98,12 @@ struct AnomalyEvent {
 /// Any record of the feed: the replayed ones and the processors' outputs.
 using Record = std::variant<JobEvent, UtilSample, PowerSample, MetricsWindow, AnomalyEvent>;
 
-std::string_view TopicOf(const Record& record);
+/// The topic of each kind of record, by its index in Record.
+inline constexpr std::string_view kTopicOfKind[] = {kTopicJobs, kTopicUtil, kTopicPower, kTopicMetrics,
+                                                    kTopicAnomalies};
+static_assert(std::size(kTopicOfKind) == std::variant_size_v<Record>);
+
+inline std::string_view TopicOf(const Record& record) { return kTopicOfKind[record.index()]; }
 int64_t TimestampMsOf(const Record& record);
 /// The Kafka/stdio key: {cluster}/{job_id}, {cluster}/{node}, {cluster}/{model}, {cluster},
 /// {cluster}/{kind}/{subject}.

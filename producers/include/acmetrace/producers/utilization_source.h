@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "acmetrace/core/csv_reader.h"
@@ -50,10 +51,13 @@ std::string MetricNameOfFile(std::string_view file_name);
 /// methods are for one calling thread; the reading thread stops with the reader.
 class UtilizationMetricReader {
  public:
-  struct Cell {
-    uint32_t node;  // index into the source's node table
-    int32_t gpu;    // -1 for host metrics
-    double value;
+  /// Adjacent columns of one node: `count` consecutive GPUs from `gpu` (a node's 8 GPU columns are
+  /// usually one run), or one host column (gpu -1, count 1).
+  struct Run {
+    uint32_t node;    // the source's node index (the header's target on the reading thread)
+    uint32_t column;  // first column
+    uint32_t count;
+    int32_t gpu;
   };
 
   UtilizationMetricReader(std::string cluster, std::string metric, std::vector<std::string> files,
@@ -66,7 +70,11 @@ class UtilizationMetricReader {
   bool NextRow(const std::function<uint32_t(const std::string&)>& node_index);
 
   int64_t ts_ms() const { return ts_ms_; }
-  const std::vector<Cell>& cells() const { return cells_; }
+  /// The current row's value per column, core::kNoSample where it has none (empty, not a number,
+  /// an ignored column); runs() say which columns go where.
+  const double* values() const { return values_.data(); }
+  /// The columns of the current file, by node, in column order; never empty runs.
+  const std::vector<Run>& runs() const { return runs_; }
   /// GPUs of node in the current file's header (highest index + 1); 0 if none.
   int32_t GpuCount(uint32_t node) const { return node < gpu_count_.size() ? gpu_count_[node] : 0; }
   std::string_view metric() const { return metric_; }
@@ -78,21 +86,26 @@ class UtilizationMetricReader {
   const core::Status& status() const { return status_; }
 
  private:
-  // What the reading thread hands over: cells by header target (a node of the file's header).
+  // What the reading thread hands over: a file's columns by header target (a node of its header),
+  // and rows of values by column. Writing one value per column keeps the reading thread (the
+  // replay's bottleneck on a wide file) to parsing; the calling thread copies a run at a time.
   struct Header {
     std::vector<std::string> nodes;   // per target
     std::vector<int32_t> gpu_count;   // per target: highest GPU index + 1, 0 for host columns
+    std::vector<Run> runs;            // node: the target
     bool gpu_metric = false;
   };
   struct ParsedRow {
     int64_t ts_ms = 0;
-    size_t header = 0;        // index into headers_
-    std::vector<Cell> cells;  // node: the header's target until the calling thread maps it
+    size_t header = 0;           // index into headers_
+    std::vector<double> values;  // per column of the header
   };
 
   // The reading thread.
   void ReadLoop();
   bool ReadRow(ParsedRow& row);
+  // A cell that is not a short decimal: its value, or kNoSample and the cell kept in bad_cells_.
+  double OtherCell(size_t column, std::string_view cell);
   bool OpenNextFile();
   void Error(std::string_view field, std::string_view reason);
   // The calling thread.
@@ -112,7 +125,8 @@ class UtilizationMetricReader {
   std::vector<int32_t> column_target_;  // per column: header target, or -1 (ignored / Time)
   std::vector<int32_t> column_gpu_;
   std::vector<std::string> header_storage_;
-  std::vector<std::string_view> fields_;
+  std::vector<std::string_view> fields_;  // of a header
+  std::vector<std::pair<size_t, std::string>> bad_cells_;  // of the row being read: column, text
   bool have_last_ = false;
   bool at_seam_ = false;  // between opening a split file and its first new row
   int64_t last_ts_ms_ = 0;
@@ -139,9 +153,9 @@ class UtilizationMetricReader {
   bool done_ = false;
   size_t mapped_header_ = SIZE_MAX;
   bool gpu_metric_ = false;
-  std::vector<uint32_t> target_node_;  // of the mapped header
-  std::vector<int32_t> gpu_count_;     // per node index
-  std::vector<Cell> cells_;
+  std::vector<Run> runs_;            // of the mapped header, node: the source's node index
+  std::vector<int32_t> gpu_count_;   // per node index
+  std::vector<double> values_;
   int64_t ts_ms_ = 0;
   core::Status status_ = core::Status::Ok();
 };
@@ -168,9 +182,9 @@ class UtilizationSource : public RecordSource {
     std::string name;
     core::Record record;
     bool touched = false;
-    std::vector<int32_t> gpu_slot;   // per metric reader: index in record's gpu list, or -1
-    std::vector<int32_t> host_slot;  // per metric reader: index in record's host list, or -1
-    size_t gpu_used = 0;
+    size_t gpu_used = 0;      // entries of the record's gpu list in use at this time
+    int32_t gpu_reader = -1;  // the metric reader that made the last of them (-1: none yet)
+    int32_t host_reader = -1; // the metric reader that added the last host metric
   };
 
   uint32_t NodeIndex(const std::string& name);
