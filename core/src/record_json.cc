@@ -5,57 +5,100 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace acmetrace::core {
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  // Names, keys and ids almost never need escaping: one scan, one append.
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+namespace {
+
+// The longest text WriteJsonNumber writes: to_chars of a double ("-2.2250738585072014e-308").
+constexpr size_t kMaxNumberChars = 24;
+
+// The most bytes WriteJsonString writes for s (every byte escaped as \u00XX, and the quotes).
+size_t JsonStringBound(std::string_view s) { return 2 + 6 * s.size(); }
+
+bool IsPlainJsonString(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
     return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
   });
-  if (plain) {
-    const size_t at = out.size();
-    out.resize(at + s.size() + 2);
-    char* p = out.data() + at;
-    p[0] = '"';
-    std::memcpy(p + 1, s.data(), s.size());
-    p[s.size() + 1] = '"';
-    return;
-  }
-  out.push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      out += "\\u00";
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xF]);
-    } else {
-      out.push_back(c);
+}
+
+char* WriteJsonString(char* p, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *p++ = '"';
+  if (IsPlainJsonString(s)) {  // names, keys and ids almost never need escaping
+    std::memcpy(p, s.data(), s.size());
+    p += s.size();
+  } else {
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        *p++ = '\\';
+        *p++ = c;
+      } else if (u < 0x20) {
+        std::memcpy(p, "\\u00", 4);
+        p[4] = kHex[u >> 4];
+        p[5] = kHex[u & 0xF];
+        p += 6;
+      } else {
+        *p++ = c;
+      }
     }
   }
-  out.push_back('"');
+  *p++ = '"';
+  return p;
+}
+
+template <size_t N>
+char* WriteLiteral(char* p, const char (&text)[N]) {
+  std::memcpy(p, text, N - 1);
+  return p + N - 1;
+}
+
+char* WriteInt(char* p, int64_t value) { return std::to_chars(p, p + 20, value).ptr; }
+
+// Writes value as the shortest text that reads back to the same double (std::to_chars), integral
+// values without ".0" (queue 10.0 -> 10), NaN and infinities as null; at most kMaxNumberChars.
+char* WriteJsonNumber(char* p, double value) {
+  if (!std::isfinite(value)) return WriteLiteral(p, "null");
+  const double magnitude = std::fabs(value);
+  if (value == std::trunc(value) && magnitude < 1e15) return WriteInt(p, static_cast<int64_t>(value));
+  // Telemetry is written with up to three decimals ("0.548", "67.47"): the digits of m / 1000 when
+  // that decimal reads back as the value. In [0.01, 1e9) it is also what to_chars writes, in a
+  // quarter of the time: an ulp there is under 2e-7, so no other decimal of at most three places
+  // reads back as the same double, and fixed notation is the shorter (a unit test checks millions).
+  if (magnitude >= 0.01 && magnitude < 1e9) {
+    const uint64_t m = static_cast<uint64_t>(magnitude * 1000.0 + 0.5);
+    if (static_cast<double>(m) / 1000.0 == magnitude) {
+      if (value < 0) *p++ = '-';
+      p = std::to_chars(p, p + 20, m / 1000).ptr;
+      const unsigned fraction = static_cast<unsigned>(m % 1000);  // not 0: the value is not integral
+      p[0] = '.';
+      p[1] = static_cast<char>('0' + fraction / 100);
+      p[2] = static_cast<char>('0' + fraction / 10 % 10);
+      p[3] = static_cast<char>('0' + fraction % 10);
+      return p + (fraction % 100 == 0 ? 2 : fraction % 10 == 0 ? 3 : 4);
+    }
+  }
+  return std::to_chars(p, p + kMaxNumberChars, value).ptr;
+}
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  const size_t at = out.size();
+  if (IsPlainJsonString(s)) {
+    out.resize(at + s.size() + 2);
+  } else {
+    out.resize(at + JsonStringBound(s));
+  }
+  char* end = WriteJsonString(out.data() + at, s);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 void AppendJsonNumber(std::string& out, double value) {
-  if (!std::isfinite(value)) {
-    out += "null";
-    return;
-  }
-  char buf[32];
-  // Integral values print without an exponent or ".0" (queue 10.0 -> 10), others shortest round-trip.
-  if (value == std::trunc(value) && std::fabs(value) < 1e15) {
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(value));
-    (void)ec;
-    out.append(buf, end);
-    return;
-  }
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  (void)ec;
-  out.append(buf, end);
+  char buf[kMaxNumberChars];
+  out.append(buf, WriteJsonNumber(buf, value));
 }
 
 namespace {
@@ -128,29 +171,43 @@ std::pair<std::string_view, double> AsEntry(const Pair& p) {
   return {p.first, p.second};
 }
 
+// A util record is most of a replay's bytes (about 120 numbers): it is written through a pointer
+// into a scratch buffer sized for the worst case, then appended at once, rather than a
+// std::string append per piece.
 void AppendUtil(std::string& out, const UtilSample& s) {
-  AppendHeader(out, s.cluster);
-  out += ",\"node\":";
-  AppendJsonString(out, s.node);
-  out += ",\"ts_ms\":";
-  AppendInt(out, s.ts_ms);
-  out += ",\"gpu\":{";
-  bool first = true;
-  for (const GpuMetric& m : s.gpu) {
-    if (!first) out.push_back(',');
-    first = false;
-    AppendJsonString(out, m.name);
-    out += ":[";
-    for (size_t i = 0; i < m.values.size(); ++i) {
-      if (i > 0) out.push_back(',');
-      AppendJsonNumber(out, m.values[i]);
+  size_t bound = 96 + JsonStringBound(s.cluster) + JsonStringBound(s.node);
+  for (const GpuMetric& m : s.gpu) bound += JsonStringBound(m.name) + 4 + m.values.size() * (kMaxNumberChars + 1);
+  for (const HostMetric& m : s.host) bound += JsonStringBound(m.name) + 2 + kMaxNumberChars;
+  thread_local std::vector<char> scratch;
+  if (scratch.size() < bound) scratch.resize(std::max(bound, 2 * scratch.size()));
+  char* const begin = scratch.data();
+  char* p = WriteLiteral(begin, "{\"v\":1,\"cluster\":");
+  p = WriteJsonString(p, s.cluster);
+  p = WriteLiteral(p, ",\"node\":");
+  p = WriteJsonString(p, s.node);
+  p = WriteLiteral(p, ",\"ts_ms\":");
+  p = WriteInt(p, s.ts_ms);
+  p = WriteLiteral(p, ",\"gpu\":{");
+  for (size_t i = 0; i < s.gpu.size(); ++i) {
+    const GpuMetric& m = s.gpu[i];
+    if (i > 0) *p++ = ',';
+    p = WriteJsonString(p, m.name);
+    p = WriteLiteral(p, ":[");
+    for (size_t v = 0; v < m.values.size(); ++v) {
+      if (v > 0) *p++ = ',';
+      p = WriteJsonNumber(p, m.values[v]);
     }
-    out.push_back(']');
+    *p++ = ']';
   }
-  out += "},\"host\":";
-  AppendNumberObject(out, s.host,
-                     [](const HostMetric& m) { return std::pair<std::string_view, double>(m.name, m.value); });
-  out.push_back('}');
+  p = WriteLiteral(p, "},\"host\":{");
+  for (size_t i = 0; i < s.host.size(); ++i) {
+    if (i > 0) *p++ = ',';
+    p = WriteJsonString(p, s.host[i].name);
+    *p++ = ':';
+    p = WriteJsonNumber(p, s.host[i].value);
+  }
+  p = WriteLiteral(p, "}}");
+  out.append(begin, p);
 }
 
 void AppendPower(std::string& out, const PowerSample& p) {

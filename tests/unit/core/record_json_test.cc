@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "acmetrace/core/record.h"
 #include "acmetrace/core/transport.h"
@@ -196,6 +198,32 @@ TEST(AppendJsonNumberTest, WritesTheShortestRoundTrip) {
     const std::string text = Number(v);
     EXPECT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
     EXPECT_EQ(text.find_first_not_of("0123456789.-+e"), std::string::npos) << text;  // valid JSON
+  }
+}
+
+// Values of up to three decimals take a shortcut (the digits of m / 1000); it must write exactly
+// what std::to_chars writes, the shortest round trip, for every one of them and for their
+// neighbours one ulp away (which must not take it).
+std::string ToChars(double v) {
+  char buf[32];
+  if (v == std::trunc(v) && std::fabs(v) < 1e15) {
+    return std::string(buf, std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(v)).ptr);
+  }
+  return std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+TEST(AppendJsonNumberTest, ShortDecimalsAreWrittenAsToCharsWritesThem) {
+  std::vector<double> values;
+  for (int64_t m = -20000; m <= 2000000; ++m) values.push_back(static_cast<double>(m) / 1000.0);
+  for (int64_t m = 999000000; m <= 1000001000; m += 7) values.push_back(static_cast<double>(m) / 1000.0);
+  for (int64_t m = 999999000000; m < 1000000000000; ++m) values.push_back(static_cast<double>(m) / 1000.0);
+  for (double scale : {10.0, 100.0, 10000.0}) {
+    for (int64_t m = -5000; m <= 200000; ++m) values.push_back(static_cast<double>(m) / scale);
+  }
+  for (const double v : values) {
+    for (const double x : {v, std::nextafter(v, 0.0), std::nextafter(v, 2e12)}) {
+      ASSERT_EQ(Number(x), ToChars(x)) << std::hexfloat << x;
+    }
   }
 }
 
