@@ -18,9 +18,25 @@ constexpr size_t kMaxNumberChars = 24;
 size_t JsonStringBound(std::string_view s) { return 2 + 6 * s.size(); }
 
 bool IsPlainJsonString(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
-  });
+  // Eight bytes at a time (a util record has ~15 names to check): a word holds a control
+  // character if one of its bytes is below 0x20, a quote or backslash if its XOR with them has a
+  // zero byte (the bit hacks "hasless" and "haszero", exact for the word as a whole).
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = kOnes * 0x80;
+  auto has_less = [](uint64_t x, uint64_t n) { return ((x - kOnes * n) & ~x & kHigh) != 0; };
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, s.data() + i, 8);
+    if (has_less(word, 0x20) || has_less(word ^ (kOnes * '"'), 1) || has_less(word ^ (kOnes * '\\'), 1)) {
+      return false;
+    }
+  }
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return true;
 }
 
 char* WriteJsonString(char* p, std::string_view s) {
@@ -55,7 +71,40 @@ char* WriteLiteral(char* p, const char (&text)[N]) {
   return p + N - 1;
 }
 
-char* WriteInt(char* p, int64_t value) { return std::to_chars(p, p + 20, value).ptr; }
+// Decimal digits of v (at most 20), written as std::to_chars writes them: two at a time from a
+// table, inline (numbers are most of a util record).
+char* WriteUnsigned(char* p, uint64_t v) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  size_t digits = 1;
+  for (uint64_t x = v; x >= 10; x /= 10) ++digits;
+  char* const end = p + digits;
+  char* q = end;
+  while (v >= 100) {
+    const size_t pair = static_cast<size_t>(v % 100) * 2;
+    v /= 100;
+    q -= 2;
+    q[0] = kPairs[pair];
+    q[1] = kPairs[pair + 1];
+  }
+  if (v >= 10) {
+    q[-2] = kPairs[v * 2];
+    q[-1] = kPairs[v * 2 + 1];
+  } else {
+    q[-1] = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
+char* WriteInt(char* p, int64_t value) {
+  if (value < 0) {
+    *p++ = '-';
+    return WriteUnsigned(p, ~static_cast<uint64_t>(value) + 1);
+  }
+  return WriteUnsigned(p, static_cast<uint64_t>(value));
+}
 
 // Writes value as the shortest text that reads back to the same double (std::to_chars), integral
 // values without ".0" (queue 10.0 -> 10), NaN and infinities as null; at most kMaxNumberChars.
@@ -71,7 +120,7 @@ char* WriteJsonNumber(char* p, double value) {
     const uint64_t m = static_cast<uint64_t>(magnitude * 1000.0 + 0.5);
     if (static_cast<double>(m) / 1000.0 == magnitude) {
       if (value < 0) *p++ = '-';
-      p = std::to_chars(p, p + 20, m / 1000).ptr;
+      p = WriteUnsigned(p, m / 1000);
       const unsigned fraction = static_cast<unsigned>(m % 1000);  // not 0: the value is not integral
       p[0] = '.';
       p[1] = static_cast<char>('0' + fraction / 100);

@@ -177,6 +177,22 @@ TEST(AppendJsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(JsonString(std::string("nul\0x", 5)), R"("nul\u0000x")");
 }
 
+// Names are checked eight bytes at a time: a character to escape is found at every position of a
+// longer string, and every other byte (digits, dots, UTF-8) passes.
+TEST(AppendJsonStringTest, EscapesAtEveryPositionOfALongString) {
+  const std::string base = "10.140.1.10-mlx5_0/\xC2\xB0" "Cabc";
+  EXPECT_EQ(JsonString(base), "\"" + base + "\"");
+  for (size_t pos = 0; pos < base.size(); ++pos) {
+    for (const auto& [c, escaped] : {std::pair<char, std::string>{'"', "\\\""}, {'\\', "\\\\"},
+                                     {'\n', "\\u000a"}, {'\x1f', "\\u001f"}}) {
+      std::string text = base;
+      text[pos] = c;
+      EXPECT_EQ(JsonString(text), "\"" + base.substr(0, pos) + escaped + base.substr(pos + 1) + "\"")
+          << "at " << pos;
+    }
+  }
+}
+
 TEST(AppendJsonStringTest, PassesUtf8Through) {
   EXPECT_EQ(JsonString("\xC2\xB0" "C \xE2\x9C\x93"), "\"\xC2\xB0" "C \xE2\x9C\x93\"");
 }
@@ -219,6 +235,12 @@ TEST(AppendJsonNumberTest, ShortDecimalsAreWrittenAsToCharsWritesThem) {
   for (int64_t m = 999999000000; m < 1000000000000; ++m) values.push_back(static_cast<double>(m) / 1000.0);
   for (double scale : {10.0, 100.0, 10000.0}) {
     for (int64_t m = -5000; m <= 200000; ++m) values.push_back(static_cast<double>(m) / scale);
+  }
+  for (double power = 1; power < 2e15; power *= 10) {  // integers of every length, both signs
+    for (double d = -1; d <= 1; ++d) {
+      values.push_back(power + d);
+      values.push_back(-(power + d));
+    }
   }
   for (const double v : values) {
     for (const double x : {v, std::nextafter(v, 0.0), std::nextafter(v, 2e12)}) {
