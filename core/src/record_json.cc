@@ -154,9 +154,7 @@ namespace {
 
 void AppendInt(std::string& out, int64_t value) {
   char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  (void)ec;
-  out.append(buf, end);
+  out.append(buf, WriteInt(buf, value));
 }
 
 void AppendHeader(std::string& out, std::string_view cluster) {
