@@ -3,26 +3,30 @@
 # (the JSON lines of `--sink stdout`, split into one key<TAB>value file per topic) into the same local broker,
 # with the same topic settings. Prints records/s and MB/s (key+value bytes) of each and the ratio.
 #
-#   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--sweep]
+#   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--warm] [--sweep]
 #
 #   --scale F, --days N  the synthetic data set (`acmetrace synth --seed 1`), default a day at scale 0.05
 #                        (~190k records, ~150 MB of JSON); cached in $ACMETRACE_BENCH_DIR/kafka_vs_kcat (.cache/bench)
 #   --runs N             rounds (default 3); each round runs acmetrace then kcat; medians are reported
 #   --config FILE        acmetrace YAML (kafka.* tuning) for the acmetrace runs and the topic settings
 #   --kcat-args "ARGS"   extra kcat arguments (default none: kcat with librdkafka's defaults)
+#   --warm               one broker for every run, warmed by an untimed round of each side, instead of a fresh one
+#                        per run (a fresh broker's first produces to new partitions cost each side ~0.7 s, and its
+#                        JIT competes for the cores); the records accumulate and each run's count is checked
 #   --sweep              instead: acmetrace alone under each tuning of a grid (compression x linger x batch;
 #                        narrow it with SWEEP_COMPRESSION="lz4 zstd", SWEEP_LINGER_MS="5 20", SWEEP_BATCH="10000")
 #
-# Every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics created
-# beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither side
-# pays for topic creation or finds the other's data. Each run's end offsets are checked against the record count.
+# By default every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics
+# created beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither
+# side pays for topic creation or finds the other's data. Each run's end offsets are checked against the records
+# sent so far.
 # Needs build/apps/acmetrace (scripts/build), kcat, python3, java (scripts/kafka-local).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build/apps/acmetrace"
 kafka_local="$root/scripts/kafka-local"
 bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/kafka_vs_kcat"
-scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0
+scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0 warm=0
 while (($#)); do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
@@ -31,6 +35,7 @@ while (($#)); do
     --config) config="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --kcat-args) kcat_args="$2"; shift 2 ;;
     --sweep) sweep=1; shift ;;
+    --warm) warm=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kafka_vs_kcat: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -87,7 +92,12 @@ trap '"$kafka_local" --port "$port" reset >/dev/null 2>&1 || true' EXIT
 config_args=()
 [[ -n "$config" ]] && config_args=(--config "$config")
 
+# Records the broker should hold, in a file: the runs are timed in $(...) subshells.
+sent_file="$bench_dir/sent"
+echo 0 >"$sent_file"
 fresh_broker() {  # fresh_broker CONFIG...: empty broker, topics created with the given acmetrace config
+  if ((warm && $(cat "$sent_file") > 0)); then return 0; fi
+  echo 0 >"$sent_file"
   "$kafka_local" --port "$port" reset >/dev/null 2>&1
   "$kafka_local" --port "$port" start >/dev/null 2>&1
   "$bin" "$@" replay --data "$data" --sink kafka --brokers "$boot" \
@@ -110,8 +120,10 @@ check_offsets() {  # the records the broker holds equal the records sent
   local sums total
   sums="$(end_offsets)"
   total="$(awk -F= '{s += $2} END {print s}' <<<"$sums")"
-  ((total == records)) && return 0
-  log "ERROR: broker holds $total records, expected $records: $(echo $sums); expected $(python3 -c '
+  local sent=$(($(cat "$sent_file") + records))
+  echo "$sent" >"$sent_file"
+  ((total == sent)) && return 0
+  log "ERROR: broker holds $total records, expected $sent: $(echo $sums); expected per run $(python3 -c '
 import json, sys; print(json.load(open(sys.argv[1]))["records"])' "$data/counts.json")"
   sleep 3
   log "  3 s later: $(echo $(end_offsets)); consumed: $(for t in ${topics//,/ }; do
@@ -158,7 +170,7 @@ row() {  # row NAME SECONDS
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), librdkafka $(pkg-config --modversion rdkafka), kcat $(kcat -V 2>&1 | sed -n "s/^Version \([^ ]*\).*/\1/p")"
-echo "# data: synth --days $days --scale $scale --seed 1: $records records, $((bytes / 1000000)) MB keys+values"
+echo "# data: synth --days $days --scale $scale --seed 1: $records records, $((bytes / 1000000)) MB keys+values; $( ((warm)) && echo "one warmed broker" || echo "a fresh broker per run")"
 
 if ((sweep)); then
   printf '%-34s %9s %8s %11s %8s\n' "acmetrace tuning" records seconds records/s MB/s
@@ -178,6 +190,11 @@ if ((sweep)); then
 fi
 
 acm=() kc=() alone=()
+if ((warm)); then
+  log "warm-up round (not counted)"
+  run_acmetrace "${config_args[@]}" >/dev/null
+  run_kcat >/dev/null
+fi
 for ((i = 1; i <= runs; i++)); do
   log "round $i/$runs"
   alone+=("$(run_replay_alone)")

@@ -16,21 +16,6 @@ std::string_view ClusterOf(const core::Record& record) {
   return std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
 }
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
 }  // namespace
 
 Exporter::Exporter(ExportOptions options, const core::InputErrors* errors)
@@ -181,10 +166,10 @@ std::string Exporter::TargetsJson() const {
     out += "{\"targets\":[";
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (i > 0) out += ',';
-      AppendJsonString(out, nodes[i]);
+      core::AppendJsonString(out, nodes[i]);
     }
     out += "],\"labels\":{\"cluster\":";
-    AppendJsonString(out, cluster);
+    core::AppendJsonString(out, cluster);
     out += "}}";
   }
   out += "]\n";
