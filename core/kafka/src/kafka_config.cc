@@ -111,6 +111,8 @@ void DeclareKafkaConfig(core::Config& config) {
                  "where a consumer group without committed offsets starts: earliest or latest");
   config.Declare("kafka.commit_interval_ms", n(d.commit_interval_ms),
                  "consumer auto.commit.interval.ms: how often processed offsets are committed");
+  config.Declare("kafka.consumer_queue_kbytes", n(d.consumer_queue_kbytes),
+                 "consumer queued.max.messages.kbytes: KiB prefetched per assigned partition");
   config.Declare("kafka.properties_file", "",
                  "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets");
   config.Declare("kafka.properties", "",
@@ -160,6 +162,7 @@ KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
     throw std::invalid_argument("kafka.auto_offset_reset: expected earliest or latest, got '" + s.auto_offset_reset + "'");
   }
   s.commit_interval_ms = GetIntAtLeast(config, "kafka.commit_interval_ms", 1);
+  s.consumer_queue_kbytes = GetIntAtLeast(config, "kafka.consumer_queue_kbytes", 1);
 
   if (const std::string path = config.GetString("kafka.properties_file"); !path.empty()) {
     core::Result<Properties> file = ParsePropertiesText(ReadWholeFile(path), path);
@@ -291,6 +294,7 @@ core::Result<Properties> ConsumerProperties(const KafkaSettings& s) {
       {"enable.auto.offset.store", "false"},
       {"enable.auto.commit", "true"},
       {"auto.commit.interval.ms", std::to_string(s.commit_interval_ms)},
+      {"queued.max.messages.kbytes", std::to_string(s.consumer_queue_kbytes)},
       {"auto.offset.reset", s.auto_offset_reset},
       {"log.connection.close", "false"},
   };

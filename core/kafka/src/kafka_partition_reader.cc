@@ -77,12 +77,6 @@ core::Result<std::unique_ptr<KafkaPartitionReader>> KafkaPartitionReader::Open(c
   // Offsets live in the caller's snapshots: nothing is stored or committed here.
   props.emplace_back("enable.auto.commit", "false");
   props.emplace_back("enable.partition.eof", "true");
-  // Each assigned partition prefetches into its own queue, up to this much (librdkafka's default,
-  // 64 MiB, held 630 MB for 18 partitions; 8 MiB reads as fast in bench/process_throughput.sh).
-  // kafka.consumer_properties may set it.
-  const bool queue_set = std::any_of(props.begin(), props.end(),
-                                     [](const auto& kv) { return kv.first == "queued.max.messages.kbytes"; });
-  if (!queue_set) props.emplace_back("queued.max.messages.kbytes", "8192");
   auto impl = std::make_unique<Impl>(log);
   core::Result<internal::KafkaHandle> consumer =
       internal::CreateClient(props, internal::ClientRole::kConsumer, impl->state);

@@ -100,6 +100,14 @@ TEST(KafkaConfigTest, ConsumerStoresOffsetsOnlyAfterProcessing) {
   EXPECT_EQ(ValueOf(p.value(), "acks"), "<unset>");
 }
 
+TEST(KafkaConfigTest, ConsumerPrefetchPerPartitionIsATypedKey) {
+  KafkaSettings s;
+  EXPECT_EQ(ValueOf(ConsumerProperties(s).value(), "queued.max.messages.kbytes"), "8192");
+  s.consumer_queue_kbytes = 1024;
+  EXPECT_EQ(ValueOf(ConsumerProperties(s).value(), "queued.max.messages.kbytes"), "1024");
+  EXPECT_EQ(ValueOf(ProducerProperties(s).value(), "queued.max.messages.kbytes"), "<unset>");
+}
+
 TEST(KafkaConfigTest, PassThroughCannotWeakenDeliveryOrBypassTypedKeys) {
   for (const char* bad : {"enable.idempotence=false", "acks=1", "request.required.acks=0", "bootstrap.servers=x:1",
                           "group.id=other"}) {
