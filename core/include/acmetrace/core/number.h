@@ -70,6 +70,7 @@ inline const char* ParseJsonNumberPrefix(const char* p, const char* end, double&
   out = negative ? -value : value;
   return p;
 }
+
 inline bool ParseShortDecimal(const char* p, size_t n, double& out) {
   // Without a branch per character: the cell is loaded as one word and shifted to its high bytes,
   // so the low bytes read as leading zeros; the dot is taken out by moving the integer digits up a
