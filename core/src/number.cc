@@ -26,38 +26,14 @@ std::optional<double> ParseWholeDouble(std::string_view text) {
 }
 
 // The common cell: an optional '-', digits, optionally '.' and digits ("57.123", "0.0", "117",
-// "-2.5"), at most 19 digits and a mantissa up to 2^53. Then mantissa / 10^k divides two exact
-// doubles, and one correctly rounded IEEE division gives the correctly rounded value: the same
-// bits as fast_float (which takes this path itself after a more general scan). Anything else
+// "-2.5"), whose value is exact as mantissa / 10^k (internal::ExactDecimalValue). Anything else
 // returns false and goes the full way.
-
 bool ParsePlainDecimal(std::string_view text, double& out) {
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  const bool negative = p != end && *p == '-';
-  if (negative) ++p;
-  uint64_t mantissa = 0;
-  auto digits = [&] {
-    const char* const first = p;
-    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
-      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
-    }
-    return static_cast<size_t>(p - first);
-  };
-  const size_t integer_digits = digits();
-  if (integer_digits == 0) return false;
-  size_t fraction_digits = 0;
-  if (p != end) {
-    if (*p != '.') return false;
-    ++p;
-    fraction_digits = digits();
-    if (fraction_digits == 0 || p != end) return false;  // "1." and "1.5x": the full path
-  }
-  // Up to 19 digits cannot overflow 64 bits; up to 2^53 the mantissa is exact as a double.
-  if (integer_digits + fraction_digits > 19 || mantissa > (uint64_t{1} << 53)) return false;
-  const double value = static_cast<double>(mantissa) / internal::kExactPowersOfTen[fraction_digits];
-  out = negative ? -value : value;
-  return true;
+  const char* const end = text.data() + text.size();
+  const internal::DecimalScan d = internal::ScanDecimal(text.data(), end);
+  // "1." and "1.5x" take the full path
+  if (d.integer_digits == 0 || d.end != end || (d.dot && d.fraction_digits == 0)) return false;
+  return internal::ExactDecimalValue(d, out);
 }
 
 }  // namespace

@@ -39,10 +39,11 @@ bool IsPlainJsonString(std::string_view s) {
   return true;
 }
 
-char* WriteJsonString(char* p, std::string_view s) {
+// s in quotes, escaped; plain: IsPlainJsonString(s), which the caller may know already.
+char* WriteJsonString(char* p, std::string_view s, bool plain) {
   static constexpr char kHex[] = "0123456789abcdef";
   *p++ = '"';
-  if (IsPlainJsonString(s)) {  // names, keys and ids almost never need escaping
+  if (plain) {  // names, keys and ids almost never need escaping
     std::memcpy(p, s.data(), s.size());
     p += s.size();
   } else {
@@ -64,6 +65,8 @@ char* WriteJsonString(char* p, std::string_view s) {
   *p++ = '"';
   return p;
 }
+
+char* WriteJsonString(char* p, std::string_view s) { return WriteJsonString(p, s, IsPlainJsonString(s)); }
 
 template <size_t N>
 char* WriteLiteral(char* p, const char (&text)[N]) {
@@ -136,12 +139,9 @@ char* WriteJsonNumber(char* p, double value) {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   const size_t at = out.size();
-  if (IsPlainJsonString(s)) {
-    out.resize(at + s.size() + 2);
-  } else {
-    out.resize(at + JsonStringBound(s));
-  }
-  char* end = WriteJsonString(out.data() + at, s);
+  const bool plain = IsPlainJsonString(s);
+  out.resize(at + (plain ? s.size() + 2 : JsonStringBound(s)));
+  char* end = WriteJsonString(out.data() + at, s, plain);
   out.resize(static_cast<size_t>(end - out.data()));
 }
 
@@ -325,12 +325,7 @@ void AppendFramedLine(std::string& out, const Record& record) {
   const size_t key_start = out.size();
   AppendKey(out, record);
   // Keys are cluster/job_id or cluster/node: escape in the rare case they need it.
-  bool plain = true;
-  for (size_t i = key_start; i < out.size(); ++i) {
-    const auto u = static_cast<unsigned char>(out[i]);
-    if (u < 0x20 || out[i] == '"' || out[i] == '\\') plain = false;
-  }
-  if (!plain) {
+  if (!IsPlainJsonString(std::string_view(out).substr(key_start))) {
     std::string key = out.substr(key_start);
     out.resize(key_start - 1);
     AppendJsonString(out, key);

@@ -34,6 +34,50 @@ namespace internal {
 inline constexpr double kExactPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                                1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// The decimal -?[0-9]*(\.[0-9]*)? at the start of a text, its digits gathered as one mantissa: the
+// scan ParseDouble's and ParseJsonNumberPrefix's common path share (each judges the grammar).
+struct DecimalScan {
+  const char* end;           // after the last character taken
+  uint64_t mantissa = 0;     // exact for up to 19 digits
+  size_t integer_digits = 0;
+  size_t fraction_digits = 0;
+  bool negative = false;
+  bool dot = false;          // a '.' was taken ("1." has one and no fraction digits)
+};
+
+[[gnu::always_inline]] inline DecimalScan ScanDecimal(const char* p, const char* end) {
+  // Locals, not the struct's fields, in the loops: they stay in registers.
+  const bool negative = p != end && *p == '-';
+  if (negative) ++p;
+  uint64_t mantissa = 0;
+  const char* const integer = p;
+  for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
+    mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
+  }
+  const size_t integer_digits = static_cast<size_t>(p - integer);
+  const bool dot = p != end && *p == '.';
+  size_t fraction_digits = 0;
+  if (dot) {
+    const char* const fraction = ++p;
+    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
+      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
+    }
+    fraction_digits = static_cast<size_t>(p - fraction);
+  }
+  return DecimalScan{p, mantissa, integer_digits, fraction_digits, negative, dot};
+}
+
+// mantissa / 10^fraction_digits, signed, into out when it is exact (at most 19 digits, a mantissa up
+// to 2^53): two exact doubles and one correctly rounded IEEE division give the correctly rounded
+// value, the same bits as fast_float. False (out unchanged) otherwise.
+[[gnu::always_inline]] inline bool ExactDecimalValue(const DecimalScan& d, double& out) {
+  if (d.integer_digits + d.fraction_digits > 19 || d.mantissa > (uint64_t{1} << 53)) return false;
+  const double value = static_cast<double>(d.mantissa) / kExactPowersOfTen[d.fraction_digits];
+  out = d.negative ? -value : value;
+  return true;
+}
+
 // What the inline part leaves: from the fraction or exponent at p on (first = the number's start).
 const char* ParseJsonNumberFull(const char* first, const char* p, const char* end, double& out);
 }  // namespace internal
@@ -41,34 +85,15 @@ const char* ParseJsonNumberFull(const char* first, const char* p, const char* en
 inline const char* ParseJsonNumberPrefix(const char* p, const char* end, double& out) {
   // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. The common shape (at most 19 digits, a mantissa
   // up to 2^53, no exponent) is one exact division, correctly rounded like fast_float.
-  const char* const first = p;
-  const bool negative = p != end && *p == '-';
-  if (negative) ++p;
-  const char* const integer = p;
-  uint64_t mantissa = 0;
-  for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
-    mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
+  const internal::DecimalScan d = internal::ScanDecimal(p, end);
+  const char* const integer = d.negative ? p + 1 : p;
+  if (d.integer_digits == 0 || (d.integer_digits > 1 && *integer == '0') || (d.dot && d.fraction_digits == 0)) {
+    return nullptr;
   }
-  const size_t integer_digits = static_cast<size_t>(p - integer);
-  if (integer_digits == 0 || (integer_digits > 1 && *integer == '0')) return nullptr;
-  size_t fraction_digits = 0;
-  const char* const fraction = p;
-  if (p != end && *p == '.') {
-    ++p;
-    const char* const from = p;
-    for (; p != end && static_cast<unsigned char>(*p - '0') <= 9; ++p) {
-      mantissa = mantissa * 10 + static_cast<unsigned char>(*p - '0');
-    }
-    fraction_digits = static_cast<size_t>(p - from);
-    if (fraction_digits == 0) return nullptr;
+  if ((d.end != end && (*d.end == 'e' || *d.end == 'E')) || !internal::ExactDecimalValue(d, out)) {
+    return internal::ParseJsonNumberFull(p, integer + d.integer_digits, end, out);
   }
-  if ((p != end && (*p == 'e' || *p == 'E')) || integer_digits + fraction_digits > 19 ||
-      mantissa > (uint64_t{1} << 53)) {
-    return internal::ParseJsonNumberFull(first, fraction, end, out);
-  }
-  const double value = static_cast<double>(mantissa) / internal::kExactPowersOfTen[fraction_digits];
-  out = negative ? -value : value;
-  return p;
+  return d.end;
 }
 
 inline bool ParseShortDecimal(const char* p, size_t n, double& out) {
