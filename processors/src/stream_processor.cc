@@ -98,7 +98,7 @@ struct StreamProcessor::Worker {
   std::deque<Job> jobs;
   // Applied records' storage by kind, and applied windows' emptied vectors: handed back to the
   // caller's thread (ReuseRecord, new windows) whole, so that thread does not move them one by one.
-  std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> recycled;
+  SpareRecords recycled;
   std::vector<std::vector<Pending>> empty_windows;
   bool busy = false;
   bool stop = false;
@@ -118,12 +118,7 @@ struct StreamProcessor::Worker {
       core::Status s = failed ? core::Status::Ok() : p.ApplyWindow(*job.cluster, job.start_ms, job.records);
       lock.lock();
       if (!s.ok() && error.ok()) error = std::move(s);
-      for (Pending& pending : job.records) {
-        std::vector<core::Record>& spare = recycled[pending.record.index()];
-        if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(pending.record));
-      }
-      job.records.clear();
-      if (empty_windows.size() < kMaxJobs) empty_windows.push_back(std::move(job.records));
+      Recycle(job.records, recycled, empty_windows);
       busy = false;
       changed.notify_all();
     }
@@ -343,7 +338,7 @@ core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
   c.closed_through = std::max(c.closed_through, end_ms);
   if (!worker_) {
     core::Status s = ApplyWindow(c, start_ms, node.mapped());
-    Recycle(node.mapped());
+    Recycle(node.mapped(), spare_, empty_windows_);
     return s;
   }
   std::unique_lock lock(worker_->mu);
@@ -401,15 +396,14 @@ core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std
   return core::Status::Ok();
 }
 
-// Keeps applied records' storage for the parser (ReuseRecord): their vectors keep their capacity.
-// So does the window's vector, for a later window.
-void StreamProcessor::Recycle(std::vector<Pending>& records) {
+void StreamProcessor::Recycle(std::vector<Pending>& records, SpareRecords& spare,
+                              std::vector<std::vector<Pending>>& empty_windows) {
   for (Pending& p : records) {
-    std::vector<core::Record>& spare = spare_[p.record.index()];
-    if (spare.size() < kMaxSpareRecords) spare.push_back(std::move(p.record));
+    std::vector<core::Record>& kind = spare[p.record.index()];
+    if (kind.size() < kMaxSpareRecords) kind.push_back(std::move(p.record));
   }
   records.clear();
-  if (empty_windows_.size() < kMaxEmptyWindows) empty_windows_.push_back(std::move(records));
+  if (empty_windows.size() < kMaxEmptyWindows) empty_windows.push_back(std::move(records));
 }
 
 void StreamProcessor::TakeEmptyWindow(std::vector<Pending>& window) {

@@ -235,25 +235,19 @@ V& NodeEntry(std::map<std::string, V>& nodes, std::string& key, std::string_view
   return it->second;
 }
 
-/// A GPU metric's name, interned once: found in a sample by address, as GpuMetric names are
-/// interned (no string compares per record).
-class GpuMetricName {
- public:
-  explicit GpuMetricName(std::string_view name) : name_(core::InternName(name)) {}
-  const std::vector<double>* In(const core::UtilSample& sample) const {
-    for (const core::GpuMetric& m : sample.gpu) {
-      if (m.name.data() == name_.data()) return &m.values;
-    }
-    return nullptr;
-  }
-
- private:
-  std::string_view name_;
+/// A GPU metric's name, interned once, so FindGpuMetric finds it by address (GpuMetric names are
+/// interned): no string compares per record.
+struct GpuMetricName {
+  explicit GpuMetricName(std::string_view name) : interned(core::InternName(name)) {}
+  std::string_view interned;
 };
 
 /// The values of GPU metric name in sample, or nullptr.
 inline const std::vector<double>* FindGpuMetric(const core::UtilSample& sample, const GpuMetricName& name) {
-  return name.In(sample);
+  for (const core::GpuMetric& m : sample.gpu) {
+    if (m.name.data() == name.interned.data()) return &m.values;
+  }
+  return nullptr;
 }
 
 /// "10.140.1.10-3": the node and the GPU index, as the release names GPU columns.

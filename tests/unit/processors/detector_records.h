@@ -9,6 +9,8 @@
 
 namespace acmetrace::processors::test_records {
 
+constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
+
 using Values = std::vector<double>;
 
 /// Eight GPUs at v; EightWith: one of them (gpu) at other.

@@ -20,14 +20,7 @@
 namespace acmetrace::processors {
 namespace {
 
-constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
-
-using test_records::Eight;
-using test_records::EightWith;
-using test_records::End;
-using test_records::Job;
-using test_records::Util;
-using test_records::Values;
+using namespace test_records;  // kT0, Util, Job, End, Eight, EightWith, Values
 
 std::unique_ptr<Detector> MakeKind(const std::string& kind) {
   core::Config config;

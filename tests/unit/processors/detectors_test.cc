@@ -16,14 +16,7 @@
 namespace acmetrace::processors {
 namespace {
 
-constexpr int64_t kT0 = 1688169600;  // 2023-07-01 08:00:00+08:00, in seconds
-
-using test_records::Eight;
-using test_records::EightWith;
-using test_records::End;
-using test_records::Job;
-using test_records::Util;
-using test_records::Values;
+using namespace test_records;  // kT0, Util, Job, End, Eight, EightWith, Values
 const double kNone = core::kNoSample;
 
 // One detector of a kind, made from the declared config (with overrides), fed like the engine feeds it.

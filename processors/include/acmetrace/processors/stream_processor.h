@@ -38,7 +38,6 @@ struct ProcessStats {
   int64_t suppressed = 0;      // windows an earlier run had already written (after a restore)
 };
 
-
 /// Turns time-ordered-ish input into acme.metrics and acme.anomalies, in event time only.
 ///
 /// Watermark: per input partition, the highest event time read minus process.allowed_lateness_ms;
@@ -129,7 +128,11 @@ class StreamProcessor {
   core::Status CloseWindow(ClusterState& c, int64_t start_ms);
   // Applies one closed window's records and writes its anomalies and metrics (on the worker, if any).
   core::Status ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records);
-  void Recycle(std::vector<Pending>& records);
+  using SpareRecords = std::array<std::vector<core::Record>, std::variant_size_v<core::Record>>;
+  // Keeps an applied window's records in spare, by kind (ReuseRecord: their vectors keep their
+  // capacity), and its emptied vector in empty_windows, for a later window; each up to its bound.
+  static void Recycle(std::vector<Pending>& records, SpareRecords& spare,
+                      std::vector<std::vector<Pending>>& empty_windows);
   void TakeEmptyWindow(std::vector<Pending>& window);
 
   ProcessOptions options_;
@@ -148,7 +151,7 @@ class StreamProcessor {
   // Storage of processed records for ReuseRecord, per record kind (the variant's index), enough
   // for every record of a base window at full scale: a parser then allocates almost nothing.
   static constexpr size_t kMaxSpareRecords = 4096;
-  std::array<std::vector<core::Record>, std::variant_size_v<core::Record>> spare_;
+  SpareRecords spare_;
   size_t last_kind_ = 0;  // the kind of the record processed last: the likely kind of the next
   std::vector<uint32_t> order_;  // scratch: a window's records in processing order
   static constexpr size_t kMaxEmptyWindows = 64;
