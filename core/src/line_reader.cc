@@ -7,6 +7,12 @@ namespace {
 constexpr size_t kChunkBytes = size_t{1} << 20;
 }  // namespace
 
+std::string LineReader::TooLongReason() const {
+  const std::string limit = max_ % (size_t{1} << 20) == 0 ? std::to_string(max_ >> 20) + " MiB"
+                                                           : std::to_string(max_) + " bytes";
+  return "line longer than " + limit + ": skipped";
+}
+
 LineReader::Result LineReader::Next(std::string_view& line) {
   for (;;) {
     const size_t nl = buffer_.find('\n', start_);

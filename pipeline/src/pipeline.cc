@@ -207,7 +207,7 @@ core::Status ExportFromStdio(std::FILE* in, const std::string& name, exporters::
   for (core::LineReader::Result r; !stop.load(std::memory_order_relaxed) && !errors.must_stop() &&
                                    (r = lines.Next(line)) != core::LineReader::Result::kEnd;) {
     if (r == core::LineReader::Result::kTooLong) {
-      errors.Report("", "record", name, lines.line_no(), "", "line longer than 64 MiB: skipped");
+      errors.Report("", "record", name, lines.line_no(), "", lines.TooLongReason());
     } else if (line.empty()) {
       continue;
     } else if (core::Status s = parser.ParseFramedLine(line, record); !s.ok()) {

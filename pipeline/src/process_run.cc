@@ -82,7 +82,7 @@ int RunStdinLoop(processors::StreamProcessor& processor, core::RecordSink& sink,
                                    (r = lines.Next(line)) != core::LineReader::Result::kEnd;) {
     core::Status s = core::Status::Ok();
     if (r == core::LineReader::Result::kTooLong) {
-      errors.Report("", "record", "stdin", lines.line_no(), "", "line longer than 64 MiB: skipped");
+      errors.Report("", "record", "stdin", lines.line_no(), "", lines.TooLongReason());
       s = processor.Skip(partition, -1, processors::kNoTime);
     } else if (line.empty()) {
       continue;

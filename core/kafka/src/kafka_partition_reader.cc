@@ -56,6 +56,9 @@ struct KafkaPartitionReader::Impl {
   // Takes the partition's next message into q.head if there is one (within timeout_ms). A partition
   // end is returned as an event; errors go to the client state.
   std::optional<ReaderEvent> Fill(PartitionQueue& q, int timeout_ms);
+  // Hands q's next record over (it becomes current); all_shown: every partition that has records
+  // has shown its next one, so none holds an earlier one (pending_low_ts).
+  ReaderEvent HandOver(PartitionQueue& q, bool all_shown);
   static int64_t TraceTs(rd_kafka_message_t* m);
 };
 
@@ -237,6 +240,23 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
   }
 }
 
+ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q, bool all_shown) {
+  rd_kafka_message_t* m = q.head.get();
+  record.topic = q.topic;
+  record.key = std::string_view(static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0);
+  record.value = std::string_view(static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0);
+  record.partition = m->partition;
+  record.offset = m->offset;
+  record.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
+  record.trace_ts_ms = q.head_trace_ts;
+  current = std::move(q.head);
+  ReaderEvent e;
+  e.kind = ReaderEvent::Kind::kRecord;
+  e.record = &record;
+  if (all_shown && q.head_trace_ts != kNoTraceTs) e.pending_low_ts = q.head_trace_ts;
+  return e;
+}
+
 core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
   Impl& s = *impl_;
   s.current.reset();
@@ -271,23 +291,7 @@ core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
         if (now - q.waiting_since < bound && waiting == nullptr) waiting = &q;
       }
     }
-    if (earliest != nullptr && waiting == nullptr) {
-      internal::MessageHandle& m = earliest->head;
-      FramedRecord& r = s.record;
-      r.topic = earliest->topic;
-      r.key = std::string_view(static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0);
-      r.value = std::string_view(static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0);
-      r.partition = m->partition;
-      r.offset = m->offset;
-      r.timestamp_ms = rd_kafka_message_timestamp(m.get(), nullptr);
-      r.trace_ts_ms = earliest->head_trace_ts;
-      s.current = std::move(m);
-      ReaderEvent e;
-      e.kind = ReaderEvent::Kind::kRecord;
-      e.record = &r;
-      if (all_shown && earliest->head_trace_ts != kNoTraceTs) e.pending_low_ts = earliest->head_trace_ts;
-        return e;
-    }
+    if (earliest != nullptr && waiting == nullptr) return s.HandOver(*earliest, all_shown);
     const int64_t left = deadline - now;
     if (left <= 0) return ReaderEvent{};
     // Wait on the partition held for (or, with nothing anywhere, on the first one) a little.

@@ -36,6 +36,11 @@ Read ReadAll(const std::string& text, size_t max_line_bytes) {
   return out;
 }
 
+TEST(LineReaderTest, SaysItsLimitInTheReasonForAnOverlongLine) {
+  EXPECT_EQ(LineReader(stdin).TooLongReason(), "line longer than 64 MiB: skipped");
+  EXPECT_EQ(LineReader(stdin, 100).TooLongReason(), "line longer than 100 bytes: skipped");
+}
+
 TEST(LineReaderTest, SplitsLinesAndKeepsALastLineWithoutNewline) {
   const Read r = ReadAll("a\n\nbc\r\nlast", 1 << 20);
   EXPECT_EQ(r.lines, (std::vector<std::string>{"a", "", "bc\r", "last"}));

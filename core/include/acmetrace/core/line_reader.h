@@ -23,6 +23,9 @@ class LineReader {
   Result Next(std::string_view& line);
   /// The number of the line Next returned last (1 = the first).
   int64_t line_no() const { return line_no_; }
+  /// What to report for a kTooLong line: "line longer than 64 MiB: skipped" (the limit in bytes if
+  /// it is not whole MiB).
+  std::string TooLongReason() const;
   bool failed() const { return std::ferror(in_) != 0; }
 
  private:

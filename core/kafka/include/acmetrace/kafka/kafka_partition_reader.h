@@ -67,8 +67,8 @@ class KafkaPartitionReader {
   /// in trace-time order across partitions (each partition in its own order): of the partitions'
   /// next records, the earliest by its trace_ts_ms header (else its Kafka timestamp) goes first, and
   /// a partition that has records but has not delivered its next one holds the others back for at
-  /// most half a second (5 s for its first record after Assign). An event-time consumer then buffers little (it buffered hours of the
-  /// fastest partitions when records came as fetched).
+  /// most half a second (5 s for its first record after Assign). An event-time consumer then
+  /// buffers little (it buffered hours of the fastest partitions when records came as fetched).
   core::Result<ReaderEvent> Next(int timeout_ms);
 
  private:
