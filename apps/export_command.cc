@@ -6,7 +6,10 @@
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
 #include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/kafka/kafka_input.h"
+#include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
+#include "acmetrace/pipeline/stages.h"
 #include "commands.h"
 #include "shutdown_signal.h"
 
@@ -24,7 +27,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--source", flags->source, "stdin (JSON lines, as process/replay --sink stdout write) or kafka [export.source]");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
   cmd->add_option("--group", flags->group,
-                  "Kafka consumer group; every exporter instance needs all records, so give each its own [kafka.group_id]");
+                  "accepted for compatibility: the exporter reads every partition from its beginning by assignment and joins no group");
   cmd->add_option("--listen", flags->listen,
                   "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
   cmd->add_flag("--until-end", flags->until_end,
@@ -62,9 +65,27 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       }
       std::printf("listening on %s\n", server.url().c_str());
       std::fflush(stdout);
-      core::Status s = source == "stdin" ? pipeline::ExportFromStdio(stdin, "stdin", exporter, errors, stop.flag())
-                                         : pipeline::ExportFromKafka(*settings, flags->until_end, exporter, errors,
-                                                                     stop.flag());
+      std::unique_ptr<core::RecordInput> input;
+      if (source == "stdin") {
+        input = std::make_unique<core::StdioInput>(stdin, "stdin");
+      } else {
+        // Every partition from its beginning: the exporter's state (latest values, counters) is
+        // rebuilt from the topics, whatever an earlier instance had read.
+        kafka::KafkaInputOptions input_options;
+        input_options.topics = pipeline::ExportInputTopics();
+        input_options.idle_timeout_ms = settings->idle_timeout_ms;
+        core::Result<std::unique_ptr<kafka::KafkaInput>> opened = kafka::KafkaInput::Open(*settings, input_options);
+        if (!opened.ok()) {
+          std::fprintf(stderr, "acmetrace export: %s\n", opened.status().message().c_str());
+          server.Stop();
+          return 1;
+        }
+        input = std::move(opened).value();
+      }
+      pipeline::StageOptions stage;
+      stage.until_end = source == "stdin" || flags->until_end;
+      core::Status s = pipeline::RunExportStage(*input, exporter, errors, stage, stop.flag());
+      if (s.ok() && errors.must_stop()) s = core::Status::Error("stopping at the first input error (strict)");
       errors.Finish();
       int rc = 0;
       if (!s.ok()) {

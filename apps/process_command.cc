@@ -1,13 +1,19 @@
 // acmetrace process: the stream processors, from stdin (framed JSON lines) or Kafka, to stdout or
 // Kafka (acme.metrics, acme.anomalies).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/transport.h"
+#include "acmetrace/kafka/kafka_admin.h"
+#include "acmetrace/kafka/kafka_input.h"
 #include "acmetrace/kafka/kafka_sink.h"
-#include "acmetrace/pipeline/process_run.h"
+#include "acmetrace/pipeline/group_ownership.h"
+#include "acmetrace/pipeline/hops.h"
+#include "acmetrace/pipeline/stages.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/stream_processor.h"
@@ -15,6 +21,30 @@
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
+namespace {
+
+// Progress lines every 10 s (ACMETRACE_PROGRESS_MS overrides, for tests).
+int64_t ProgressIntervalMs() {
+  static const int64_t ms = [] {
+    const char* p = std::getenv("ACMETRACE_PROGRESS_MS");
+    return p != nullptr ? std::max<int64_t>(100, std::atoll(p)) : int64_t{10'000};
+  }();
+  return ms;
+}
+
+void PrintSummary(const processors::ProcessStats& s, const core::InputErrors& errors, int64_t wall_ms) {
+  const double seconds = static_cast<double>(wall_ms) / 1000.0;
+  std::fprintf(stderr,
+               "acmetrace process: %lld records processed, %lld skipped, %lld late, %lld input errors; wrote %lld "
+               "windows and %lld anomaly transitions (%lld windows already written before a restore) in %.2f s "
+               "(%.0f records/s)\n",
+               static_cast<long long>(s.records), static_cast<long long>(s.skipped), static_cast<long long>(s.late),
+               static_cast<long long>(errors.total()), static_cast<long long>(s.windows),
+               static_cast<long long>(s.anomalies), static_cast<long long>(s.suppressed), seconds,
+               seconds > 0 ? static_cast<double>(s.records + s.skipped) / seconds : 0.0);
+}
+
+}  // namespace
 
 void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
@@ -60,16 +90,55 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.
       std::atomic<bool> stop{false};
       ShutdownOnSignal shutdown([&stop] { stop.store(true); });
+      auto fail = [](const core::Status& s) {
+        std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
+        return 1;
+      };
+      if (settings && settings->create_topics) {
+        core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(*settings, stderr);
+        if (!admin.ok()) return fail(admin.status());
+        std::vector<kafka::TopicSpec> specs;
+        for (const kafka::TopicSpec& spec : kafka::TopicSpecsFromSettings(*settings)) {
+          const bool input = source == "kafka" && std::count(pipeline::ProcessInputTopics().begin(),
+                                                             pipeline::ProcessInputTopics().end(), spec.name) > 0;
+          const bool output = sink_name == "kafka" && (spec.name == core::kTopicMetrics || spec.name == core::kTopicAnomalies);
+          if (input || output) specs.push_back(spec);
+        }
+        if (source == "kafka") {
+          specs.push_back(kafka::TopicSpec{options.ownership_topic, static_cast<int32_t>(options.clusters.size()),
+                                           settings->replication_factor, -1});
+        }
+        core::Result<std::vector<kafka::TopicDescription>> ensured = admin.value()->EnsureTopics(specs);
+        if (!ensured.ok()) return fail(ensured.status());
+      }
       std::unique_ptr<core::RecordSink> sink;
       if (sink_name == "stdout") {
         sink = std::make_unique<core::StdioSink>(stdout);
       } else {
         core::Result<std::unique_ptr<kafka::KafkaSink>> opened = kafka::KafkaSink::Open(*settings, stderr);
-        if (!opened.ok()) {
-          std::fprintf(stderr, "acmetrace process: %s\n", opened.status().message().c_str());
-          return 1;
+        if (!opened.ok()) return fail(opened.status());
+        if (core::Status s = opened.value()->DeclareStream(
+                {std::string(core::kTopicMetrics), std::string(core::kTopicAnomalies)}, 0);
+            !s.ok()) {
+          return fail(s);
         }
         sink = std::move(opened).value();
+      }
+      std::unique_ptr<core::RecordInput> input;
+      std::unique_ptr<pipeline::ClusterOwnership> ownership;
+      if (source == "stdin") {
+        input = std::make_unique<core::StdioInput>(stdin, "stdin");
+        ownership = std::make_unique<pipeline::OwnAllClusters>();
+      } else {
+        kafka::KafkaInputOptions input_options;
+        input_options.topics = pipeline::ProcessInputTopics();
+        input_options.idle_timeout_ms = settings->idle_timeout_ms;
+        core::Result<std::unique_ptr<kafka::KafkaInput>> opened = kafka::KafkaInput::Open(*settings, input_options);
+        if (!opened.ok()) return fail(opened.status());
+        input = std::move(opened).value();
+        ownership = std::make_unique<pipeline::GroupOwnership>(
+            options, *settings, *sink,
+            [](const std::string& line) { std::fprintf(stderr, "acmetrace process: %s\n", line.c_str()); });
       }
       processors::DetectorFactory detectors;
       if (options.detectors) {
@@ -77,18 +146,29 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       }
       processors::StreamProcessor processor(options, *sink, detectors);
       core::InputErrors errors(stderr, flags->strict);
+      pipeline::StageOptions stage;
+      stage.until_end = source == "stdin" || flags->until_end;
+      stage.progress_interval_ms = ProgressIntervalMs();
+      int64_t last_items = 0;
+      stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
+        std::string watermarks;
+        for (const std::string& w : p.watermarks) watermarks += " " + w;
+        std::fprintf(stderr, "acmetrace process: %lld records read (%.0f/s), watermark%s\n",
+                     static_cast<long long>(p.items),
+                     static_cast<double>(p.items - last_items) * 1000.0 / static_cast<double>(ProgressIntervalMs()),
+                     watermarks.empty() ? " none" : watermarks.c_str());
+        last_items = p.items;
+      };
       const auto started = std::chrono::steady_clock::now();
-      int rc = source == "stdin" ? pipeline::RunProcessStdin(processor, *sink, errors, stop)
-                                 : pipeline::RunProcessKafka(processor, *sink, errors, options, *settings,
-                                                             flags->until_end, stop);
-      errors.Finish();
-      if (core::Status s = sink->Flush(); !s.ok() && rc == 0) {
-        std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
-        rc = 1;
+      int rc = 0;
+      if (core::Status s = pipeline::RunProcessStage(*input, processor, *sink, errors, *ownership, stage, stop);
+          !s.ok()) {
+        rc = fail(s);
       }
-      const auto wall = std::chrono::steady_clock::now() - started;
-      pipeline::PrintProcessSummary(processor.stats(), errors,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(wall).count());
+      errors.Finish();
+      if (rc == 0 && errors.must_stop()) rc = 1;
+      const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+      PrintSummary(processor.stats(), errors, wall.count());
       return rc;
     });
   });

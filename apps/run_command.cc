@@ -1,5 +1,6 @@
-// acmetrace run: replay -> processors -> exporter in one process (in-process queues), serving
-// /metrics; without --data on the embedded default (a synthesized day with injected faults).
+// acmetrace run: replay -> processors -> exporter in one process (in-process queues, or Kafka with
+// --brokers), serving /metrics; without --data on the embedded default (a synthesized day with
+// injected faults).
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,7 +12,7 @@
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
 #include "acmetrace/kafka/kafka_config.h"
-#include "acmetrace/pipeline/kafka_pipeline.h"
+#include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
@@ -61,7 +62,6 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       pipeline::PipelineOptions options;
       options.process = processors::ProcessOptionsFromConfig(config);
       if (options.process.detectors) options.detectors = [&config] { return processors::MakeDetectors(config); };
-      options.queue_capacity = static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity")));
       options.stream.clusters = config.GetList("replay.clusters");
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
       options.replay.speed = *speed;
@@ -82,21 +82,20 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
 
       core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
       exporters::Exporter exporter(export_options, &errors);
-      // In-process queues, or Kafka on every hop with --brokers.
+      // In-process queues, or Kafka on every hop with --brokers: the same stages either way.
       const bool over_kafka = !flags->brokers.empty();
-      std::optional<pipeline::InProcessPipeline> in_process;
-      std::optional<pipeline::KafkaPipeline> over_brokers;
+      std::unique_ptr<pipeline::Transport> transport;
       if (over_kafka) {
-        over_brokers.emplace(options, kafka::KafkaSettingsFromConfig(config), exporter, errors);
+        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config));
       } else {
-        in_process.emplace(options, exporter, errors);
+        transport = std::make_unique<pipeline::InProcessTransport>(
+            static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity"))));
       }
-      auto stop_run = [&] { over_kafka ? over_brokers->Stop() : in_process->Stop(); };
-      auto replay_status = [&] { return over_kafka ? over_brokers->replay_status() : in_process->replay_status(); };
+      pipeline::Pipeline run(options, *transport, exporter, errors);
       pipeline::StopLatch stop;
-      ShutdownOnSignal shutdown([&stop, &stop_run] {
+      ShutdownOnSignal shutdown([&stop, &run] {
         stop.Trigger();
-        stop_run();
+        run.Stop();
       });
       exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
                                                  export_options.basic_auth_password, export_options.http_threads,
@@ -115,12 +114,12 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       pipeline::StopLatch run_done;
       std::thread status_thread([&] {
         do {
-          const producers::ReplayStatus st = replay_status();
+          const producers::ReplayStatus st = run.replay_status();
           exporter.SetReplayStatus(st.running || st.records > 0 ? st.speed : *speed,
                                    static_cast<double>(st.lag_ms) / 1000.0);
         } while (!run_done.WaitFor(250));
       });
-      const core::Status s = over_kafka ? over_brokers->Run() : in_process->Run();
+      const core::Status s = run.Run();
       run_done.Trigger();
       status_thread.join();
       errors.Finish();
@@ -131,7 +130,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       } else if (errors.must_stop()) {
         rc = 1;
       } else {
-        const processors::ProcessStats& ps = over_kafka ? over_brokers->process_stats() : in_process->process_stats();
+        const processors::ProcessStats& ps = run.process_stats();
         std::fprintf(stderr,
                      "acmetrace run: done: %lld records processed (%lld late), %lld windows, %lld anomaly transitions, "
                      "%lld series, %lld input errors\n",

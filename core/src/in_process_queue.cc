@@ -20,6 +20,11 @@ Status InProcessQueue::Write(const Record& record) {
   return Status::Ok();
 }
 
+void InProcessQueue::AddWriter() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++open_writers_;
+}
+
 void InProcessQueue::CloseWriter() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -53,6 +58,11 @@ bool InProcessQueue::Pop(std::vector<Record>& out, size_t max) {
   return true;
 }
 
+bool InProcessQueue::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
 size_t InProcessQueue::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return records_.size();
@@ -61,6 +71,32 @@ size_t InProcessQueue::size() const {
 int64_t InProcessQueue::full_waits() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return full_waits_;
+}
+
+QueueInput::QueueInput(InProcessQueue& queue, std::string name, size_t batch)
+    : queue_(queue), partitions_{InputPartition{name, "", name}}, batch_size_(batch == 0 ? 1 : batch) {
+  batch_.reserve(batch_size_);
+}
+
+Result<InputItem> QueueInput::Next(int timeout_ms) {
+  (void)timeout_ms;  // Pop blocks until a record, the end, or Cancel
+  InputItem item;
+  item.partition = 0;
+  if (next_ >= batch_.size() && !ended_) {
+    next_ = 0;
+    if (!queue_.Pop(batch_, batch_size_)) {
+      batch_.clear();
+      ended_ = true;
+      if (queue_.cancelled()) return Status::Error("in-process queue: cancelled");
+      item.kind = InputItem::Kind::kEnded;
+      return item;
+    }
+  }
+  if (next_ >= batch_.size()) return item;  // ended: nothing more
+  item.kind = InputItem::Kind::kRecord;
+  item.record = &batch_[next_++];
+  item.ts_ms = TimestampMsOf(*item.record);
+  return item;
 }
 
 }  // namespace acmetrace::core

@@ -71,6 +71,7 @@ void Exporter::Apply(const core::Record& record) {
   const int64_t ts = core::TimestampMsOf(record);
   if (const auto* w = std::get_if<core::MetricsWindow>(&record)) {
     mapping_.Apply(*w);
+    store_.AdvanceClock(cluster, w->end_ms, SeriesStore::ClockKind::kWindows);
   } else if (const auto* a = std::get_if<core::AnomalyEvent>(&record)) {
     ApplyAnomaly(*a);
   } else if (const auto* u = std::get_if<core::UtilSample>(&record)) {
@@ -78,9 +79,26 @@ void Exporter::Apply(const core::Record& record) {
   }
   CountRecords("export", core::TopicOf(record), 1);
   NoteTraceTime(cluster, ts);
-  // Expiry runs on the cluster's telemetry clock: a subject expires when its cluster's telemetry
-  // moved on without it, not when job events run on past the end of the telemetry.
-  if (std::holds_alternative<core::UtilSample>(record)) store_.AdvanceClock(cluster, ts);
+  // The persona's series expire on the cluster's telemetry clock (a node expires when its cluster's
+  // telemetry moved on without it), the windows' on the window clock, each moved by its own stream.
+  if (std::holds_alternative<core::UtilSample>(record)) {
+    auto it = newest_util_ms_.find(cluster);
+    if (it == newest_util_ms_.end()) it = newest_util_ms_.emplace(std::string(cluster), ts).first;
+    it->second = std::max(it->second, ts);
+    if (const int64_t clock = std::min(it->second, telemetry_bound_ms_); clock != INT64_MIN) {
+      store_.AdvanceClock(cluster, clock, SeriesStore::ClockKind::kTelemetry);
+    }
+  }
+}
+
+void Exporter::AdvanceTelemetryBound(int64_t ts_ms) {
+  std::lock_guard<std::mutex> lock(apply_mutex_);
+  if (ts_ms <= telemetry_bound_ms_ && telemetry_bound_ms_ != INT64_MAX) return;
+  telemetry_bound_ms_ = ts_ms;
+  if (ts_ms == INT64_MIN) return;
+  for (const auto& [cluster, newest] : newest_util_ms_) {
+    store_.AdvanceClock(cluster, std::min(newest, ts_ms), SeriesStore::ClockKind::kTelemetry);
+  }
 }
 
 void Exporter::ApplyAnomaly(const core::AnomalyEvent& a) {

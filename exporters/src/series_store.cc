@@ -104,6 +104,8 @@ FamilyId SeriesStore::AddFamily(FamilySpec spec) {
   }
   auto f = std::make_unique<Family>();
   f->spec = std::move(spec);
+  f->ttl_ms = TtlMs(f->spec.expiry);
+  f->sweep_every_ms = SweepEveryMs();
   families_.push_back(std::move(f));
   return static_cast<FamilyId>(families_.size() - 1);
 }
@@ -134,6 +136,7 @@ SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
   }
   Series s;
   s.labels = labels != nullptr ? *labels : make(make_ctx);
+  s.family = &f;
   created = true;
   return &f.series.emplace(std::string(key), std::move(s)).first->second;
 }
@@ -147,7 +150,7 @@ bool SeriesStore::Set(FamilyId family, const SeriesLabels& labels, double value,
   if (s == nullptr) return false;
   ++generation_;
   s->value = value;
-  s->set_ms = ts_ms;
+  Touch(*s, ts_ms);
   if (created) {
     s->cluster = cluster;
     s->target = target;
@@ -164,7 +167,7 @@ bool SeriesStore::Add(FamilyId family, const SeriesLabels& labels, double delta,
   if (s == nullptr) return false;
   ++generation_;
   s->value += delta;
-  s->set_ms = ts_ms;
+  Touch(*s, ts_ms);
   if (created) s->cluster = cluster;
   return true;
 }
@@ -201,8 +204,10 @@ void SeriesStore::RemoveSetBefore(FamilyId family, std::string_view cluster, int
   }
 }
 
-int64_t SeriesStore::ttl_ms(const Family& f) const {
-  switch (f.spec.expiry) {
+int64_t SeriesStore::SweepEveryMs() const { return std::max<int64_t>(1000, options_.series_ttl_ms / 4); }
+
+int64_t SeriesStore::TtlMs(Expiry expiry) const {
+  switch (expiry) {
     case Expiry::kSubject:
       return options_.series_ttl_ms;
     case Expiry::kAnomaly:
@@ -213,33 +218,34 @@ int64_t SeriesStore::ttl_ms(const Family& f) const {
   return -1;
 }
 
-int64_t SeriesStore::AdvanceClock(std::string_view cluster, int64_t ts_ms) {
+int64_t SeriesStore::AdvanceClock(std::string_view cluster, int64_t ts_ms, ClockKind kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = clocks_.find(cluster);
-  if (it == clocks_.end()) {
-    // The first sweep is due one TTL after the first time seen: nothing can have expired before.
-    it = clocks_.emplace(std::string(cluster), Clock{ts_ms, ts_ms + options_.series_ttl_ms}).first;
-    return 0;
-  }
-  Clock& c = it->second;
+  if (it == clocks_.end()) it = clocks_.emplace(std::string(cluster), std::array<Clock, 2>{}).first;
+  Clock& c = it->second[static_cast<size_t>(kind)];
   if (ts_ms <= c.now_ms) return 0;
   c.now_ms = ts_ms;
-  if (ts_ms < c.next_sweep_ms) return 0;
-  // Sweeps every quarter TTL of event time: a series goes between 1 and 1.25 TTL after it was last
-  // set, and a week replayed at full speed costs a few thousand sweeps, not one per record.
-  c.next_sweep_ms = ts_ms + std::max<int64_t>(1000, options_.series_ttl_ms / 4);
-  return SweepLocked(it->first, ts_ms);
+  // The latest sweep point strictly before the clock: every record before the clock has been
+  // applied (one ordered stream per clock), so what expires at that point is known for sure. A
+  // week replayed at full speed costs a few thousand sweeps, not one per record.
+  const int64_t q = SweepEveryMs();
+  const int64_t before = ts_ms - 1;
+  const int64_t point = (before >= 0 ? before / q : (before - q + 1) / q) * q;
+  if (point <= c.swept_at_ms) return 0;
+  const bool first = c.swept_at_ms == INT64_MIN;
+  c.swept_at_ms = point;
+  return first ? 0 : SweepLocked(it->first, kind, point);
 }
 
-int64_t SeriesStore::SweepLocked(const std::string& cluster, int64_t now_ms) {
+int64_t SeriesStore::SweepLocked(const std::string& cluster, ClockKind kind, int64_t at_ms) {
   int64_t removed = 0;
+  const bool telemetry = kind == ClockKind::kTelemetry;
   for (auto& fp : families_) {
     Family& f = *fp;
-    const int64_t ttl = ttl_ms(f);
-    if (ttl < 0) continue;
+    if (f.ttl_ms < 0 || f.spec.per_target != telemetry) continue;
     for (auto it = f.series.begin(); it != f.series.end();) {
       // The time test first: most series are fresh, and it costs less than comparing clusters.
-      if (now_ms - it->second.set_ms > ttl && it->second.cluster == cluster) {
+      if (at_ms - it->second.set_ms > f.ttl_ms && it->second.set_ms != kNeverSet && it->second.cluster == cluster) {
         it = f.series.erase(it);
         ++f.expired;
         ++removed;
@@ -253,10 +259,12 @@ int64_t SeriesStore::SweepLocked(const std::string& cluster, int64_t now_ms) {
   return removed;
 }
 
-int64_t SeriesStore::clock_ms(std::string_view cluster) const {
+int64_t SeriesStore::clock_ms(std::string_view cluster, ClockKind kind) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = clocks_.find(cluster);
-  return it == clocks_.end() ? 0 : it->second.now_ms;
+  return it == clocks_.end() || it->second[static_cast<size_t>(kind)].now_ms == INT64_MIN
+             ? 0
+             : it->second[static_cast<size_t>(kind)].now_ms;
 }
 
 std::vector<prometheus::MetricFamily> SeriesStore::Collect(std::string_view target) const {

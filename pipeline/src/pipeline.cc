@@ -1,5 +1,4 @@
-// In-process run (replay -> processors -> exporter over bounded queues) and the exporter's input
-// loops over stdio and Kafka.
+// Pipeline (`acmetrace run` over any Transport), CountingTee, the embedded default data set.
 #include "acmetrace/pipeline/pipeline.h"
 
 #include <cerrno>
@@ -10,15 +9,11 @@
 #include <variant>
 
 #include "acmetrace/core/clock.h"
-#include "acmetrace/core/line_reader.h"
-#include "acmetrace/core/record_parse.h"
-#include "acmetrace/kafka/kafka_source.h"
 #include "acmetrace/producers/synth.h"
 
 namespace acmetrace::pipeline {
 namespace {
 
-constexpr size_t kBatch = 256;
 constexpr int64_t kPublishEvery = 1024;
 
 std::string_view ClusterOf(const core::Record& record) {
@@ -40,12 +35,10 @@ void DeclareRunConfig(core::Config& config) {
 
 // --- CountingTee ---------------------------------------------------------------------------------
 
-CountingTee::CountingTee(std::string stage, exporters::Exporter& exporter, bool note_trace_time)
-    : stage_(std::move(stage)), exporter_(exporter), note_trace_time_(note_trace_time) {}
+CountingTee::CountingTee(std::string stage, exporters::Exporter& exporter, bool note_trace_time, core::RecordSink& out)
+    : stage_(std::move(stage)), exporter_(exporter), note_trace_time_(note_trace_time), out_(out) {}
 
 CountingTee::~CountingTee() { Publish(); }
-
-void CountingTee::AddOutput(core::RecordSink& out, Filter filter) { outputs_.emplace_back(&out, std::move(filter)); }
 
 core::Status CountingTee::Write(const core::Record& record) {
   const std::string_view topic = core::TopicOf(record);
@@ -59,19 +52,17 @@ core::Status CountingTee::Write(const core::Record& record) {
     t->second = std::max(t->second, core::TimestampMsOf(record));
   }
   if (++unpublished_ >= kPublishEvery) Publish();
-  for (auto& [out, filter] : outputs_) {
-    if (filter && !filter(record)) continue;
-    if (core::Status s = out->Write(record); !s.ok()) return s;
-  }
-  return core::Status::Ok();
+  return out_.Write(record);
 }
 
 core::Status CountingTee::Flush() {
   Publish();
-  for (auto& [out, filter] : outputs_) {
-    if (core::Status s = out->Flush(); !s.ok()) return s;
-  }
-  return core::Status::Ok();
+  return out_.Flush();
+}
+
+core::Status CountingTee::End(const std::vector<std::string>& clusters) {
+  Publish();
+  return out_.End(clusters);
 }
 
 void CountingTee::Publish() {
@@ -83,44 +74,47 @@ void CountingTee::Publish() {
   unpublished_ = 0;
 }
 
-// --- InProcessPipeline ---------------------------------------------------------------------------
+// --- Pipeline ------------------------------------------------------------------------------------
 
-InProcessPipeline::InProcessPipeline(PipelineOptions options, exporters::Exporter& exporter,
-                                     core::InputErrors& errors)
-    : options_(std::move(options)),
-      exporter_(exporter),
-      errors_(errors),
-      to_process_(options_.queue_capacity, 1),
-      to_export_(options_.queue_capacity, 2) {}
+Pipeline::Pipeline(PipelineOptions options, Transport& transport, exporters::Exporter& exporter,
+                   core::InputErrors& errors)
+    : options_(std::move(options)), transport_(transport), exporter_(exporter), errors_(errors) {}
 
-InProcessPipeline::~InProcessPipeline() { Stop(); }
+Pipeline::~Pipeline() { Stop(); }
 
-void InProcessPipeline::Stop() {
+void Pipeline::Stop() {
+  stop_requested_.store(true);
   stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (replayer_ != nullptr) replayer_->Stop();
   }
-  to_process_.Cancel();
-  to_export_.Cancel();
+  transport_.Cancel();
 }
 
-producers::ReplayStatus InProcessPipeline::replay_status() const {
+producers::ReplayStatus Pipeline::replay_status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (replayer_ == nullptr) return producers::ReplayStatus{};
   return replayer_->status();
 }
 
-core::Status InProcessPipeline::Run() {
+core::Status Pipeline::Run() {
   core::Result<std::unique_ptr<producers::EventStream>> opened = producers::EventStream::Open(options_.stream, errors_);
   if (!opened.ok()) return opened.status();
   std::unique_ptr<producers::EventStream> stream = std::move(opened).value();
 
-  // Replay: every record to the processors, acme.util also to the exporter (the persona).
-  CountingTee replay_out("replay", exporter_, /*note_trace_time=*/true);
-  replay_out.AddOutput(to_process_);
-  replay_out.AddOutput(to_export_,
-                       [](const core::Record& r) { return std::holds_alternative<core::UtilSample>(r); });
+  // Readers first: over Kafka they start where the topics end now, so they read only this run.
+  core::Result<std::unique_ptr<core::RecordInput>> process_in = transport_.Reader(ProcessInputTopics());
+  if (!process_in.ok()) return core::Status::Error("process: " + process_in.status().message());
+  core::Result<std::unique_ptr<core::RecordInput>> export_in = transport_.Reader(ExportInputTopics());
+  if (!export_in.ok()) return core::Status::Error("export: " + export_in.status().message());
+  core::Result<std::unique_ptr<core::RecordSink>> replay_sink = transport_.Writer(ProcessInputTopics(), true);
+  if (!replay_sink.ok()) return core::Status::Error("replay: " + replay_sink.status().message());
+  core::Result<std::unique_ptr<core::RecordSink>> process_sink = transport_.Writer(
+      {std::string(core::kTopicMetrics), std::string(core::kTopicAnomalies)}, false);
+  if (!process_sink.ok()) return core::Status::Error("process: " + process_sink.status().message());
+
+  CountingTee replay_out("replay", exporter_, /*note_trace_time=*/true, *replay_sink.value());
   core::SteadyClock clock;
   producers::Replayer replayer(*stream, replay_out, clock, errors_, options_.replay);
   {
@@ -128,126 +122,49 @@ core::Status InProcessPipeline::Run() {
     replayer_ = &replayer;
   }
   if (stop_.load()) replayer.Stop();
+  // A failing stage stops the others.
+  auto fail = [this, &replayer] {
+    stop_.store(true);
+    replayer.Stop();
+    transport_.Cancel();
+  };
 
   core::Status replay_status = core::Status::Ok();
   std::thread replay_thread([&] {
     core::Result<producers::ReplayStats> stats = replayer.Run();
     if (!stats.ok()) replay_status = stats.status();
-    if (core::Status s = replay_out.Flush(); !s.ok() && replay_status.ok() && !stop_.load()) replay_status = s;
-    to_process_.CloseWriter();
-    to_export_.CloseWriter();
-    if (!replay_status.ok()) {
-      to_process_.Cancel();
-      to_export_.Cancel();
-    }
+    // End waits for every delivery: what the processors read to is all there.
+    if (core::Status s = replay_out.End({}); !s.ok() && replay_status.ok() && !stop_.load()) replay_status = s;
+    if (!replay_status.ok()) fail();
   });
 
-  // Processors: one partition (the queue keeps the replay's event-time order).
   core::Status process_status = core::Status::Ok();
   std::thread process_thread([&] {
-    CountingTee process_out("process", exporter_, /*note_trace_time=*/false);
-    process_out.AddOutput(to_export_);
+    CountingTee process_out("process", exporter_, /*note_trace_time=*/false, *process_sink.value());
     processors::StreamProcessor processor(options_.process, process_out, options_.detectors);
-    processor.SetOwnAll(true);
-    const int partition = processor.DeclarePartition("in-process");
-    std::vector<core::Record> batch;
-    batch.reserve(kBatch);
-    bool ended = false;
-    while (to_process_.Pop(batch, kBatch)) {
-      for (core::Record& r : batch) {
-        if (core::Status s = processor.Process(partition, -1, std::move(r)); !s.ok()) {
-          process_status = s;
-          break;
-        }
-      }
-      if (!process_status.ok()) break;
-    }
-    ended = process_status.ok() && !stop_.load();
-    if (ended) {
-      // The end of the input closes every window.
-      if (core::Status s = processor.Finish(); !s.ok()) process_status = s;
-    }
-    if (core::Status s = process_out.Flush(); !s.ok() && process_status.ok()) process_status = s;
+    OwnAllClusters all;
+    process_status = RunProcessStage(*process_in.value(), processor, process_out, errors_, all, StageOptions{}, stop_);
     process_stats_ = processor.stats();
-    to_export_.CloseWriter();
     if (!process_status.ok()) {
-      to_process_.Cancel();
-      to_export_.Cancel();
-      replayer.Stop();
+      (void)process_out.End({});  // the exporter still sees the end of what was written
+      fail();
     }
   });
 
   // Exporter: this thread.
-  std::vector<core::Record> batch;
-  batch.reserve(kBatch);
-  while (to_export_.Pop(batch, kBatch)) {
-    for (const core::Record& r : batch) exporter_.Apply(r);
-    exported_.fetch_add(static_cast<int64_t>(batch.size()));
-  }
+  const core::Status export_status = RunExportStage(*export_in.value(), exporter_, errors_, StageOptions{}, stop_);
+  if (!export_status.ok()) fail();
   replay_thread.join();
   process_thread.join();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     replayer_ = nullptr;
   }
-  if (stop_.load()) return core::Status::Ok();  // stopped on request: the cancelled queues are not errors
+  if (stop_requested_.load()) return core::Status::Ok();  // cancelled hops are not errors then
   if (!replay_status.ok()) return core::Status::Error("replay: " + replay_status.message());
   if (!process_status.ok()) return core::Status::Error("process: " + process_status.message());
+  if (!export_status.ok()) return core::Status::Error("export: " + export_status.message());
   return core::Status::Ok();
-}
-
-// --- the exporter's input loops ------------------------------------------------------------------
-
-core::Status ExportFromStdio(std::FILE* in, const std::string& name, exporters::Exporter& exporter,
-                             core::InputErrors& errors, const std::atomic<bool>& stop) {
-  core::RecordParser parser;
-  core::Record record;
-  core::LineReader lines(in);
-  std::string_view line;
-  for (core::LineReader::Result r; !stop.load(std::memory_order_relaxed) && !errors.must_stop() &&
-                                   (r = lines.Next(line)) != core::LineReader::Result::kEnd;) {
-    if (r == core::LineReader::Result::kTooLong) {
-      errors.Report("", "record", name, lines.line_no(), "", lines.TooLongReason());
-    } else if (line.empty()) {
-      continue;
-    } else if (core::Status s = parser.ParseFramedLine(line, record); !s.ok()) {
-      errors.Report("", "record", name, lines.line_no(), "", s.message());
-    } else {
-      exporter.Apply(record);
-    }
-  }
-  if (lines.failed()) return core::Status::Error("reading " + name + ": " + std::strerror(errno));
-  if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
-  return core::Status::Ok();
-}
-
-core::Status ExportFromKafka(const kafka::KafkaSettings& settings, bool until_end, exporters::Exporter& exporter,
-                             core::InputErrors& errors, const std::atomic<bool>& stop) {
-  kafka::KafkaSourceOptions options;
-  options.topics = {std::string(core::kTopicUtil), std::string(core::kTopicMetrics),
-                    std::string(core::kTopicAnomalies)};
-  options.stop_at_end = until_end;
-  core::Result<std::unique_ptr<kafka::KafkaSource>> opened = kafka::KafkaSource::Open(settings, options, stderr);
-  if (!opened.ok()) return opened.status();
-  kafka::KafkaSource& source = *opened.value();
-  core::RecordParser parser;
-  core::Record record;
-  while (!stop.load(std::memory_order_relaxed) && !source.at_end()) {
-    core::Result<const kafka::FramedRecord*> next = source.Next(200);
-    if (!next.ok()) return next.status();
-    const kafka::FramedRecord* r = next.value();
-    if (r == nullptr) continue;
-    if (core::Status s = parser.ParseValue(r->topic, r->value, record); !s.ok()) {
-      const std::string_view key = r->key;
-      errors.Report(key.substr(0, key.find('/')), "record",
-                    std::string(r->topic) + "[" + std::to_string(r->partition) + "]", r->offset, "", s.message());
-    } else {
-      exporter.Apply(record);
-    }
-    if (core::Status s = source.MarkProcessed(*r); !s.ok()) return s;
-    if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
-  }
-  return source.Close();
 }
 
 // --- the embedded default ------------------------------------------------------------------------
@@ -269,7 +186,7 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FI
   synth.scale = config.GetDouble("run.default_scale");
   synth.inject_faults = true;
   if (synth.days < 1 || !(synth.scale > 0)) {
-    throw std::invalid_argument("run.default_days and run.default_scale: must be positive");
+    return core::Status::Error("run.default_days and run.default_scale: must be positive");
   }
   const std::string dir =
       base + "/default-d" + std::to_string(synth.days) + "-s" + config.GetString("run.default_scale") + "-faults";

@@ -245,8 +245,12 @@ core::Status StreamProcessor::AdvanceInputs(int64_t ts_ms) {
 }
 
 core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms) {
-  partition_idle_[partition] = false;
   ++stats_.skipped;
+  return Progress(partition, offset, ts_ms);
+}
+
+core::Status StreamProcessor::Progress(int partition, int64_t offset, int64_t ts_ms) {
+  partition_idle_[partition] = false;
   for (auto& [_, c] : clusters_) {
     if (offset >= 0 && offset < c->next_offset[partition]) continue;
     if (Observe(*c, partition, offset, ts_ms)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));

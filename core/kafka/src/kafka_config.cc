@@ -88,6 +88,12 @@ void DeclareKafkaConfig(core::Config& config) {
   config.Declare("kafka.timestamp", "replay",
                  "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
                  "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)");
+  config.Declare("kafka.progress_interval_ms", n(d.progress_interval_ms),
+                 "the replay puts a progress marker into every partition of its topics each time its trace time has "
+                 "moved on this much, so readers know a quiet partition has nothing earlier to come (docs/kafka.md)");
+  config.Declare("kafka.idle_timeout_ms", n(d.idle_timeout_ms),
+                 "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "
+                 "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)");
   config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)");
   config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing");
   config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)");
@@ -136,6 +142,8 @@ KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
   } else {
     throw std::invalid_argument("kafka.timestamp: expected replay or trace, got '" + ts + "'");
   }
+  s.progress_interval_ms = GetIntAtLeast(config, "kafka.progress_interval_ms", 1);
+  s.idle_timeout_ms = GetIntAtLeast(config, "kafka.idle_timeout_ms", 0);
   s.create_topics = config.GetBool("kafka.create_topics");
   s.topics = config.GetList("kafka.topics");
   s.partitions = GetCountOrDefault(config, "kafka.partitions");

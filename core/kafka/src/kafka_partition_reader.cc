@@ -60,6 +60,7 @@ struct KafkaPartitionReader::Impl {
   // has shown its next one, so none holds an earlier one (pending_low_ts).
   ReaderEvent HandOver(PartitionQueue& q, bool all_shown);
   static int64_t TraceTs(rd_kafka_message_t* m);
+  static std::string_view Marker(rd_kafka_message_t* m);
 };
 
 KafkaPartitionReader::KafkaPartitionReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -209,6 +210,19 @@ int64_t KafkaPartitionReader::Impl::TraceTs(rd_kafka_message_t* m) {
   return kNoTraceTs;
 }
 
+std::string_view KafkaPartitionReader::Impl::Marker(rd_kafka_message_t* m) {
+  if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  const void* value = nullptr;
+  size_t size = 0;
+  if (rd_kafka_header_get_last(headers, kMarkerHeader.data(), &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+      value == nullptr) {
+    return {};
+  }
+  return std::string_view(static_cast<const char*>(value), size);
+}
+
 std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, int timeout_ms) {
   for (;;) {
     internal::MessageHandle m(rd_kafka_consume_queue(q.queue.get(), timeout_ms));
@@ -249,6 +263,7 @@ ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q, bool all_sho
   record.offset = m->offset;
   record.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
   record.trace_ts_ms = q.head_trace_ts;
+  record.marker = Marker(m);
   current = std::move(q.head);
   ReaderEvent e;
   e.kind = ReaderEvent::Kind::kRecord;

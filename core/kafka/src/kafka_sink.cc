@@ -2,6 +2,7 @@
 #include "acmetrace/kafka/kafka_sink.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -14,6 +15,8 @@ namespace {
 // The trace_ts_ms header name, nul-terminated for librdkafka.
 constexpr const char* kTraceTsHeaderName = "trace_ts_ms";
 static_assert(std::string_view(kTraceTsHeaderName) == kTraceTsHeader);
+constexpr const char* kMarkerHeaderName = "acmetrace_marker";
+static_assert(std::string_view(kMarkerHeaderName) == kMarkerHeader);
 
 // Serve delivery reports every this many records: keeps the report queue short without a poll per record.
 constexpr int64_t kPollEvery = 256;
@@ -55,6 +58,18 @@ struct KafkaSink::Impl {
   int64_t produced = 0;
   int64_t queue_full_waits = 0;
   int64_t delivery_timeout_ms = 0;
+  int64_t connect_timeout_ms = 10'000;
+
+  // The declared stream (DeclareStream): every partition of its topics gets the markers.
+  std::vector<std::pair<rd_kafka_topic_t*, int32_t>> stream_partitions;  // topic, partition count
+  int64_t progress_every_ms = 0;
+  int64_t next_progress_ms = kNoTraceTs;  // the trace time at which the next progress markers go
+  std::set<std::string, std::less<>> clusters;  // written so far (named by the end marker)
+
+  core::Status ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker, int64_t trace_ts);
+  core::Status Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
+                    int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
+  int64_t last_trace_ts = kNoTraceTs;
 };
 
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -77,6 +92,7 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   if (!properties.ok()) return properties.status();
   auto impl = std::make_unique<Impl>(log, settings.timestamp);
   impl->delivery_timeout_ms = settings.delivery_timeout_ms;
+  impl->connect_timeout_ms = std::max<int64_t>(settings.connect_timeout_ms, 10'000);
   core::Result<internal::KafkaHandle> producer =
       internal::CreateClient(properties.value(), internal::ClientRole::kProducer, impl->state);
   if (!producer.ok()) return producer.status();
@@ -112,36 +128,74 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   return std::unique_ptr<KafkaSink>(new KafkaSink(std::move(impl)));
 }
 
-core::Status KafkaSink::Write(const core::Record& record) { return Produce(impl_->encoder.Encode(record)); }
+core::Status KafkaSink::Write(const core::Record& record) {
+  Impl& s = *impl_;
+  if (!s.stream_partitions.empty()) {
+    const std::string_view cluster = std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
+    if (s.clusters.find(cluster) == s.clusters.end()) s.clusters.emplace(cluster);
+  }
+  return Produce(s.encoder.Encode(record));
+}
 
 core::Status KafkaSink::Produce(const OutgoingMessage& message) {
   Impl& s = *impl_;
   if (core::Status health = s.Health(); !health.ok()) return health;
-  rd_kafka_t* rk = s.producer.get();
   rd_kafka_topic_t* rkt = s.TopicFor(message.topic);
   if (rkt == nullptr) {
     return core::Status::Error("kafka: topic " + std::string(message.topic) + ": " +
                                rd_kafka_err2str(rd_kafka_last_error()));
   }
+  if (message.trace_ts_ms != kNoTraceTs) {
+    s.last_trace_ts = std::max(s.last_trace_ts, message.trace_ts_ms);
+    if (s.progress_every_ms > 0 && message.trace_ts_ms >= s.next_progress_ms) {
+      // Everything written so far is at or before this record's time, and so is all that follows
+      // (a progress writer's records come in trace-time order): no partition gets anything earlier.
+      if (s.next_progress_ms != kNoTraceTs) {
+        for (const auto& [topic, partitions] : s.stream_partitions) {
+          for (int32_t p = 0; p < partitions; ++p) {
+            if (core::Status st = s.ProduceMarker(topic, p, kProgressMarker, message.trace_ts_ms); !st.ok()) return st;
+          }
+        }
+      }
+      s.next_progress_ms = message.trace_ts_ms + s.progress_every_ms;
+    }
+  }
   char ts_buf[24];
   const std::string_view trace_ts =
       message.trace_ts_ms == kNoTraceTs ? std::string_view() : FormatTraceTs(message.trace_ts_ms, ts_buf);
+  return s.Send(rkt, RD_KAFKA_PARTITION_UA, message.key, message.value, message.timestamp_ms, trace_ts, {});
+}
+
+core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker,
+                                            int64_t trace_ts) {
+  char ts_buf[24];
+  const std::string_view ts = trace_ts == kNoTraceTs ? std::string_view() : FormatTraceTs(trace_ts, ts_buf);
+  return Send(rkt, partition, {}, {}, 0, ts, marker);
+}
+
+core::Status KafkaSink::Impl::Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key,
+                                   std::string_view value, int64_t timestamp_ms, std::string_view trace_ts,
+                                   std::string_view marker) {
+  rd_kafka_t* rk = producer.get();
   for (;;) {
-    rd_kafka_resp_err_t err;
-    if (trace_ts.empty()) {
-      err = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_KEY(message.key.data(), message.key.size()),
-                              RD_KAFKA_V_VALUE(const_cast<char*>(message.value.data()), message.value.size()),
-                              RD_KAFKA_V_TIMESTAMP(message.timestamp_ms), RD_KAFKA_V_END);
-    } else {
-      err = rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                              RD_KAFKA_V_KEY(message.key.data(), message.key.size()),
-                              RD_KAFKA_V_VALUE(const_cast<char*>(message.value.data()), message.value.size()),
-                              RD_KAFKA_V_TIMESTAMP(message.timestamp_ms),
-                              RD_KAFKA_V_HEADER(kTraceTsHeaderName, trace_ts.data(), static_cast<ssize_t>(trace_ts.size())),
-                              RD_KAFKA_V_END);
+    rd_kafka_headers_t* headers = nullptr;
+    if (!trace_ts.empty() || !marker.empty()) {
+      headers = rd_kafka_headers_new(2);
+      if (!trace_ts.empty()) {
+        rd_kafka_header_add(headers, kTraceTsHeaderName, -1, trace_ts.data(), static_cast<ssize_t>(trace_ts.size()));
+      }
+      if (!marker.empty()) {
+        rd_kafka_header_add(headers, kMarkerHeaderName, -1, marker.data(), static_cast<ssize_t>(marker.size()));
+      }
     }
+    // A marker has neither key nor value (NULL, not empty): consumers that read values skip it.
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(marker.empty() ? key.data() : nullptr, key.size()),
+        RD_KAFKA_V_VALUE(marker.empty() ? const_cast<char*>(value.data()) : nullptr, value.size()),
+        RD_KAFKA_V_TIMESTAMP(timestamp_ms), RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_END);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    if (headers != nullptr) rd_kafka_headers_destroy(headers);  // not taken on failure
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
       // Raised before its error callback was served: ask for the cause directly.
       char reason[512];
@@ -149,17 +203,49 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
       return core::Status::Error(std::string("kafka producer fatal error: ") + rd_kafka_err2name(cause) + ": " + reason);
     }
     if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-      if (core::Status health = s.Health(); !health.ok()) return health;
-      return core::Status::Error("kafka: cannot produce to " + std::string(message.topic) + ": " + rd_kafka_err2str(err));
+      if (core::Status health = Health(); !health.ok()) return health;
+      return core::Status::Error("kafka: cannot produce to " + std::string(rd_kafka_topic_name(rkt)) + ": " +
+                                 rd_kafka_err2str(err));
     }
     // Backpressure: wait for deliveries to make room, never drop. Bounded: a broker that stays away
     // makes the queued records fail after kafka.delivery_timeout_ms, which Health reports.
-    ++s.queue_full_waits;
+    ++queue_full_waits;
     rd_kafka_poll(rk, kQueueFullWaitMs);
-    if (core::Status health = s.Health(); !health.ok()) return health;
+    if (core::Status health = Health(); !health.ok()) return health;
   }
-  if (++s.produced % kPollEvery == 0) rd_kafka_poll(rk, 0);
+  if (++produced % kPollEvery == 0) rd_kafka_poll(rk, 0);
   return core::Status::Ok();
+}
+
+core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, int64_t progress_every_ms) {
+  Impl& s = *impl_;
+  s.stream_partitions.clear();
+  for (const std::string& topic : topics) {
+    core::Result<TopicDescription> described = internal::DescribeTopic(s.producer.get(), topic, s.connect_timeout_ms);
+    if (!described.ok()) return described.status();
+    rd_kafka_topic_t* rkt = s.TopicFor(topic);
+    if (rkt == nullptr) return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(rd_kafka_last_error()));
+    s.stream_partitions.emplace_back(rkt, described.value().partitions);
+  }
+  s.progress_every_ms = progress_every_ms;
+  return core::Status::Ok();
+}
+
+core::Status KafkaSink::End(const std::vector<std::string>& clusters) {
+  Impl& s = *impl_;
+  if (core::Status st = Flush(); !st.ok()) return st;
+  if (s.stream_partitions.empty()) return core::Status::Ok();
+  std::string marker(kEndMarkerPrefix);
+  for (const std::string& cluster : clusters.empty() ? std::vector<std::string>(s.clusters.begin(), s.clusters.end()) : clusters) {
+    if (marker.size() > kEndMarkerPrefix.size()) marker += ',';
+    marker += cluster;
+  }
+  for (const auto& [topic, partitions] : s.stream_partitions) {
+    for (int32_t p = 0; p < partitions; ++p) {
+      if (core::Status st = s.ProduceMarker(topic, p, marker, s.last_trace_ts); !st.ok()) return st;
+    }
+  }
+  return Flush();
 }
 
 core::Status KafkaSink::Flush() {

@@ -62,18 +62,67 @@ TEST(ExporterTest, AnomalyIsActiveWhileOpenAndCountedOnce) {
   EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 2);
 }
 
+core::MetricsWindow Window(int64_t end_ms) {
+  core::MetricsWindow w;
+  w.cluster = "seren";
+  w.window_s = 60;
+  w.start_ms = end_ms - 60'000;
+  w.end_ms = end_ms;
+  w.ts_ms = end_ms;
+  return w;
+}
+
 TEST(ExporterTest, AnOpenAnomalyWithoutCloseExpiresAfterTheAnomalyTtlNotTheSeriesTtl) {
   ExportOptions options;
   options.series_ttl_ms = 60'000;
   options.anomaly_ttl_ms = 600'000;
   Exporter exporter(options);
-  exporter.Apply(Util("n1", 0, 50));
+  exporter.Apply(Window(0));
   exporter.Apply(Anomaly("telemetry_gap", "n9", true, 0));
   const std::string key = exporter.store().MakeLabels(exporter.anomaly_active_family(), {"seren", "telemetry_gap", "n9"}).key;
-  for (int64_t t = 15'000; t <= 300'000; t += 15'000) exporter.Apply(Util("n1", t, 50));
+  // Flags expire on the window clock (the processors' stream they come in), not on telemetry.
+  for (int64_t t = 60'000; t <= 1'200'000; t += 60'000) exporter.Apply(Util("n1", t, 50));
   EXPECT_EQ(exporter.store().Get(exporter.anomaly_active_family(), key), 1);
-  for (int64_t t = 315'000; t <= 700'000; t += 15'000) exporter.Apply(Util("n1", t, 50));
+  for (int64_t t = 60'000; t <= 600'000; t += 60'000) exporter.Apply(Window(t));
+  EXPECT_EQ(exporter.store().Get(exporter.anomaly_active_family(), key), 1);
+  for (int64_t t = 660'000; t <= 720'000; t += 60'000) exporter.Apply(Window(t));
   EXPECT_TRUE(std::isnan(exporter.store().Get(exporter.anomaly_active_family(), key)));
+}
+
+TEST(ExporterTest, ExpiryDependsOnTheDataNotOnHowTheTwoStreamsInterleave) {
+  // The same util records and windows, once with the telemetry an hour ahead of the windows (an
+  // in-process run at full speed) and once interleaved by time (Kafka): the same series expire,
+  // as often, and the same remain.
+  ExportOptions options;
+  options.series_ttl_ms = 60'000;
+  auto feed = [&options](bool telemetry_first) {
+    Exporter exporter(options);
+    std::vector<core::Record> util, windows;
+    for (int64_t t = 0; t <= 3'600'000; t += 15'000) {
+      if (t < 600'000 || t > 900'000) util.push_back(Util("flaky", t, 10));  // gone for 5 minutes
+      util.push_back(Util("steady", t, 10));
+      if (t % 60'000 == 0) windows.push_back(Window(t));
+    }
+    if (telemetry_first) {
+      for (const core::Record& r : util) exporter.Apply(r);
+      for (const core::Record& r : windows) exporter.Apply(r);
+    } else {
+      size_t w = 0;
+      for (const core::Record& r : util) {
+        while (w < windows.size() && core::TimestampMsOf(windows[w]) <= core::TimestampMsOf(r)) {
+          exporter.Apply(windows[w++]);
+        }
+        exporter.Apply(r);
+      }
+      while (w < windows.size()) exporter.Apply(windows[w++]);
+    }
+    return exporter.Exposition();
+  };
+  const std::string interleaved = feed(false);
+  EXPECT_EQ(feed(true), interleaved);
+  // flaky's two GPUs, each once.
+  EXPECT_NE(interleaved.find("acmetrace_series_expired_total{metric=\"DCGM_FI_DEV_GPU_UTIL\"} 2"), std::string::npos)
+      << interleaved;
 }
 
 TEST(ExporterTest, ANodeNoLongerSeenExpiresByEventTime) {

@@ -1,4 +1,4 @@
-// The in-process run over the fixture release, and the exporter's stdio input loop.
+// The in-process run over the fixture release, and the export stage over stdin.
 #include "acmetrace/pipeline/pipeline.h"
 
 #include <gtest/gtest.h>
@@ -14,14 +14,20 @@ const std::string kFixture = std::string(ACMETRACE_FIXTURES) + "/release";
 
 bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
 
-TEST(InProcessPipelineTest, ReplaysProcessesAndExportsTheFixtureRelease) {
+core::Status ExportFromStdio(std::FILE* in, exporters::Exporter& exporter, core::InputErrors& errors,
+                             const std::atomic<bool>& stop) {
+  core::StdioInput input(in, "stdin");
+  return RunExportStage(input, exporter, errors, StageOptions{}, stop);
+}
+
+TEST(PipelineTest, ReplaysProcessesAndExportsTheFixtureRelease) {
   core::InputErrors errors(nullptr);
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   PipelineOptions options;
   options.stream.data_dir = kFixture;
   options.replay.speed = 0;  // max
-  options.queue_capacity = 8;  // small: backpressure is exercised
-  InProcessPipeline run(options, exporter, errors);
+  InProcessTransport queues(8);  // small: backpressure is exercised
+  Pipeline run(options, queues, exporter, errors);
   ASSERT_TRUE(run.Run().ok());
   const std::string text = exporter.Exposition();
   // trace_seren.csv: 3 jobs (Other, FAILED gpu 936 GPU-s; Other COMPLETED cpu; ...); kalos 1.
@@ -36,27 +42,29 @@ TEST(InProcessPipelineTest, ReplaysProcessesAndExportsTheFixtureRelease) {
   EXPECT_EQ(errors.total(), 0);
 }
 
-TEST(InProcessPipelineTest, AMissingDataDirectoryIsAnError) {
+TEST(PipelineTest, AMissingDataDirectoryIsAnError) {
   core::InputErrors errors(nullptr);
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   PipelineOptions options;
   options.stream.data_dir = "/nonexistent/acmetrace";
-  InProcessPipeline run(options, exporter, errors);
+  InProcessTransport queues(8);
+  Pipeline run(options, queues, exporter, errors);
   EXPECT_FALSE(run.Run().ok());
 }
 
-TEST(InProcessPipelineTest, StopBeforeRunEndsAtOnce) {
+TEST(PipelineTest, StopBeforeRunEndsAtOnce) {
   core::InputErrors errors(nullptr);
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   PipelineOptions options;
   options.stream.data_dir = kFixture;
   options.replay.speed = 0.001;  // would take years
-  InProcessPipeline run(options, exporter, errors);
+  InProcessTransport queues(8);
+  Pipeline run(options, queues, exporter, errors);
   run.Stop();
   EXPECT_TRUE(run.Run().ok());
 }
 
-TEST(ExportFromStdioTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
+TEST(ExportStageTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
   const std::string input =
       "{\"topic\":\"acme.anomalies\",\"key\":\"seren/gpu_overheat/n1-3\",\"value\":{\"v\":1,\"cluster\":\"seren\","
       "\"kind\":\"gpu_overheat\",\"subject\":\"n1-3\",\"state\":\"open\",\"ts_ms\":1000,\"value\":88,"
@@ -72,7 +80,7 @@ TEST(ExportFromStdioTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
   core::InputErrors errors(err);
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   std::atomic<bool> stop{false};
-  EXPECT_TRUE(ExportFromStdio(in, "stdin", exporter, errors, stop).ok());
+  EXPECT_TRUE(ExportFromStdio(in, exporter, errors, stop).ok());
   std::fclose(in);
   std::fclose(err);
   const std::string stderr_text(report, report_size);
@@ -99,7 +107,7 @@ TEST(StopLatchTest, WaitReturnsOnceTriggered) {
 namespace acmetrace::pipeline {
 namespace {
 
-TEST(ExportFromStdioTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
+TEST(ExportStageTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
   std::string input(65u << 20, 'x');  // one line longer than 64 MiB
   input += "\n{\"topic\":\"acme.metrics\",\"key\":\"seren\",\"value\":{\"v\":1,\"cluster\":\"seren\",\"window_s\":60,"
            "\"start_ms\":0,\"end_ms\":60000,\"metrics\":{\"gpus_total\":2288}}}\n";
@@ -108,7 +116,7 @@ TEST(ExportFromStdioTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
   core::InputErrors errors(nullptr);
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   std::atomic<bool> stop{false};
-  EXPECT_TRUE(ExportFromStdio(in, "stdin", exporter, errors, stop).ok());
+  EXPECT_TRUE(ExportFromStdio(in, exporter, errors, stop).ok());
   std::fclose(in);
   EXPECT_EQ(errors.total(), 1);
   EXPECT_NE(errors.first().find("stdin:1:"), std::string::npos) << errors.first();

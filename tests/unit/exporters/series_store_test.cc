@@ -41,13 +41,15 @@ TEST(SeriesStoreTest, CapDropsNewSeriesAndCountsThem) {
   EXPECT_TRUE(found);
 }
 
+constexpr SeriesStore::ClockKind kWindows = SeriesStore::ClockKind::kWindows;
+
 TEST(SeriesStoreTest, SeriesExpireAfterTheirTtlOfTheirClustersEventTime) {
   SeriesStore store(StoreOptions{60'000, 600'000, 100});
   const FamilyId f = store.AddFamily(Gauge("g", {"cluster", "node"}));
   const FamilyId a = store.AddFamily(Gauge("a", {"cluster"}, false, Expiry::kAnomaly));
   const FamilyId never = store.AddFamily(Gauge("n", {"cluster"}, false, Expiry::kNever));
-  store.AdvanceClock("seren", 0);
-  store.AdvanceClock("kalos", 0);
+  store.AdvanceClock("seren", 0, kWindows);
+  store.AdvanceClock("kalos", 0, kWindows);
   store.Set(f, store.MakeLabels(f, {"seren", "old"}), 1, "seren", 0);
   store.Set(f, store.MakeLabels(f, {"kalos", "other"}), 1, "kalos", 0);
   store.Set(a, store.MakeLabels(a, {"seren"}), 1, "seren", 0);
@@ -55,7 +57,7 @@ TEST(SeriesStoreTest, SeriesExpireAfterTheirTtlOfTheirClustersEventTime) {
   // The subject "fresh" keeps being seen; "old" is not seen again.
   for (int64_t t = 15'000; t <= 120'000; t += 15'000) {
     store.Set(f, store.MakeLabels(f, {"seren", "fresh"}), 1, "seren", t);
-    store.AdvanceClock("seren", t);
+    store.AdvanceClock("seren", t, kWindows);
   }
   EXPECT_TRUE(std::isnan(store.Get(f, store.MakeLabels(f, {"seren", "old"}).key)));
   EXPECT_EQ(store.Get(f, store.MakeLabels(f, {"seren", "fresh"}).key), 1);
@@ -64,7 +66,7 @@ TEST(SeriesStoreTest, SeriesExpireAfterTheirTtlOfTheirClustersEventTime) {
   EXPECT_EQ(store.Get(f, store.MakeLabels(f, {"kalos", "other"}).key), 1);
   // Anomaly TTL is longer; self metrics never expire.
   EXPECT_EQ(store.Get(a, store.MakeLabels(a, {"seren"}).key), 1);
-  store.AdvanceClock("seren", 800'000);
+  store.AdvanceClock("seren", 800'000, kWindows);
   EXPECT_TRUE(std::isnan(store.Get(a, store.MakeLabels(a, {"seren"}).key)));
   EXPECT_EQ(store.Get(never, store.MakeLabels(never, {"seren"}).key), 1);
 }
@@ -72,12 +74,26 @@ TEST(SeriesStoreTest, SeriesExpireAfterTheirTtlOfTheirClustersEventTime) {
 TEST(SeriesStoreTest, ExpiryIsWithinAQuarterTtlAfterTheTtl) {
   SeriesStore store(StoreOptions{60'000, 600'000, 100});
   const FamilyId f = store.AddFamily(Gauge("g", {"node"}));
-  store.AdvanceClock("c", 0);
+  store.AdvanceClock("c", 0, kWindows);
   store.Set(f, store.MakeLabels(f, {"x"}), 1, "c", 0);
-  store.AdvanceClock("c", 60'000);  // exactly the TTL: still there
+  store.AdvanceClock("c", 60'000, kWindows);  // exactly the TTL: still there
   EXPECT_EQ(store.Get(f, "x"), 1);
-  store.AdvanceClock("c", 75'001);
+  store.AdvanceClock("c", 75'001, kWindows);
   EXPECT_TRUE(std::isnan(store.Get(f, "x")));
+}
+
+TEST(SeriesStoreTest, AGapSpanningASweepPointCountsOneExpiryWhetherOrNotTheSweepRan) {
+  SeriesStore store(StoreOptions{60'000, 600'000, 100});
+  const FamilyId f = store.AddFamily(Gauge("g", {"node"}, /*per_target=*/true));
+  store.Set(f, store.MakeLabels(f, {"x"}), 1, "c", 0);
+  store.Set(f, store.MakeLabels(f, {"x"}), 1, "c", 90'000);  // the 75 s sweep point passed unseen
+  EXPECT_EQ(store.counts(f).expired, 1);
+  store.AdvanceClock("c", 1);
+  store.AdvanceClock("c", 100'000);  // sweeps at 90 s: x was set at 90 s, so it stays
+  EXPECT_EQ(store.Get(f, "x"), 1);
+  EXPECT_EQ(store.counts(f).expired, 1);
+  store.Set(f, store.MakeLabels(f, {"x"}), 1, "c", 100'000);  // no sweep point in a 10 s gap
+  EXPECT_EQ(store.counts(f).expired, 1);
 }
 
 TEST(SeriesStoreTest, ClockNeverGoesBack) {

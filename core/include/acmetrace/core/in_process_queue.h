@@ -25,7 +25,14 @@ class InProcessQueue : public RecordSink {
   /// Copies the record in; blocks while full. Fails after Cancel.
   Status Write(const Record& record) override;
   Status Flush() override { return Status::Ok(); }
+  /// This writer's last record: CloseWriter.
+  Status End(const std::vector<std::string>&) override {
+    CloseWriter();
+    return Status::Ok();
+  }
 
+  /// One more writer (before the reader can see every writer closed).
+  void AddWriter();
   /// One writer is done.
   void CloseWriter();
   /// Stops everything: blocked writers fail, Pop returns false.
@@ -36,6 +43,7 @@ class InProcessQueue : public RecordSink {
   bool Pop(std::vector<Record>& out, size_t max);
 
   size_t size() const;
+  bool cancelled() const;
   /// How many times a writer had to wait for room (how often backpressure acted).
   int64_t full_waits() const;
 
@@ -48,6 +56,25 @@ class InProcessQueue : public RecordSink {
   int open_writers_;
   bool cancelled_ = false;
   int64_t full_waits_ = 0;
+};
+
+/// The reading end of an InProcessQueue as a RecordInput: one partition (the queue keeps its
+/// writers' order), parsed records, kEnded once every writer closed. Next blocks until a record or
+/// the end (Cancel ends it). Not thread-safe (one reader).
+class QueueInput : public RecordInput {
+ public:
+  QueueInput(InProcessQueue& queue, std::string name, size_t batch = 256);
+  const std::vector<InputPartition>& partitions() const override { return partitions_; }
+  Result<InputItem> Next(int timeout_ms) override;
+  void Cancel() override { queue_.Cancel(); }
+
+ private:
+  InProcessQueue& queue_;
+  std::vector<InputPartition> partitions_;
+  size_t batch_size_;
+  std::vector<Record> batch_;
+  size_t next_ = 0;
+  bool ended_ = false;
 };
 
 }  // namespace acmetrace::core

@@ -1,4 +1,5 @@
-// The one small interface every stage writes through, and the stdio and null implementations.
+// The two small interfaces every stage writes and reads through (RecordSink, RecordInput), and
+// their stdio and null implementations.
 #pragma once
 
 #include <array>
@@ -7,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "acmetrace/core/record.h"
 #include "acmetrace/core/status.h"
@@ -21,6 +24,77 @@ class RecordSink {
   virtual Status Write(const Record& record) = 0;
   /// Pushes out everything buffered.
   virtual Status Flush() = 0;
+  /// The writer has written its last record: flushes, and tells the readers that its stream ended
+  /// (an in-process queue closes its writer; Kafka writes an end marker into every partition of its
+  /// stream topics, naming clusters: those the writer answers for, or if empty those it wrote).
+  /// Stdio and null sinks just flush: their reader sees the end of the file.
+  virtual Status End(const std::vector<std::string>& clusters) {
+    (void)clusters;
+    return Flush();
+  }
+};
+
+/// One input partition: a stable name (the processors' snapshots key offsets by it: "stdin",
+/// "in-process", "acme.util/3"), its topic ("" when a partition carries every topic), and where an
+/// error message says a bad record was ("stdin", "acme.util[3]").
+struct InputPartition {
+  std::string name;
+  std::string topic;
+  std::string where;
+};
+
+/// What RecordInput::Next yields. Views and the record pointer are valid until the next Next.
+struct InputItem {
+  enum class Kind {
+    kNothing,     // nothing came within the timeout
+    kRecord,      // a record, parsed already (`record`; the reader may move from it)
+    kFramed,      // a record in its framing: `line` (stdio) or `topic`, `key`, `value` (Kafka)
+    kUnreadable,  // a record that cannot be read (`error`, e.g. a line over the length limit)
+    kProgress,    // the partition's writer will write nothing before ts_ms any more (a marker)
+    kCaughtUp,    // the partition is read to its current end; its writer may still write more
+    kIdle,        // the partition delivered nothing for the input's idleness timeout
+    kEnded,       // the partition's writer ended its stream (`clusters`: those it wrote, "" = all)
+  };
+  static constexpr int64_t kNoTs = INT64_MIN;
+  Kind kind = Kind::kNothing;
+  int partition = -1;     // index into RecordInput::partitions()
+  int64_t offset = -1;    // Kafka offset; -1 if none
+  int64_t line_no = -1;   // stdio: the line's number (for messages)
+  int64_t ts_ms = kNoTs;  // its trace time, if known without parsing (kProgress: the bound)
+  Record* record = nullptr;
+  std::string_view line;
+  std::string_view topic;
+  std::string_view key;
+  std::string_view value;
+  std::string_view error;
+  std::string_view clusters;
+};
+
+/// Where records come from: the read-side twin of RecordSink. Next yields records with their
+/// partition, offset and time, and what is known about each partition (caught up, idle, ended, a
+/// writer's progress); parsing, lateness and ownership are the reading stage's (pipeline/'s stage
+/// runners). Implementations say whether they are thread-safe.
+class RecordInput {
+ public:
+  virtual ~RecordInput() = default;
+  /// Every partition this input reads, fixed once it is open.
+  virtual const std::vector<InputPartition>& partitions() const = 0;
+  /// The next item within timeout_ms (kNothing if none came). An error is the input's failure
+  /// (a read error, a fatal client error), not a bad record.
+  virtual Result<InputItem> Next(int timeout_ms) = 0;
+  /// Reads each partition again from next_offsets[p] (-1: its beginning). Only inputs with
+  /// offsets (Kafka) can seek.
+  virtual Status Seek(const std::vector<int64_t>& next_offsets) {
+    (void)next_offsets;
+    return Status::Error("this input cannot seek");
+  }
+  /// Stops reading partition p (a bounded run reached where it stops).
+  virtual Status Pause(int partition) {
+    (void)partition;
+    return Status::Ok();
+  }
+  /// Ends a blocking Next early, from any thread (inputs that block on a queue).
+  virtual void Cancel() {}
 };
 
 /// JSON lines with the stdio framing ({"topic":..,"key":..,"value":..}) to a FILE*, buffered in
@@ -36,6 +110,24 @@ class StdioSink : public RecordSink {
   static constexpr size_t kBufferBytes = 1 << 20;
   std::FILE* out_;
   std::string buffer_;
+};
+
+/// Framed JSON lines (the stdio transport) from a FILE*, one partition named after the file. Lines
+/// come as kFramed (the reader parses them), an over-long line as kUnreadable, and the end of the
+/// file as kEnded. Not thread-safe.
+class StdioInput : public RecordInput {
+ public:
+  StdioInput(std::FILE* in, std::string name);
+  ~StdioInput() override;
+  const std::vector<InputPartition>& partitions() const override { return partitions_; }
+  Result<InputItem> Next(int timeout_ms) override;
+
+ private:
+  struct Lines;
+  std::vector<InputPartition> partitions_;
+  std::unique_ptr<Lines> lines_;
+  std::string error_;
+  bool ended_ = false;
 };
 
 /// Discards records and counts them per topic (for benchmarks). Not thread-safe.

@@ -33,6 +33,12 @@ class Exporter {
   /// every record moves its cluster's event-time clock (expiry) and trace time, and counts in
   /// acmetrace_records_total{stage="export"}.
   void Apply(const core::Record& record);
+  /// Telemetry from several partitions: no acme.util record before ts_ms is still to come (the
+  /// lowest of the util partitions' times). A cluster's expiry clock follows its newest util
+  /// record but never passes this bound, so a partition read ahead of another cannot expire the
+  /// other's nodes: expiry depends on the data, not on the order partitions arrive in. Without a
+  /// call the bound is +infinity (one ordered input: a queue, stdin). Only rises.
+  void AdvanceTelemetryBound(int64_t ts_ms);
 
   /// Adds n to acmetrace_records_total{stage,topic} (the other stages of an in-process run).
   void CountRecords(std::string_view stage, std::string_view topic, int64_t n);
@@ -76,6 +82,9 @@ class Exporter {
   std::mutex self_mutex_;   // guards the two maps below
   std::map<std::string, int64_t, std::less<>> records_;       // "stage\x1ftopic" -> count
   std::map<std::string, int64_t, std::less<>> trace_time_ms_; // cluster -> newest event time
+  // Guarded by apply_mutex_: each cluster's newest util record, and the bound its clock stays under.
+  std::map<std::string, int64_t, std::less<>> newest_util_ms_;
+  int64_t telemetry_bound_ms_ = INT64_MAX;
 };
 
 }  // namespace acmetrace::exporters

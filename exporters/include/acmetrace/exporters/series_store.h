@@ -2,6 +2,7 @@
 // set, expiry by event time, a cardinality cap per metric, and per-target (per-node) filtering.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -108,7 +109,7 @@ class SeriesStore {
   void SetLocked(SeriesRef ref, double value, int64_t ts_ms) {
     auto* s = static_cast<Series*>(ref);
     s->value = value;
-    s->set_ms = ts_ms;
+    Touch(*s, ts_ms);
     ++generation_;
   }
   /// Changes whenever a series of a per-target (persona) family is erased (for a caller holding
@@ -123,9 +124,18 @@ class SeriesStore {
   /// series it feeds: what it no longer has goes).
   void RemoveSetBefore(FamilyId family, std::string_view cluster, int64_t ts_ms);
 
-  /// Moves cluster's clock to ts_ms (never back) and expires what is due. Returns series removed.
-  int64_t AdvanceClock(std::string_view cluster, int64_t ts_ms);
-  int64_t clock_ms(std::string_view cluster) const;
+  /// Each cluster has two event-time clocks: the telemetry clock, which per-target (persona)
+  /// families expire by (moved by acme.util records), and the window clock, which every other
+  /// family expires by (moved by acme.metrics windows). Each is fed by one stream in order, so a
+  /// series is never set behind its clock, however the two streams interleave.
+  enum class ClockKind { kTelemetry, kWindows };
+  /// Moves one of cluster's clocks to ts_ms (never back) and expires what is due: series of that
+  /// clock's families last set more than their TTL before the latest sweep point (a multiple of a
+  /// quarter of export.series_ttl_s) the clock has passed. Sweep points are fixed in event time, and
+  /// a series set again after a gap that spans one counts as expired once whether or not a sweep ran
+  /// in between: what expires, and how often, depends on the data only. Returns series removed.
+  int64_t AdvanceClock(std::string_view cluster, int64_t ts_ms, ClockKind kind = ClockKind::kTelemetry);
+  int64_t clock_ms(std::string_view cluster, ClockKind kind = ClockKind::kTelemetry) const;
 
   /// The families for exposition: every family, or for a non-empty target only the per-target
   /// families' series of that node ("NODE" or "CLUSTER/NODE"). Self families (series, dropped,
@@ -147,15 +157,20 @@ class SeriesStore {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
+  struct Family;
+  static constexpr int64_t kNeverSet = INT64_MIN;
   struct Series {
     std::shared_ptr<const LabelSet> labels;
     double value = 0;
-    int64_t set_ms = 0;
+    int64_t set_ms = kNeverSet;
     std::string cluster;
     std::string target;
+    Family* family = nullptr;
   };
   struct Family {
     FamilySpec spec;
+    int64_t ttl_ms = -1;        // -1: never expires
+    int64_t sweep_every_ms = 1;  // the sweep points' spacing
     // Hashed, not sorted: the persona's 100 lookups per record dominate the exporter's time, and
     // exposition order within a family does not matter to Prometheus.
     std::unordered_map<std::string, Series, KeyHash, std::equal_to<>> series;
@@ -165,19 +180,31 @@ class SeriesStore {
   uint64_t generation_ = 0;   // guarded by mutex_
   uint64_t target_erase_epoch_ = 0;  // guarded by mutex_
   struct Clock {
-    int64_t now_ms = 0;
-    int64_t next_sweep_ms = 0;
+    int64_t now_ms = INT64_MIN;
+    int64_t swept_at_ms = INT64_MIN;  // the latest sweep point passed
   };
+  // Sets s's time, counting an expiry when the gap since its last set spans a sweep point.
+  static void Touch(Series& s, int64_t ts_ms) {
+    const Family& f = *s.family;
+    if (s.set_ms != kNeverSet && f.ttl_ms >= 0 && ts_ms - s.set_ms > f.ttl_ms) {
+      const int64_t q = f.sweep_every_ms;
+      const int64_t due = s.set_ms + f.ttl_ms;  // first sweep point strictly after due expires it
+      const int64_t first = (due >= 0 ? due / q : (due - q + 1) / q) * q + q;
+      if (first < ts_ms) ++s.family->expired;
+    }
+    s.set_ms = ts_ms;
+  }
 
   Series* FindOrCreate(Family& f, std::string_view key, const std::shared_ptr<const LabelSet>* labels,
                        std::shared_ptr<const LabelSet> (*make)(void*), void* make_ctx, bool& created);
-  int64_t ttl_ms(const Family& f) const;
-  int64_t SweepLocked(const std::string& cluster, int64_t now_ms);
+  int64_t TtlMs(Expiry expiry) const;
+  int64_t SweepEveryMs() const;
+  int64_t SweepLocked(const std::string& cluster, ClockKind kind, int64_t at_ms);
 
   StoreOptions options_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Family>> families_;
-  std::map<std::string, Clock, std::less<>> clocks_;
+  std::map<std::string, std::array<Clock, 2>, std::less<>> clocks_;  // by cluster, by ClockKind
 };
 
 template <typename MakeLabelsFn>
@@ -215,7 +242,7 @@ bool SeriesStore::SetByKeyLocked(FamilyId family, std::string_view key, MakeLabe
   if (s == nullptr) return false;
   ++generation_;
   s->value = value;
-  s->set_ms = ts_ms;
+  Touch(*s, ts_ms);
   if (created) {
     s->cluster = cluster;
     s->target = target;

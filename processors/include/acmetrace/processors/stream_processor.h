@@ -96,6 +96,10 @@ class StreamProcessor {
   /// A record not processed here (another instance's cluster, or unparsable): only its event time
   /// (kNoTime if unknown) moves the partition's watermark and its offset counts as consumed.
   core::Status Skip(int partition, int64_t offset, int64_t ts_ms);
+  /// A writer's progress marker read from partition at offset: the partition holds nothing before
+  /// ts_ms any more, so its watermark moves as for a record of that time (kNoTime: only the offset
+  /// counts as consumed). Not counted as a record.
+  core::Status Progress(int partition, int64_t offset, int64_t ts_ms);
   /// No input partition holds a record before ts_ms any more (a reader that merges its partitions
   /// in event-time order knows it): each counts as having seen ts_ms, and the watermark moves on
   /// without waiting for the next record of a sparse partition.

@@ -55,6 +55,12 @@ struct KafkaSettings {
   // 630 MB over 18 partitions; 8 MiB reads as fast in bench/process_throughput.sh.
   int64_t consumer_queue_kbytes = 8'192;
 
+  // Event time across partitions (docs/kafka.md "Stream markers"): an ordered writer (the replay)
+  // puts a progress marker into every partition each time its trace time has moved on this much;
+  // a reader counts a partition read to its end as idle after this much wall time without news.
+  int64_t progress_interval_ms = 60'000;
+  int64_t idle_timeout_ms = 30'000;
+
   // Pass-through librdkafka properties (security.protocol, sasl.*, ssl.*, ...), applied after the
   // properties above: properties_file first, then properties, then the role-specific list.
   Properties properties;

@@ -15,6 +15,14 @@ namespace acmetrace::kafka {
 /// Header carrying the record's trace time (unix ms, decimal text), whatever the Kafka timestamp is.
 inline constexpr std::string_view kTraceTsHeader = "trace_ts_ms";
 inline constexpr int64_t kNoTraceTs = std::numeric_limits<int64_t>::min();
+/// Header of a stream marker: a record with no key and no value that a writer puts into every
+/// partition of its stream topics (docs/kafka.md "Stream markers"). "progress": the writer writes
+/// nothing with a trace time below the marker's trace_ts_ms into this partition any more (the
+/// replay's records come in trace-time order). "end:CLUSTERS": the writer's stream ended; it wrote
+/// these clusters (comma-separated).
+inline constexpr std::string_view kMarkerHeader = "acmetrace_marker";
+inline constexpr std::string_view kProgressMarker = "progress";
+inline constexpr std::string_view kEndMarkerPrefix = "end:";
 
 /// One message to produce. The views need only outlive the Produce call (the sink copies). Value type.
 struct OutgoingMessage {

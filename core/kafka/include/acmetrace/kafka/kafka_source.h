@@ -25,6 +25,7 @@ struct FramedRecord {
   int64_t offset = -1;
   int64_t timestamp_ms = 0;          // the Kafka timestamp (replay time by default)
   int64_t trace_ts_ms = kNoTraceTs;  // the trace_ts_ms header, kNoTraceTs if absent
+  std::string_view marker;           // the acmetrace_marker header: a stream marker, not a record
 };
 
 /// A pull source of framed records (Kafka here; a stdin source reads the same framing).

@@ -1,0 +1,363 @@
+// RunProcessStage and RunExportStage: one read loop each over any RecordInput.
+#include "acmetrace/pipeline/stages.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <variant>
+
+#include "acmetrace/core/record_parse.h"
+#include "acmetrace/core/time.h"
+
+namespace acmetrace::pipeline {
+namespace {
+
+using Kind = core::InputItem::Kind;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string_view ClusterOfKey(std::string_view key) { return key.substr(0, key.find('/')); }
+
+bool IsInputTopic(std::string_view topic) {
+  return topic == core::kTopicJobs || topic == core::kTopicUtil || topic == core::kTopicPower;
+}
+
+// When an input has ended: every partition's writer ended its stream since its last record (or,
+// for a bounded run, the partition went idle), and the writers' end markers of each topic name
+// every cluster the input carried (several process instances write one topic: each names its own).
+class InputEnd {
+ public:
+  explicit InputEnd(const std::vector<core::InputPartition>& partitions)
+      : partitions_(partitions), ended_(partitions.size(), false), idle_(partitions.size(), false) {}
+
+  void OnRecord(int p, std::string_view cluster) {
+    ended_[static_cast<size_t>(p)] = false;
+    idle_[static_cast<size_t>(p)] = false;
+    if (!cluster.empty() && seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
+  }
+  void OnActive(int p) { idle_[static_cast<size_t>(p)] = false; }
+  void OnIdle(int p) { idle_[static_cast<size_t>(p)] = true; }
+  void OnEnded(int p, std::string_view clusters) {
+    ended_[static_cast<size_t>(p)] = true;
+    idle_[static_cast<size_t>(p)] = false;
+    std::set<std::string, std::less<>>& named = named_[partitions_[static_cast<size_t>(p)].topic];
+    if (clusters.empty()) named.emplace("*");  // a writer without cluster names (a queue, a file)
+    while (!clusters.empty()) {
+      const size_t comma = clusters.find(',');
+      named.emplace(clusters.substr(0, comma));
+      clusters = comma == std::string_view::npos ? std::string_view() : clusters.substr(comma + 1);
+    }
+  }
+  // After a seek: what was read before counts no more.
+  void Reset() {
+    ended_.assign(ended_.size(), false);
+    idle_.assign(idle_.size(), false);
+    named_.clear();
+  }
+  bool Ended(bool idle_counts) const {
+    if (partitions_.empty()) return idle_counts;
+    for (size_t p = 0; p < ended_.size(); ++p) {
+      if (!ended_[p] && !(idle_counts && idle_[p])) return false;
+    }
+    for (const auto& [topic, named] : named_) {
+      if (named.count("*") > 0) continue;
+      for (const std::string& cluster : seen_) {
+        if (named.count(cluster) == 0) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const std::vector<core::InputPartition>& partitions_;
+  std::vector<bool> ended_;
+  std::vector<bool> idle_;
+  std::set<std::string, std::less<>> seen_;
+  std::map<std::string, std::set<std::string, std::less<>>> named_;  // by topic
+};
+
+// Turns an item into a record: a parsed one as it is, a framed one parsed into scratch. A record
+// that cannot be read is reported by its place (stdin:LINE, topic[partition]:OFFSET) and nullptr
+// returned.
+class ItemReader {
+ public:
+  ItemReader(const core::RecordInput& input, core::InputErrors& errors) : input_(input), errors_(errors) {}
+
+  core::Record* Read(const core::InputItem& item) {
+    if (item.kind == Kind::kRecord) return item.record;
+    if (item.kind == Kind::kUnreadable) {
+      Report(item, item.error);
+      return nullptr;
+    }
+    const core::Status parsed = item.topic.empty() && !item.line.empty()
+                                    ? parser_.ParseFramedLine(item.line, scratch_)
+                                    : parser_.ParseValue(item.topic, item.value, scratch_);
+    if (!parsed.ok()) {
+      Report(item, parsed.message());
+      return nullptr;
+    }
+    return &scratch_;
+  }
+  core::Record& scratch() { return scratch_; }
+
+ private:
+  void Report(const core::InputItem& item, std::string_view message) {
+    const core::InputPartition& p = input_.partitions()[static_cast<size_t>(item.partition)];
+    errors_.Report(ClusterOfKey(item.key), "record", p.where, item.line_no >= 0 ? item.line_no : item.offset, "",
+                   std::string(message));
+  }
+  const core::RecordInput& input_;
+  core::InputErrors& errors_;
+  core::RecordParser parser_;
+  core::Record scratch_;
+};
+
+std::string_view ClusterOfRecord(const core::Record& record) {
+  return std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
+}
+
+// Calls options.on_progress about every interval.
+class ProgressTicker {
+ public:
+  explicit ProgressTicker(const StageOptions& options)
+      : options_(options), next_ms_(options.on_progress ? SteadyMs() + options.progress_interval_ms : INT64_MAX) {}
+  bool Due(int64_t now) {
+    if (now < next_ms_ || options_.progress_interval_ms <= 0) return false;
+    next_ms_ = now + options_.progress_interval_ms;
+    return true;
+  }
+
+ private:
+  const StageOptions& options_;
+  int64_t next_ms_;
+};
+
+}  // namespace
+
+core::Status OwnAllClusters::Start(processors::StreamProcessor& processor, core::RecordInput&) {
+  processor.SetOwnAll(true);
+  return core::Status::Ok();
+}
+
+core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcessor& processor, core::RecordSink& sink,
+                             core::InputErrors& errors, ClusterOwnership& ownership, const StageOptions& options,
+                             const std::atomic<bool>& stop) {
+  const std::vector<core::InputPartition>& partitions = input.partitions();
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (processor.DeclarePartition(partitions[i].name) != static_cast<int>(i)) {
+      return core::Status::Error("internal: partition " + partitions[i].name + " declared twice");
+    }
+  }
+  if (core::Status s = ownership.Start(processor, input); !s.ok()) return s;
+  InputEnd end(partitions);
+  ItemReader reader(input, errors);
+  ProgressTicker ticker(options);
+  int64_t items = 0;
+  bool finished = false;  // every window closed at the input's end
+  // Closes every window and ends the output stream, once.
+  auto finish = [&]() -> core::Status {
+    finished = true;
+    if (core::Status s = ownership.Checkpoint(SteadyMs(), ClusterOwnership::Save::kBeforeFinishing); !s.ok()) return s;
+    if (core::Status s = processor.Finish(); !s.ok()) return s;
+    return sink.End(processor.owned());
+  };
+  core::Status status = core::Status::Ok();
+  while (status.ok() && !stop.load(std::memory_order_relaxed)) {
+    if (errors.must_stop()) {
+      status = core::Status::Error("stopping at the first input error (strict)");
+      break;
+    }
+    const int64_t now = SteadyMs();
+    core::Result<bool> ready = ownership.Poll(now);
+    if (!ready.ok()) {
+      status = ready.status();
+      break;
+    }
+    if (!finished && end.Ended(options.until_end)) {
+      status = finish();
+      if (!status.ok() || options.until_end) break;
+    }
+    if (core::Status s = ownership.Checkpoint(now, ClusterOwnership::Save::kIfDue); !s.ok()) {
+      status = s;
+      break;
+    }
+    if (ticker.Due(now)) {
+      StageProgress progress;
+      progress.items = items;
+      for (const std::string& cluster : processor.owned()) {
+        const int64_t wm = processor.watermark_ms(cluster);
+        progress.watermarks.push_back(cluster + "=" +
+                                      (wm == processors::kNoTime ? std::string("none") : core::FormatIsoTime(wm, 0)));
+      }
+      options.on_progress(progress);
+    }
+    if (!ready.value()) continue;
+    core::Result<core::InputItem> next = input.Next(100);
+    if (!next.ok()) {
+      status = next.status();
+      break;
+    }
+    const core::InputItem& item = next.value();
+    const int p = item.partition;
+    switch (item.kind) {
+      case Kind::kNothing:
+        continue;
+      case Kind::kCaughtUp:
+        end.OnActive(p);
+        continue;
+      case Kind::kIdle:
+        end.OnIdle(p);
+        processor.SetPartitionIdle(p, true);
+        continue;
+      case Kind::kEnded:
+        end.OnEnded(p, item.clusters);
+        status = processor.Progress(p, item.offset, processors::kNoTime);
+        processor.SetPartitionIdle(p, true);  // its writer is done: it holds no watermark back
+        ++items;
+        continue;
+      case Kind::kProgress:
+        end.OnRecord(p, {});
+        status = processor.Progress(p, item.offset, item.ts_ms);
+        ++items;
+        continue;
+      case Kind::kRecord:
+      case Kind::kFramed:
+      case Kind::kUnreadable:
+        break;
+    }
+    ++items;
+    // A record of a cluster owned elsewhere is not parsed: its time moves the watermark only.
+    std::string_view cluster = item.kind == Kind::kFramed && !item.key.empty() ? ClusterOfKey(item.key)
+                               : item.kind == Kind::kRecord                     ? ClusterOfRecord(*item.record)
+                                                                                : std::string_view();
+    if (!cluster.empty() && !processor.Owns(cluster)) {
+      if (core::Status s = ownership.Consider(cluster); !s.ok()) {
+        status = s;
+        break;
+      }
+    }
+    if (!cluster.empty() && !processor.Owns(cluster)) {
+      end.OnRecord(p, cluster);
+      status = processor.Skip(p, item.offset, item.ts_ms == core::InputItem::kNoTs ? processors::kNoTime : item.ts_ms);
+      continue;
+    }
+    core::Record* record = reader.Read(item);
+    if (record == nullptr) {
+      end.OnRecord(p, {});
+      status = processor.Skip(p, item.offset, processors::kNoTime);
+      continue;
+    }
+    end.OnRecord(p, ClusterOfRecord(*record));
+    if (!IsInputTopic(core::TopicOf(*record))) {
+      status = processor.Skip(p, item.offset, processors::kNoTime);
+      continue;
+    }
+    status = processor.Process(p, item.offset, std::move(*record));
+    processor.ReuseRecord(*record);
+  }
+  if (status.ok() && !finished && !stop.load() && options.until_end) status = finish();
+  if (status.ok() && !finished) status = ownership.Checkpoint(SteadyMs(), ClusterOwnership::Save::kNow);  // stopped: saved as it is
+  if (core::Status s = processor.Drain(); !s.ok() && status.ok()) status = s;
+  if (core::Status s = sink.Flush(); !s.ok() && status.ok()) status = s;
+  if (core::Status s = ownership.Close(); !s.ok() && status.ok()) status = s;
+  return status;
+}
+
+// The exporter's telemetry bound over the acme.util partitions of an input that has several: the
+// lowest time any of them has reached (by record or progress marker), leaving out those whose
+// writer ended or that went idle. An input without such partitions (one ordered queue, stdin)
+// needs no bound.
+class TelemetryBound {
+ public:
+  TelemetryBound(const std::vector<core::InputPartition>& partitions, exporters::Exporter& exporter)
+      : exporter_(exporter), reached_(partitions.size(), kNotUtil) {
+    for (size_t p = 0; p < partitions.size(); ++p) {
+      if (partitions[p].topic == core::kTopicUtil) reached_[p] = core::InputItem::kNoTs;
+    }
+    if (std::count(reached_.begin(), reached_.end(), core::InputItem::kNoTs) > 0) {
+      exporter_.AdvanceTelemetryBound(INT64_MIN);  // until every util partition has said something
+      active_ = true;
+    }
+  }
+  void Reached(int p, int64_t ts_ms) {
+    int64_t& r = reached_[static_cast<size_t>(p)];
+    if (!active_ || r == kNotUtil || ts_ms == core::InputItem::kNoTs || ts_ms <= r) return;
+    r = ts_ms;
+    Publish();
+  }
+  void Gone(int p) {  // ended or idle: holds nothing back until it brings something again
+    int64_t& r = reached_[static_cast<size_t>(p)];
+    if (!active_ || r == kNotUtil) return;
+    r = kGone;
+    Publish();
+  }
+
+ private:
+  static constexpr int64_t kNotUtil = INT64_MAX - 1;
+  static constexpr int64_t kGone = INT64_MAX;
+  void Publish() {
+    int64_t lowest = INT64_MAX;
+    for (const int64_t r : reached_) {
+      if (r != kNotUtil) lowest = std::min(lowest, r);
+    }
+    exporter_.AdvanceTelemetryBound(lowest);
+  }
+  exporters::Exporter& exporter_;
+  std::vector<int64_t> reached_;
+  bool active_ = false;
+};
+
+core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& exporter, core::InputErrors& errors,
+                            const StageOptions& options, const std::atomic<bool>& stop) {
+  InputEnd end(input.partitions());
+  TelemetryBound bound(input.partitions(), exporter);
+  ItemReader reader(input, errors);
+  ProgressTicker ticker(options);
+  int64_t items = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
+    if (options.until_end && end.Ended(true)) break;
+    if (ticker.Due(SteadyMs())) options.on_progress(StageProgress{items, {}});
+    core::Result<core::InputItem> next = input.Next(100);
+    if (!next.ok()) return next.status();
+    const core::InputItem& item = next.value();
+    const int p = item.partition;
+    switch (item.kind) {
+      case Kind::kNothing:
+        continue;
+      case Kind::kProgress:
+        bound.Reached(p, item.ts_ms);
+        continue;
+      case Kind::kCaughtUp:
+        end.OnActive(p);
+        continue;
+      case Kind::kIdle:
+        end.OnIdle(p);
+        bound.Gone(p);
+        continue;
+      case Kind::kEnded:
+        end.OnEnded(p, item.clusters);
+        bound.Gone(p);
+        continue;
+      case Kind::kRecord:
+      case Kind::kFramed:
+      case Kind::kUnreadable:
+        break;
+    }
+    ++items;
+    const core::Record* record = reader.Read(item);
+    if (record == nullptr) {
+      end.OnRecord(p, {});
+      continue;
+    }
+    end.OnRecord(p, ClusterOfRecord(*record));
+    bound.Reached(p, core::TimestampMsOf(*record));
+    exporter.Apply(*record);
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace acmetrace::pipeline
