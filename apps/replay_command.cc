@@ -8,6 +8,7 @@
 #include "acmetrace/core/time.h"
 #include "acmetrace/core/transport.h"
 #include "acmetrace/kafka/kafka_sink.h"
+#include "acmetrace/pipeline/hops.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/replay_control.h"
@@ -125,6 +126,13 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
           return 1;
         }
         kafka_sink = opened.value().get();
+        // The replay's records come in trace-time order: it tells readers how far it has got
+        // (progress markers) and when it is done (end markers), partition by partition.
+        if (core::Status s = kafka_sink->DeclareStream(pipeline::ProcessInputTopics(), kafka_settings->progress_interval_ms);
+            !s.ok()) {
+          std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
+          return 1;
+        }
         sink = std::move(opened).value();
       }
       producers::ReplayOptions replay_options;
@@ -157,14 +165,17 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       }
       core::Result<producers::ReplayStats> stats = replayer.Run();
       control.Stop();
+      // The last record is written (or the replay was stopped): the stream ends here.
+      if (core::Status s = sink->End({}); !s.ok() && stats.ok()) stats = s;
       errors.Finish();
       if (current_stream != nullptr) out_of_order += current_stream->out_of_order();
       if (kafka_sink != nullptr) {
         const kafka::DeliveryCounts c = kafka_sink->counts();
         std::fprintf(stderr,
-                     "acmetrace replay: kafka: %lld records produced, %lld delivery reports (%lld delivered, "
-                     "%lld failed), %lld queue-full waits\n",
-                     static_cast<long long>(c.produced), static_cast<long long>(c.delivered + c.failed),
+                     "acmetrace replay: kafka: %lld records produced (and %lld stream markers), %lld delivery reports "
+                     "(%lld delivered, %lld failed), %lld queue-full waits\n",
+                     static_cast<long long>(c.produced - c.markers), static_cast<long long>(c.markers),
+                     static_cast<long long>(c.delivered + c.failed),
                      static_cast<long long>(c.delivered), static_cast<long long>(c.failed),
                      static_cast<long long>(c.queue_full_waits));
       }

@@ -70,7 +70,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.replay.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
 
       if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(config, stderr);
+        core::Result<std::string> dir = pipeline::PrepareDefaultData(
+            config, [](const std::string& line) { std::fprintf(stderr, "acmetrace run: %s\n", line.c_str()); });
         if (!dir.ok()) {
           std::fprintf(stderr, "acmetrace run: default data set: %s\n", dir.status().message().c_str());
           return 1;
@@ -86,7 +87,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       const bool over_kafka = !flags->brokers.empty();
       std::unique_ptr<pipeline::Transport> transport;
       if (over_kafka) {
-        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config));
+        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config), stderr);
       } else {
         transport = std::make_unique<pipeline::InProcessTransport>(
             static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity"))));

@@ -169,7 +169,8 @@ core::Status Pipeline::Run() {
 
 // --- the embedded default ------------------------------------------------------------------------
 
-core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FILE* log) {
+core::Result<std::string> PrepareDefaultData(const core::Config& config,
+                                             const std::function<void(const std::string&)>& log) {
   namespace fs = std::filesystem;
   std::string base = config.GetString("run.cache_dir");
   if (base.empty()) {
@@ -193,10 +194,8 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FI
   const std::string done_marker = dir + "/.complete";
   std::error_code ec;
   if (fs::exists(done_marker, ec)) return dir;
-  if (log != nullptr) {
-    std::fprintf(log, "acmetrace run: synthesizing the default data set (%d day(s), scale %s, faults) into %s\n",
-                 synth.days, config.GetString("run.default_scale").c_str(), dir.c_str());
-  }
+  log("synthesizing the default data set (" + std::to_string(synth.days) + " day(s), scale " +
+      config.GetString("run.default_scale") + ", faults) into " + dir);
   fs::remove_all(dir, ec);  // an interrupted earlier attempt
   fs::create_directories(dir, ec);
   if (ec) return core::Status::Error(dir + ": cannot create: " + ec.message());

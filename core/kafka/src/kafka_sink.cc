@@ -70,6 +70,7 @@ struct KafkaSink::Impl {
   core::Status Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
                     int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
   int64_t last_trace_ts = kNoTraceTs;
+  int64_t markers = 0;
 };
 
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -170,6 +171,7 @@ core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t parti
                                             int64_t trace_ts) {
   char ts_buf[24];
   const std::string_view ts = trace_ts == kNoTraceTs ? std::string_view() : FormatTraceTs(trace_ts, ts_buf);
+  ++markers;
   return Send(rkt, partition, {}, {}, 0, ts, marker);
 }
 
@@ -268,6 +270,7 @@ core::Status KafkaSink::Flush() {
 DeliveryCounts KafkaSink::counts() const {
   DeliveryCounts c;
   c.produced = impl_->produced;
+  c.markers = impl_->markers;
   c.delivered = impl_->state.delivered.load();
   c.failed = impl_->state.failed.load();
   c.queue_full_waits = impl_->queue_full_waits;

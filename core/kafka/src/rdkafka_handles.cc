@@ -153,4 +153,29 @@ core::Status WaitForBroker(rd_kafka_t* rk, ClientState& state, const std::string
                              " ms (kafka.connect_timeout_ms): " + why);
 }
 
+namespace {
+
+std::string_view HeaderOf(rd_kafka_message_t* m, std::string_view name) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  const void* value = nullptr;
+  size_t size = 0;
+  if (rd_kafka_header_get_last(headers, name.data(), &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR || value == nullptr) {
+    return {};
+  }
+  return std::string_view(static_cast<const char*>(value), size);
+}
+
+}  // namespace
+
+int64_t TraceTsOf(rd_kafka_message_t* m) {
+  const std::string_view text = HeaderOf(m, kTraceTsHeader);
+  return text.empty() ? kNoTraceTs : ParseTraceTs(text).value_or(kNoTraceTs);
+}
+
+std::string_view MarkerOf(rd_kafka_message_t* m) {
+  if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither
+  return HeaderOf(m, kMarkerHeader);
+}
+
 }  // namespace acmetrace::kafka::internal
