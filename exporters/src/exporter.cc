@@ -81,6 +81,7 @@ void Exporter::Apply(const core::Record& record) {
   // Expiry runs on the cluster's telemetry clock: a subject expires when its cluster's telemetry
   // moved on without it, not when job events run on past the end of the telemetry.
   if (std::holds_alternative<core::UtilSample>(record)) store_.AdvanceClock(cluster, ts);
+  applied_.store(true, std::memory_order_relaxed);
 }
 
 void Exporter::ApplyAnomaly(const core::AnomalyEvent& a) {
