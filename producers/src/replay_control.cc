@@ -111,7 +111,6 @@ core::Status ReplayControlServer::Start(const std::string& address) { return Sta
 
 core::Status ReplayControlServer::Start(http::HttpServerOptions options) {
   Stop();
-  const std::string listen = options.listen;
   server_ = std::make_unique<http::HttpServer>([this](const http::HttpRequest& r) { return Handle(r); },
                                                std::move(options));
   core::Status s = server_->Start();

@@ -104,6 +104,23 @@ TEST(HttpConnectionTest, ARequestSplitAcrossReadsIsAnsweredOnceWhole) {
   EXPECT_FALSE(connection.closing());
 }
 
+TEST(HttpConnectionTest, AChunkedBodyFedAByteAtATimeIsAnswered) {
+  // Regression (fuzzing): Boost 1.74 asserted on a final chunk arriving byte by byte.
+  const HttpHandler handler(Echo);
+  HttpConnection connection(handler, {});
+  const std::string request =
+      "POST /t HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+  std::optional<HttpOutput> out;
+  for (char c : request) {
+    ASSERT_FALSE(out.has_value());
+    connection.Receive(std::string_view(&c, 1));
+    out = connection.Next();
+  }
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(Responses(out->Bytes()).at(0).body, "POST /t body=hello");
+  EXPECT_EQ(Serve("POST /t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").at(0).body, "POST /t");
+}
+
 TEST(HttpConnectionTest, HugeUrlIs414) {
   HttpLimits limits;
   const auto within = Serve("GET /" + std::string(limits.max_target_bytes - 1, 'a') + " HTTP/1.0\r\n\r\n");
