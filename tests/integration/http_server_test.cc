@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -266,6 +267,26 @@ TEST(HttpServerTest, HugeUrlIs414AndHugeHeaderIs431BeforeTheClientIsDone) {
   Client after(server.port());
   ASSERT_TRUE(after.Send(kGet));
   EXPECT_EQ(StatusOf(after.ReadResponses(1)), 200);
+}
+
+TEST(HttpServerTest, ConcurrentClientsOnSeveralThreadsAreAllAnswered) {
+  HttpServerOptions options = Options(64, 5000);
+  options.threads = 4;
+  HttpServer server(Hello, options);
+  ASSERT_TRUE(server.Start().ok());
+  std::atomic<int> answered{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      Client c(server.port());
+      for (int i = 0; i < 25; ++i) {
+        if (!c.Send(kGet)) return;
+        if (StatusOf(c.ReadResponses(1)) == 200) ++answered;
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered.load(), 8 * 25);
 }
 
 TEST(HttpServerTest, StopClosesOpenConnections) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include <vector>
 #include <zlib.h>
 
 #include "acmetrace/http/http_connection.h"
@@ -161,6 +163,30 @@ TEST(MetricsServerTest, AnAddressInUseIsAnErrorNotACrash) {
   const core::Status s = second.Start();
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "cannot listen on 127.0.0.1:" + std::to_string(first.port()) + ": address already in use");
+}
+
+TEST(MetricsServerTest, StalledClientsDoNotStopScrapes) {
+  // The reproduction: 4 clients without their final blank line held civetweb's 4 threads.
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("10.0.0.1"));
+  MetricsServer server(exporter, ServerOptions{"127.0.0.1:0", "", "", 4});
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<int> stalled;
+  for (int i = 0; i < 8; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string partial = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    ASSERT_EQ(::write(fd, partial.data(), partial.size()), static_cast<ssize_t>(partial.size()));
+    stalled.push_back(fd);
+  }
+  const HttpResponse scrape = Get(server.port(), "/metrics");
+  EXPECT_EQ(scrape.status, 200);
+  EXPECT_NE(scrape.body.find("Hostname=\"10.0.0.1\""), std::string::npos);
+  for (int fd : stalled) ::close(fd);
 }
 
 TEST(MetricsServerTest, ListensOnEveryInterfaceWithPortAlone) {
