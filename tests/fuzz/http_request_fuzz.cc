@@ -2,6 +2,7 @@
 // handling of both HTTP endpoints (HttpConnection's parser and limits, then the replay control or
 // the /metrics routes), delivered in chunks so the incremental parsing is exercised too. Checks
 // that every answer is a well-formed response whose Content-Length matches its body.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -19,7 +20,10 @@
 
 namespace {
 
-using namespace acmetrace;
+namespace core = acmetrace::core;
+namespace exporters = acmetrace::exporters;
+namespace http = acmetrace::http;
+namespace producers = acmetrace::producers;
 
 class NullSink : public core::RecordSink {
  public:
