@@ -1,6 +1,10 @@
 // MetricsServer over real HTTP on 127.0.0.1 (a free port): /metrics, ?target=, /targets, basic auth.
 #include "acmetrace/exporters/metrics_server.h"
 
+#include "acmetrace/core/config.h"
+#include "acmetrace/exporters/export_config.h"
+#include "acmetrace/processors/process_config.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -197,6 +201,19 @@ TEST(MetricsServerTest, ListensOnEveryInterfaceWithPortAlone) {
   ASSERT_TRUE(server.Start().ok());
   EXPECT_EQ(server.url(), "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
   EXPECT_EQ(Get(server.port(), "/metrics").status, 200);
+}
+
+TEST(MetricsServerTest, ExportListenIsCheckedWhenTheConfigIsRead) {
+  // A malformed address is a usage error before anything starts; dcgm-exporter's :PORT is accepted.
+  core::Config config;
+  DeclareExportConfig(config);
+  processors::DeclareProcessConfig(config);  // the export options read process.units too
+  ASSERT_TRUE(config.Set("export.listen", ":9400").ok());
+  EXPECT_EQ(ExportOptionsFromConfig(config).listen, ":9400");
+  for (const char* bad : {"9400", ":94x0", "host.example:80", ":70000"}) {
+    ASSERT_TRUE(config.Set("export.listen", bad).ok());
+    EXPECT_THROW(ExportOptionsFromConfig(config), std::invalid_argument) << bad;
+  }
 }
 
 TEST(MetricsServerTest, ABadListenAddressIsOneLine) {
