@@ -13,6 +13,7 @@
 
 namespace acmetrace::http {
 
+/// Where an HttpServer listens and what it bounds. Value type.
 struct HttpServerOptions {
   /// HOST:PORT, [IPV6]:PORT, or :PORT for every interface (dcgm-exporter's form); port 0 picks one.
   std::string listen = "127.0.0.1:0";
@@ -37,7 +38,7 @@ struct ListenAddress {
 core::Result<ListenAddress> ParseListenAddress(std::string_view text);
 
 /// Serves handler over HTTP on its own threads. Start and Stop from one thread; the handler runs on
-/// the server's threads (one connection at a time per connection, options.threads at once).
+/// the server's threads (a connection's requests one after another, options.threads at once).
 class HttpServer {
  public:
   HttpServer(HttpHandler handler, HttpServerOptions options);
