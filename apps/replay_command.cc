@@ -159,9 +159,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
           std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
           return 1;
         }
-        std::fprintf(stderr, "acmetrace replay: control endpoint on http://%s:%u/status\n",
-                     address.substr(0, address.rfind(':')).empty() ? "127.0.0.1" : address.substr(0, address.rfind(':')).c_str(),
-                     static_cast<unsigned>(control.port()));
+        std::fprintf(stderr, "acmetrace replay: control endpoint on %s\n", control.url().c_str());
       }
       core::Result<producers::ReplayStats> stats = replayer.Run();
       control.Stop();

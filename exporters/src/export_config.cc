@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "acmetrace/core/number.h"
+#include "acmetrace/http/http_server.h"
 
 namespace acmetrace::exporters {
 
@@ -42,8 +43,9 @@ void DeclareExportConfig(core::Config& config) {
 ExportOptions ExportOptionsFromConfig(const core::Config& config) {
   ExportOptions o;
   o.listen = config.GetString("export.listen");
-  if (o.listen.rfind(':') == std::string::npos) {
-    throw std::invalid_argument("export.listen: expected HOST:PORT, got '" + o.listen + "'");
+  // The HTTP server's own parser: a bad address is a usage error (exit 2) before anything starts.
+  if (const core::Result<http::ListenAddress> address = http::ParseListenAddress(o.listen); !address.ok()) {
+    throw std::invalid_argument("export.listen: " + address.status().message());
   }
   o.basic_auth_user = config.GetString("export.basic_auth_user");
   o.basic_auth_password = config.GetString("export.basic_auth_password");

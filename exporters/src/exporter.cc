@@ -89,6 +89,7 @@ void Exporter::Apply(const core::Record& record) {
       store_.AdvanceClock(cluster, clock, SeriesStore::ClockKind::kTelemetry);
     }
   }
+  applied_.store(true, std::memory_order_relaxed);
 }
 
 void Exporter::AdvanceTelemetryBound(int64_t ts_ms) {

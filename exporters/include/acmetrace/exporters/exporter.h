@@ -54,6 +54,8 @@ class Exporter {
   std::string Exposition(std::string_view target = {});
   /// Prometheus HTTP service discovery: one target group per cluster, the nodes as targets.
   std::string TargetsJson() const;
+  /// True once a record has been applied (the server's /-/ready).
+  bool ready() const { return applied_.load(std::memory_order_relaxed); }
 
   SeriesStore& store() { return store_; }
   const WindowMapping& mapping() const { return mapping_; }
@@ -78,6 +80,7 @@ class Exporter {
   FamilyId replay_speed_;
   FamilyId replay_lag_;
   std::atomic<size_t> last_size_{1 << 16};
+  std::atomic<bool> applied_{false};
   std::mutex apply_mutex_;  // one Apply at a time (the mapping and persona keep scratch state)
   std::mutex self_mutex_;   // guards the two maps below
   std::map<std::string, int64_t, std::less<>> records_;       // "stage\x1ftopic" -> count
