@@ -245,11 +245,11 @@ core::Result<ReplayStats> Replayer::Run() {
     running_ = true;
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);  // status() reads these from other threads
     span_ = source_->span();
     window_first_ms_ = span_.first_ms;
+    wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
   }
-  wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
   while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
   const int64_t interval = options_.progress_tty ? 250 : options_.progress_interval_ms;
   next_progress_ms_ = wall0_ms_ + interval;
