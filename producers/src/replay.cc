@@ -160,8 +160,14 @@ ReplayStatus Replayer::status() const {
   s.window_first_ms = window_first_ms_.value_or(0);
   s.window_last_ms = span_.last_ms.value_or(0);
   if (window_first_ms_ && s.records > 0) {
-    s.progress = ComputeReplayProgress(*window_first_ms_, span_.last_ms, progress_trace_ms_, s.speed, s.paused,
-                                       now - wall0_ms_);
+    // Waiting for the next record, everything due is out: the replay is where its clock is (a week of sparse
+    // job events moves on between records). Otherwise it is at the last record sent.
+    int64_t at_ms = progress_trace_ms_;
+    if (waiting_ && replay_clock_.started() && !s.paused) {
+      at_ms = std::max(at_ms, replay_clock_.TraceNowMs(now) - loop_offset_ms_);
+    }
+    s.progress = ComputeReplayProgress(*window_first_ms_, span_.last_ms, at_ms, s.speed, s.paused, now - wall0_ms_);
+    s.progress.at_ms = at_ms;
   }
   if (replay_clock_.started()) {
     s.clock_trace_ms = replay_clock_.TraceNowMs(now);
@@ -192,11 +198,25 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
       if (!flush_status_.ok()) return false;
       continue;
     }
-    if (!due) {  // paused: sleep until a control action interrupts
-      clock_.SleepUntilMs(now + 3'600'000);
-      continue;
+    // Paused: sleep until a control action interrupts. Either way wake for the next progress line.
+    int64_t wake_ms = due ? *due : now + 3'600'000;
+    if (progress_interval_ms_ > 0) wake_ms = std::min(wake_ms, std::max(now, next_progress_ms_));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = true;
     }
-    clock_.SleepUntilMs(*due);
+    clock_.SleepUntilMs(wake_ms);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = false;
+    }
+    if (progress_interval_ms_ > 0) {
+      const int64_t woke_ms = clock_.NowMs();
+      if (woke_ms >= next_progress_ms_) {
+        Progress(woke_ms, false, /*waiting=*/true);
+        next_progress_ms_ = woke_ms + progress_interval_ms_;
+      }
+    }
   }
 }
 
@@ -205,12 +225,21 @@ void Replayer::FlushBeforeWait() {
   flush_status_ = sink_.Flush();
 }
 
-void Replayer::Progress(int64_t now_ms, bool final) {
+void Replayer::Progress(int64_t now_ms, bool final, bool waiting) {
   if (options_.progress_out == nullptr) return;
-  const ReplayStatus s = status();
+  ReplayStatus s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = waiting;  // status() takes the clock's position while the replay waits
+  }
+  s = status();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = false;
+  }
   const int64_t elapsed = now_ms - wall0_ms_;
   const double rate = elapsed > 0 ? 1000.0 * static_cast<double>(s.records) / static_cast<double>(elapsed) : 0.0;
-  const std::string trace_time = s.records > 0 ? core::FormatIsoTime(s.trace_ms, 0) : "-";
+  const std::string trace_time = s.records > 0 ? core::FormatIsoTime(s.progress.at_ms, 0) : "-";
   char speed[32];
   if (s.speed > 0) {
     std::snprintf(speed, sizeof(speed), "x%g", s.speed);
@@ -251,7 +280,9 @@ core::Result<ReplayStats> Replayer::Run() {
     wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
   }
   while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
-  const int64_t interval = options_.progress_tty ? 250 : options_.progress_interval_ms;
+  const int64_t interval =
+      options_.progress_out == nullptr ? 0 : options_.progress_tty ? 250 : options_.progress_interval_ms;
+  progress_interval_ms_ = interval;
   next_progress_ms_ = wall0_ms_ + interval;
   int64_t per_kind[std::variant_size_v<core::Record>] = {};
   int64_t first_ts_ms = std::numeric_limits<int64_t>::min();
@@ -295,6 +326,8 @@ core::Result<ReplayStats> Replayer::Run() {
         loop_offset_ms = 0;
         pass_started = false;
         replay_clock_.Seek(*seek, clock_.NowMs());
+        std::lock_guard<std::mutex> lock(mutex_);
+        loop_offset_ms_ = 0;
       }
       max_speed = replay_clock_.speed() <= 0 && !replay_clock_.paused();
     }
@@ -313,6 +346,7 @@ core::Result<ReplayStats> Replayer::Run() {
       pass_started = false;
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.loops;
+      loop_offset_ms_ = loop_offset_ms;
       continue;
     }
     const int64_t raw_ts = core::TimestampMsOf(*record);

@@ -397,9 +397,10 @@ std::string HourOfProgress(std::optional<int64_t> window_first_ms, std::vector<R
 
 TEST(ReplayProgressTest, LogsTraceTimePercentAndEtaNotBytes) {
   const std::string text = HourOfProgress(std::nullopt, nullptr);
-  // At 10 s of wall time, 10 min of the hour are sent: 16.7%, 50 min left = 50 s at x60.
+  // At 10 s of wall time, waiting for the record of minute 10 (ten are out), the replay is 10 min into the hour:
+  // 16.7%, 50 min left = 50 s at x60.
   EXPECT_NE(text.find("2023-07-01T12:00:00.000Z INFO  replay: trace 2023-02-28 16:28:22+00:00  16.7%  ETA 0:00:50  "
-                      "11 records"),
+                      "10 records"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("  50.0%  ETA 0:00:30  "), std::string::npos) << text;
@@ -410,12 +411,36 @@ TEST(ReplayProgressTest, WindowStartsAtFromNotAtTheFirstRecord) {
   // --from an hour before the first record: that hour counts as replayed (nothing was in it).
   std::vector<ReplayStatus> statuses;
   const std::string text = HourOfProgress(kTrace0 - 3'600'000, &statuses);
-  EXPECT_NE(text.find("  58.3%  ETA 0:00:50  11 records"), std::string::npos) << text;
-  ASSERT_FALSE(statuses.empty());
-  EXPECT_EQ(statuses.back().window_first_ms, kTrace0 - 3'600'000);
-  EXPECT_EQ(statuses.back().window_last_ms, kTrace0 + 3'600'000);
-  ASSERT_TRUE(statuses.back().progress.percent.has_value());
-  EXPECT_NEAR(*statuses.back().progress.percent, 100.0 * (3600 + 59 * 60) / 7200, 0.01);
+  EXPECT_NE(text.find("  58.3%  ETA 0:00:50  10 records"), std::string::npos) << text;
+  ASSERT_EQ(statuses.size(), 60u);  // one wait before each record after the first
+  const ReplayStatus& at_10s = statuses[9];
+  EXPECT_EQ(at_10s.window_first_ms, kTrace0 - 3'600'000);
+  EXPECT_EQ(at_10s.window_last_ms, kTrace0 + 3'600'000);
+  EXPECT_EQ(at_10s.progress.at_ms, kTrace0 + 600'000);
+  ASSERT_TRUE(at_10s.progress.percent.has_value());
+  EXPECT_NEAR(*at_10s.progress.percent, 100.0 * (3600 + 600) / 7200, 0.01);
+}
+
+TEST(ReplayProgressTest, LogsWhileWaitingALongTimeForTheNextRecord) {
+  // Sparse records (a job ending days after the telemetry): progress lines go on during the wait, at the
+  // replay clock's position, not only when a record is sent.
+  core::SetLogClock([] { return int64_t{1688212800000}; });
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Util(kTrace0), Job(kTrace0 + 3'600'000)});
+  source.set_span(TraceSpan{std::nullopt, kTrace0 + 3'600'000});
+  RecordingSink sink(clock);
+  Captured out;
+  ReplayOptions options = Speed(60);  // the hour takes 60 s
+  options.progress_out = out.file();
+  options.progress_interval_ms = 10'000;
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, options).Run().ok());
+  core::SetLogClock(nullptr);
+  const std::string text = out.text();
+  EXPECT_NE(text.find("trace 2023-02-28 16:28:22+00:00  16.7%  ETA 0:00:50  1 records"), std::string::npos) << text;
+  EXPECT_NE(text.find("trace 2023-02-28 17:08:22+00:00  83.3%  ETA 0:00:10  1 records"), std::string::npos) << text;
+  EXPECT_NE(text.find("trace 2023-02-28 17:18:22+00:00  100.0%  ETA 0:00:00  2 records"), std::string::npos) << text;
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{0, 60'000}));  // the waking does not move the schedule
 }
 
 TEST(ParseSpeedTest, AcceptsMaxAndPositiveFactors) {

@@ -60,6 +60,7 @@ struct ReplayStats {
 
 /// How far a replay is by trace time over its window, and the wall time left at the current speed.
 struct ReplayProgress {
+  int64_t at_ms = 0;              // the trace time the replay is at: the last record sent, or while it waits, its clock
   std::optional<double> percent;  // of the window's trace time replayed (0..100); nullopt: end unknown
   std::optional<int64_t> eta_ms;  // wall ms to the window's end; nullopt: unknown (paused, end or rate unknown)
 };
@@ -120,7 +121,7 @@ class Replayer {
   // buffer's worth later.
   bool WaitUntilDue(int64_t ts_ms, int64_t& due_ms);
   void FlushBeforeWait();
-  void Progress(int64_t now_ms, bool final);
+  void Progress(int64_t now_ms, bool final, bool waiting = false);
   core::Status Reopen(TimeRange range);
 
   SourceFactory factory_;
@@ -148,6 +149,9 @@ class Replayer {
   TraceSpan span_;                  // of the source, at the start
   std::optional<int64_t> window_first_ms_;  // the window's start: --from, else the first record's time
   int64_t progress_trace_ms_ = 0;   // trace time of the last record sent, before any loop offset
+  int64_t loop_offset_ms_ = 0;      // trace time added to this pass's records (--loop)
+  bool waiting_ = false;            // in WaitUntilDue's sleep (or its progress line): all that is due is out
+  int64_t progress_interval_ms_ = 0;  // 0 = no progress lines (Run's thread only)
 };
 
 }  // namespace acmetrace::producers
