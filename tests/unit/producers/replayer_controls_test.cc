@@ -244,6 +244,19 @@ TEST(ReplayControlServerTest, HandlesStatusAndControls) {
   EXPECT_EQ(control.Handle("POST", "/seek?t=yesterday").first, 400);
   EXPECT_EQ(control.Handle("GET", "/pause").first, 405);
   EXPECT_EQ(control.Handle("GET", "/nothing").first, 404);
+  EXPECT_NE(body.find("\"window_end_ms\":null,\"percent\":null,\"eta_s\":null}"), std::string::npos) << body;
+}
+
+TEST(ReplayControlServerTest, StatusHasProgressByTraceTime) {
+  ReplayStatus s;
+  s.records = 10;
+  s.speed = 60;
+  s.window_first_ms = 1'688'169'600'000;
+  s.window_last_ms = s.window_first_ms + 3'600'000;
+  s.progress.percent = 100.0 / 3;
+  s.progress.eta_ms = 40'400;
+  const std::string json = ReplayStatusJson(s);
+  EXPECT_NE(json.find("\"window_end_ms\":1688173200000,\"percent\":33.3,\"eta_s\":40}"), std::string::npos) << json;
 }
 
 }  // namespace
