@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
+#include "acmetrace/core/log.h"
 #include "commands.h"
 
 namespace {
@@ -30,6 +32,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
   acmetrace::apps::CommandRegistry registry;
+  // Global: every subcommand's lines share one format (core/log.h).
+  std::string log_format = "text";
+  std::string log_level = "info";
+  app.add_option("--log-format", log_format, "format of every line on stderr: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "lowest level logged: debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
   acmetrace::apps::RegisterCommands(app, registry);
   try {
     app.parse(argc, argv);
@@ -38,13 +49,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // A usage error is a log line too, in --log-format if that much was parsed.
+    acmetrace::core::ConfigureLogging(
+        acmetrace::core::ParseLogFormat(log_format).value_or(acmetrace::core::LogFormat::kText),
+        acmetrace::core::LogLevel::kInfo);
+    acmetrace::core::LogError("acmetrace", std::string(e.what()) + " (run with --help for more information)");
     return 2;
   }
+  acmetrace::core::ConfigureLogging(*acmetrace::core::ParseLogFormat(log_format),
+                                    *acmetrace::core::ParseLogLevel(log_level));
   try {
     return registry.Run();
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "acmetrace: %s\n", e.what());
+    acmetrace::core::LogError("acmetrace", e.what());
     return 2;
   }
 }

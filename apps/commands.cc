@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "acmetrace/core/log.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/pipeline/pipeline.h"
@@ -37,13 +38,13 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
 bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides) {
   if (!registry.config_file.empty()) {
     if (core::Status s = registry.config().LoadYamlFile(registry.config_file); !s.ok()) {
-      std::fprintf(stderr, "acmetrace: %s\n", s.message().c_str());
+      core::LogError("acmetrace", s.message());
       return false;
     }
   }
   for (const auto& [key, value] : overrides) {
     if (core::Status s = registry.config().Set(key, value); !s.ok()) {
-      std::fprintf(stderr, "acmetrace: %s\n", s.message().c_str());
+      core::LogError("acmetrace", s.message());
       return false;
     }
   }

@@ -5,6 +5,7 @@
 
 #include "acmetrace/core/clock.h"
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/core/transport.h"
 #include "acmetrace/kafka/kafka_sink.h"
@@ -91,7 +92,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       // Opened once here so a bad directory fails before anything starts; seek and loop reopen it.
       core::Result<std::unique_ptr<producers::EventStream>> first = producers::EventStream::Open(options, errors);
       if (!first.ok()) {
-        std::fprintf(stderr, "acmetrace replay: %s\n", first.status().message().c_str());
+        core::LogError("replay", first.status().message());
         return 1;
       }
       std::unique_ptr<producers::EventStream> first_stream = std::move(first).value();
@@ -122,7 +123,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       } else {
         core::Result<std::unique_ptr<kafka::KafkaSink>> opened = kafka::KafkaSink::Open(*kafka_settings, stderr);
         if (!opened.ok()) {
-          std::fprintf(stderr, "acmetrace replay: %s\n", opened.status().message().c_str());
+          core::LogError("replay", opened.status().message());
           return 1;
         }
         kafka_sink = opened.value().get();
@@ -156,10 +157,10 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       producers::ReplayControlServer control(replayer);
       if (const std::string address = config.GetString("replay.control"); !address.empty()) {
         if (core::Status s = control.Start(address); !s.ok()) {
-          std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
+          core::LogError("replay", s.message());
           return 1;
         }
-        std::fprintf(stderr, "acmetrace replay: control endpoint on %s\n", control.url().c_str());
+        core::Logf(core::LogLevel::kInfo, "replay", "control endpoint on %s", control.url().c_str());
       }
       core::Result<producers::ReplayStats> stats = replayer.Run();
       control.Stop();
@@ -169,31 +170,31 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       if (current_stream != nullptr) out_of_order += current_stream->out_of_order();
       if (kafka_sink != nullptr) {
         const kafka::DeliveryCounts c = kafka_sink->counts();
-        std::fprintf(stderr,
-                     "acmetrace replay: kafka: %lld records produced (and %lld stream markers), %lld delivery reports "
-                     "(%lld delivered, %lld failed), %lld queue-full waits\n",
-                     static_cast<long long>(c.produced - c.markers), static_cast<long long>(c.markers),
-                     static_cast<long long>(c.delivered + c.failed),
+        core::Logf(core::LogLevel::kInfo, "replay",
+                   "kafka: %lld records produced (and %lld stream markers), %lld delivery reports (%lld delivered, "
+                   "%lld failed), %lld queue-full waits",
+                   static_cast<long long>(c.produced - c.markers), static_cast<long long>(c.markers),
+                   static_cast<long long>(c.delivered + c.failed),
                      static_cast<long long>(c.delivered), static_cast<long long>(c.failed),
                      static_cast<long long>(c.queue_full_waits));
       }
       if (!stats.ok()) {
-        std::fprintf(stderr, "acmetrace replay: %s\n", stats.status().message().c_str());
+        core::LogError("replay", stats.status().message());
         return 1;
       }
       const producers::ReplayStats& s = stats.value();
       std::string per_topic;
       for (const auto& [topic, n] : s.records) per_topic += " " + topic + "=" + std::to_string(n);
       const double seconds = static_cast<double>(s.wall_ms) / 1000.0;
-      std::fprintf(stderr,
-                   "acmetrace replay: %lld records (%s) in %.2f s, %.1f MB read (%.1f MB/s), %lld input errors, "
-                   "%lld job events out of order\n",
+      core::Logf(core::LogLevel::kInfo, "replay",
+                   "%lld records (%s) in %.2f s, %.1f MB read (%.1f MB/s), %lld input errors, "
+                   "%lld job events out of order",
                    static_cast<long long>(s.total), per_topic.empty() ? " none" : per_topic.c_str() + 1, seconds,
                    static_cast<double>(s.bytes_read) / 1e6,
                    seconds > 0 ? static_cast<double>(s.bytes_read) / 1e6 / seconds : 0.0,
                    static_cast<long long>(errors.total()), static_cast<long long>(out_of_order));
       if (replay_options.speed > 0) {
-        std::fprintf(stderr, "acmetrace replay: worst lateness behind schedule %lld ms\n",
+        core::Logf(core::LogLevel::kInfo, "replay", "worst lateness behind schedule %lld ms",
                      static_cast<long long>(s.max_lateness_ms));
       }
       return 0;

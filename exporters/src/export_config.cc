@@ -34,6 +34,11 @@ void DeclareExportConfig(core::Config& config) {
   config.Declare("export.model_name", "NVIDIA A100-SXM4-80GB", "modelName label of the dcgm-exporter persona");
   config.Declare("export.hostname_label", "Hostname",
                  "name of the persona's node label: Hostname (dcgm-exporter's default) or hostname");
+  config.Declare("export.driver_version", "535.129.03",
+                 "DCGM_FI_DRIVER_VERSION label of the persona (synthetic: the release does not record it)");
+  config.Declare("export.gr_engine_active", "false",
+                 "also serve DCGM_FI_PROF_GR_ENGINE_ACTIVE, derived as GPU_UTIL / 100 (the release has no such "
+                 "field; NVIDIA's dashboard 12239 plots it as GPU Utilization)");
   config.Declare("export.ib_bytes_per_raw_unit", "1000000",
                  "bytes per unit of the release's raw NODE_IB_SEND/RECEIVE (undocumented; assumed MB/s)");
   config.Declare("export.hour_window_s", "3600",
@@ -68,6 +73,8 @@ ExportOptions ExportOptionsFromConfig(const core::Config& config) {
   if (o.hostname_label != "Hostname" && o.hostname_label != "hostname") {
     throw std::invalid_argument("export.hostname_label: expected Hostname or hostname, got '" + o.hostname_label + "'");
   }
+  o.driver_version = config.GetString("export.driver_version");
+  o.gr_engine_active = config.GetBool("export.gr_engine_active");
   o.ib_bytes_per_raw_unit = config.GetDouble("export.ib_bytes_per_raw_unit");
   if (!(o.ib_bytes_per_raw_unit > 0)) throw std::invalid_argument("export.ib_bytes_per_raw_unit: must be > 0");
   o.hour_window_s = config.GetInt("export.hour_window_s");

@@ -53,7 +53,22 @@ std::string ReplayStatusJson(const ReplayStatus& s) {
   out += s.running ? "true" : "false";
   out += ",\"records_sent\":" + std::to_string(s.records);
   out += ",\"lag_ms\":" + std::to_string(s.lag_ms);
-  out += ",\"max_lateness_ms\":" + std::to_string(s.max_lateness_ms) + "}";
+  out += ",\"max_lateness_ms\":" + std::to_string(s.max_lateness_ms);
+  // Progress by trace time over the replayed window; null while unknown.
+  out += ",\"window_end_ms\":" + (s.window_last_ms != 0 ? std::to_string(s.window_last_ms) : std::string("null"));
+  out += ",\"percent\":";
+  if (s.progress.percent) {
+    core::AppendJsonNumber(out, std::round(*s.progress.percent * 10) / 10);
+  } else {
+    out += "null";
+  }
+  out += ",\"eta_s\":";
+  if (s.progress.eta_ms) {
+    out += std::to_string((*s.progress.eta_ms + 500) / 1000);
+  } else {
+    out += "null";
+  }
+  out += "}";
   return out;
 }
 

@@ -153,7 +153,7 @@ TEST(KafkaRoundTripTest, UnreachableBrokerExitsOneWithAClearMessage) {
   CommandResult r = RunCommand(std::string(Binary()) + " --config " + dir + "/acmetrace.yaml replay --data " +
                                Fixtures() + "/release --sink kafka --brokers 127.0.0.1:1");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("acmetrace replay: cannot reach Kafka at 127.0.0.1:1 within 1500 ms (kafka.connect_timeout_ms)"),
+  EXPECT_NE(r.err.find("ERROR replay: cannot reach Kafka at 127.0.0.1:1 within 1500 ms (kafka.connect_timeout_ms)"),
             std::string::npos)
       << r.err;
 }

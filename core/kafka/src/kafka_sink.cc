@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "acmetrace/core/log.h"
 #include "rdkafka_handles.h"
 #include "topic_admin.h"
 
@@ -81,8 +82,8 @@ KafkaSink::~KafkaSink() {
   const int64_t budget_ms = impl_->delivery_timeout_ms > 0 ? impl_->delivery_timeout_ms : 30'000;
   if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, static_cast<int>(budget_ms));
   if (rd_kafka_outq_len(rk) > 0) {
-    std::fprintf(impl_->log, "acmetrace: kafka: closing with %d record(s) and requests undelivered\n",
-                 rd_kafka_outq_len(rk));
+    core::LogTo(impl_->log, core::LogLevel::kError, "kafka",
+                "closing with " + std::to_string(rd_kafka_outq_len(rk)) + " record(s) and requests undelivered");
     rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(rk, 0);
   }
@@ -104,10 +105,9 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
     return s;
   }
   if (settings.timestamp == TimestampMode::kTrace && settings.retention_ms != -1) {
-    std::fprintf(log,
-                 "acmetrace: kafka: warning: kafka.timestamp is trace and kafka.retention_ms is %lld: the broker "
-                 "deletes records older than that at its next retention check (use retention_ms -1)\n",
-                 static_cast<long long>(settings.retention_ms));
+    core::LogTo(log, core::LogLevel::kWarn, "kafka",
+                "kafka.timestamp is trace and kafka.retention_ms is " + std::to_string(settings.retention_ms) +
+                    ": the broker deletes records older than that at its next retention check (use retention_ms -1)");
   }
   if (settings.create_topics) {
     core::Result<std::vector<TopicDescription>> topics = internal::EnsureTopics(
@@ -116,13 +116,13 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
     impl->topics = std::move(topics).value();
     for (const TopicDescription& t : impl->topics) {
       if (t.created) {
-        std::fprintf(log, "acmetrace: kafka: created topic %s (%d partitions, retention.ms=%s)\n", t.name.c_str(),
-                     t.partitions, t.retention_ms.c_str());
+        core::LogTo(log, core::LogLevel::kInfo, "kafka",
+                    "created topic " + t.name + " (" + std::to_string(t.partitions) +
+                        " partitions, retention.ms=" + t.retention_ms + ")");
       } else if (settings.partitions > 0 && t.partitions != settings.partitions) {
-        std::fprintf(log,
-                     "acmetrace: kafka: topic %s exists with %d partitions (kafka.partitions=%d applies to new "
-                     "topics only)\n",
-                     t.name.c_str(), t.partitions, settings.partitions);
+        core::LogTo(log, core::LogLevel::kInfo, "kafka",
+                    "topic " + t.name + " exists with " + std::to_string(t.partitions) + " partitions (kafka.partitions=" +
+                        std::to_string(settings.partitions) + " applies to new topics only)");
       }
     }
   }

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#include "acmetrace/core/log.h"
 
 namespace acmetrace::kafka::internal {
 namespace {
@@ -50,7 +53,7 @@ void ClientState::OnError(rd_kafka_t* rk, int err, const char* reason) {
 void ClientState::OnLog(int level, const char* facility, const char* message) {
   if (verbose_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::fprintf(log_, "acmetrace: kafka: %d|%s| %s\n", level, facility, message);
+    core::LogTo(log_, core::LogLevel::kInfo, "kafka", std::to_string(level) + "|" + facility + "| " + message);
     return;
   }
   // Connection failures also arrive as errors (OnError); errors and warnings only, once.
@@ -95,12 +98,13 @@ void ClientState::Print(const std::string& line) {
     return;
   }
   if (suppressed_ > 0) {
-    std::fprintf(log_, "acmetrace: kafka: (last message repeated %lld times)\n", static_cast<long long>(suppressed_));
+    core::LogTo(log_, core::LogLevel::kWarn, "kafka",
+                "(last message repeated " + std::to_string(suppressed_) + " times)");
   }
   suppressed_ = 0;
   last_printed_ = line;
   last_printed_ms_ = now;
-  std::fprintf(log_, "acmetrace: kafka: %s\n", line.c_str());
+  core::LogTo(log_, core::LogLevel::kWarn, "kafka", line);
 }
 
 core::Result<KafkaHandle> CreateClient(const Properties& properties, ClientRole role, ClientState& state) {

@@ -266,6 +266,7 @@ TEST(ReplayControlServerTest, HandlesStatusAndControls) {
   EXPECT_EQ(Call(control, "POST", "/seek?t=yesterday").first, 400);
   EXPECT_EQ(Call(control, "GET", "/pause").first, 405);
   EXPECT_EQ(Call(control, "GET", "/nothing").first, 404);
+  EXPECT_NE(body.find("\"window_end_ms\":null,\"percent\":null,\"eta_s\":null}"), std::string::npos) << body;
 }
 
 TEST(ReplayControlServerTest, BadPercentEncodingIs400AndChangesNothing) {
@@ -312,6 +313,18 @@ TEST(ReplayControlServerTest, SeekWithoutASeekableSourceIs409) {
   Replayer replayer(source, sink, clock, errors, ReplayOptions{});
   ReplayControlServer control(replayer);
   EXPECT_EQ(Call(control, "POST", "/seek?t=0").first, 409);
+}
+
+TEST(ReplayControlServerTest, StatusHasProgressByTraceTime) {
+  ReplayStatus s;
+  s.records = 10;
+  s.speed = 60;
+  s.window_first_ms = 1'688'169'600'000;
+  s.window_last_ms = s.window_first_ms + 3'600'000;
+  s.progress.percent = 100.0 / 3;
+  s.progress.eta_ms = 40'400;
+  const std::string json = ReplayStatusJson(s);
+  EXPECT_NE(json.find("\"window_end_ms\":1688173200000,\"percent\":33.3,\"eta_s\":40}"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ struct ExportOptions {
   int64_t max_series_per_metric = 20'000;
   std::string model_name = "NVIDIA A100-SXM4-80GB";
   std::string hostname_label = "Hostname";  // or "hostname"
+  std::string driver_version = "535.129.03";  // the persona's DCGM_FI_DRIVER_VERSION label (synthetic)
+  bool gr_engine_active = false;  // also serve DCGM_FI_PROF_GR_ENGINE_ACTIVE, derived from GPU_UTIL
   double ib_bytes_per_raw_unit = 1e6;
   bool input_percent = false;  // process.units == percent: ratios arrive as percent
   int64_t base_window_s = 60;   // process.windows_s' smallest: state, totals, telemetry
