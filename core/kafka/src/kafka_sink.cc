@@ -2,6 +2,8 @@
 #include "acmetrace/kafka/kafka_sink.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <set>
 #include <string>
 #include <utility>
@@ -223,11 +225,27 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
   Impl& s = *impl_;
   s.stream_partitions.clear();
   for (const std::string& topic : topics) {
-    core::Result<TopicDescription> described = internal::DescribeTopic(s.producer.get(), topic, s.connect_timeout_ms);
-    if (!described.ok()) return described.status();
     rd_kafka_topic_t* rkt = s.TopicFor(topic);
     if (rkt == nullptr) return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(rd_kafka_last_error()));
-    s.stream_partitions.emplace_back(rkt, described.value().partitions);
+    // Its partition count from the metadata; a topic another client has just created may take a
+    // moment to show (every stage may create the topics when they start together).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.connect_timeout_ms);
+    int32_t partitions = 0;
+    for (;;) {
+      const rd_kafka_metadata_t* raw = nullptr;
+      const rd_kafka_resp_err_t err =
+          rd_kafka_metadata(s.producer.get(), 0, rkt, &raw, static_cast<int>(std::min<int64_t>(s.connect_timeout_ms, 5'000)));
+      internal::MetadataHandle md(raw);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        partitions = md->topics[0].partition_cnt;
+      }
+      if (partitions > 0) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return core::Status::Error("kafka: topic " + topic + " does not exist (kafka.create_topics, or create it)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    s.stream_partitions.emplace_back(rkt, partitions);
   }
   s.progress_every_ms = progress_every_ms;
   return core::Status::Ok();
