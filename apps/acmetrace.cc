@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "acmetrace/exporters/process_metrics.h"
 #include "commands.h"
 
 namespace {
@@ -29,6 +30,11 @@ int main(int argc, char** argv) {
   CLI::App app{"acmetrace: replay the AcmeTrace release (Seren and Kalos, NSDI '24) as a live feed"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  const acmetrace::exporters::BuildInfo& build = acmetrace::exporters::GetBuildInfo();
+  app.set_version_flag("--version",
+                       "acmetrace " + std::string(build.version) + " (revision " + std::string(build.revision) + ", " +
+                           std::string(build.compiler) + ")",
+                       "print the version, the git revision it was built from and the compiler, then exit");
   acmetrace::apps::CommandRegistry registry;
   acmetrace::apps::RegisterCommands(app, registry);
   try {
@@ -36,6 +42,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
