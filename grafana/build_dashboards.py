@@ -122,7 +122,7 @@ def cluster_overview():
     d.panel("timeseries", "GPUs allocated, pending and capacity", [
         ts(f"sum by (cluster) (acmetrace_gpus_allocated{{{C}}})", "{{cluster}} allocated"),
         ts(f"sum by (cluster) (acmetrace_gpus_pending{{{C}}})", "{{cluster}} pending"),
-        ts(f"sum by (cluster) (acmetrace_gpus_total{{{C}}})", "{{cluster}} capacity"),
+        ts(f"sum by (cluster) (acmetrace_gpus_capacity{{{C}}})", "{{cluster}} capacity"),
     ], w=16, unit="short", description="GPUs of running jobs and GPUs requested by pending jobs, against the "
                                         "cluster's GPUs (process.capacity_gpus).",
             overrides=[{"matcher": {"id": "byRegexp", "options": ".*capacity"},

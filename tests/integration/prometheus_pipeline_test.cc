@@ -250,7 +250,7 @@ TEST_F(PrometheusPipelineTest, PrometheusScrapesTheLiveRunSeveralTimes) {
       "acmetrace_jobs_submitted_total",
       "acmetrace_jobs_running",
       "acmetrace_gpus_allocated",
-      "acmetrace_gpus_total",
+      "acmetrace_gpus_capacity",
       "acmetrace_cluster_gpu_util_ratio{stat=\"p95\"}",
       "acmetrace_cluster_gpu_power_watts",
       "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\"}",
@@ -273,7 +273,7 @@ TEST_F(PrometheusPipelineTest, PrometheusScrapesTheLiveRunSeveralTimes) {
   EXPECT_FALSE(prometheus.HasData(
       "count by (instance) (DCGM_FI_DEV_GPU_UTIL{job=\"acmetrace-gpu-nodes\"}) > 8"));
   // No sample timestamps: Prometheus stamps samples at scrape time, so replayed 2023 data is "now".
-  EXPECT_TRUE(prometheus.HasData("time() - timestamp(acmetrace_gpus_total) < 30"));
+  EXPECT_TRUE(prometheus.HasData("time() - timestamp(acmetrace_gpus_capacity) < 30"));
 
   EXPECT_EQ(run->Signal(SIGTERM), 0) << ReadFile((work_ / "live.err").string());
 }
