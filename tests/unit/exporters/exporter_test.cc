@@ -46,7 +46,8 @@ std::vector<std::string> SampleLines(const std::string& text) {
 }
 
 TEST(ExporterTest, AnomalyIsActiveWhileOpenAndCountedOnce) {
-  Exporter exporter(ExportOptions{});
+  core::ManualClock wall;
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));  // redelivered
   SeriesStore& store = exporter.store();
@@ -132,7 +133,8 @@ TEST(ExporterTest, CountersOfAClusterExistAtZeroFromItsFirstRecord) {
   core::InputErrors errors(nullptr);
   ExportOptions options;
   options.anomaly_kinds = {"gpu_overheat", "node_failure"};
-  Exporter exporter(options, &errors);
+  core::ManualClock wall;
+  Exporter exporter(options, &errors, &wall);
   exporter.Apply(Util("n1", 1000, 10));
   std::string text = exporter.Exposition();
   EXPECT_NE(text.find("acmetrace_anomalies_total{cluster=\"seren\",kind=\"gpu_overheat\"} 0\n"), std::string::npos);
@@ -173,7 +175,8 @@ TEST(ExporterTest, AnOpenAnomalyWithoutCloseExpiresAfterTheAnomalyTtlNotTheSerie
   ExportOptions options;
   options.series_ttl_ms = 60'000;
   options.anomaly_ttl_ms = 600'000;
-  Exporter exporter(options);
+  core::ManualClock wall;
+  Exporter exporter(options, nullptr, &wall);
   exporter.Apply(Util("n1", 0, 50));
   exporter.Apply(Anomaly("telemetry_gap", "n9", true, 0));
   const std::string key = exporter.store().MakeLabels(exporter.anomaly_active_family(), {"seren", "telemetry_gap", "n9"}).key;
@@ -266,7 +269,8 @@ namespace {
 // The fast renderer must write what prometheus-cpp's own TextSerializer writes for the same
 // families (label bytes exact, values equal as numbers: the two format doubles differently).
 TEST(ExporterTest, TextEqualsPrometheusCppsTextSerializer) {
-  Exporter exporter(ExportOptions{});
+  core::ManualClock wall;
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
   exporter.Apply(Util("10.140.1.10", 1'688'169'600'000, 99.5));
   exporter.Apply(Anomaly("gpu_overheat", "odd \"subject\" \\ with\nnewline", true, 1'688'169'600'000));
   core::MetricsWindow w;
