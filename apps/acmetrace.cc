@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "acmetrace/exporters/process_metrics.h"
+#include "acmetrace_revision.h"  // generated at every build: kAcmetraceRevision
 #include "commands.h"
 
 namespace {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   CLI::App app{"acmetrace: replay the AcmeTrace release (Seren and Kalos, NSDI '24) as a live feed"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  acmetrace::exporters::SetBuildRevision(kAcmetraceRevision);
   const acmetrace::exporters::BuildInfo& build = acmetrace::exporters::GetBuildInfo();
   app.set_version_flag("--version",
                        "acmetrace " + std::string(build.version) + " (revision " + std::string(build.revision) + ", " +

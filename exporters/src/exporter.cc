@@ -120,10 +120,12 @@ void Exporter::ApplyAnomaly(const core::AnomalyEvent& a) {
     if (!was_open) {
       store_.Add(anomalies_total_, store_.MakeLabels(anomalies_total_, {a.cluster, a.kind}), 1.0, a.cluster, a.ts_ms);
     }
+    // flags_ holds open flags and closed ones still shown: an entry that is not open is shown closed.
+    const bool reopened = it != flags_.end() && !it->second.open;
     if (it == flags_.end()) it = flags_.emplace(active.key, FlagView{}).first;
     FlagView& f = it->second;
-    const bool closed_showing_one = !f.open && f.closed_at_ms != 0 && !f.zero;
-    if (!f.open && f.closed_at_ms != 0) --closed_flags_;  // reopened while still shown
+    const bool closed_showing_one = reopened && !f.zero;
+    if (reopened) --closed_flags_;
     // A flag reopened while its close still shows 1 has been 1 all along; otherwise 1 starts now.
     if (!was_open && !closed_showing_one) f.shown_since_ms = now;
     f.open = true;

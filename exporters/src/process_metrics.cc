@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "acmetrace/core/number.h"
-#include "acmetrace_build_info.h"  // generated at build time: kAcmetraceVersion, kAcmetraceRevision
 
 namespace acmetrace::exporters {
 namespace {
@@ -170,10 +169,16 @@ void AppendProcessMetrics(std::string& out, const ProcessStats& stats) {
   AppendFamily(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge", stats.virtual_bytes);
 }
 
-const BuildInfo& GetBuildInfo() {
-  static const BuildInfo info{kAcmetraceVersion, kAcmetraceRevision, kAcmetraceCompiler};
-  return info;
+namespace {
+// Set once by main() before any thread starts (SetBuildRevision); read-only afterwards.
+BuildInfo build_info{ACMETRACE_VERSION, "unknown", ACMETRACE_COMPILER};
+}  // namespace
+
+void SetBuildRevision(std::string_view revision) {
+  if (!revision.empty()) build_info.revision = revision;
 }
+
+const BuildInfo& GetBuildInfo() { return build_info; }
 
 void AppendBuildInfo(std::string& out) {
   const BuildInfo& info = GetBuildInfo();

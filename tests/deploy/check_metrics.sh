@@ -38,6 +38,8 @@ for name in acmetrace_build_info process_cpu_seconds_total acmetrace_job_queue_s
   acmetrace_anomalies_total acmetrace_jobs_finished_total; do
   grep -q "^$name[{ ]" "$tmp/metrics.txt" || { echo "check_metrics: no $name in the scrape"; exit 1; }
 done
+grep -q '^acmetrace_build_info{version="[0-9.]*",revision="[0-9a-f]' "$tmp/metrics.txt" ||
+  { echo "check_metrics: acmetrace_build_info has no version or git revision:"; grep '^acmetrace_build_info' "$tmp/metrics.txt"; exit 1; }
 rc=0
 "$promtool" check metrics < "$tmp/metrics.txt" > "$tmp/lint.txt" 2>&1 || rc=$?
 echo "check_metrics: promtool exit $rc, $(wc -l < "$tmp/metrics.txt") lines checked"

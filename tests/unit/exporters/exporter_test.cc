@@ -123,10 +123,32 @@ TEST(ExporterTest, AFlagReopenedWhileStillShownCountsAgainAndStaysOne) {
             2);
   wall.AdvanceMs(60'000);
   EXPECT_EQ(Shown(exporter), "1");  // open again: 1 however long
+  // Closed again after a minute at 1: 0 at once, gone two scrape intervals later.
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 700'000));
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(30'000);
+  EXPECT_EQ(Shown(exporter), "");
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 800'000));
   EXPECT_NE(exporter.Exposition().find("10.140.1.10-3"), std::string::npos);
   // A close without an open (or repeated) changes nothing.
   exporter.Apply(Anomaly("gpu_overheat", "other", false, 600'000));
   EXPECT_EQ(Shown(exporter, "other"), "");
+}
+
+TEST(ExporterTest, AFlagReopenedWhileItsCloseStillShowsOneKeepsItsFirstShownTime) {
+  core::ManualClock wall(0);  // a close at wall time 0 is a close like any other
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 0));
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 60'000));
+  wall.AdvanceMs(20'000);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1'200'000));
+  wall.AdvanceMs(5'000);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 1'500'000));
+  EXPECT_EQ(Shown(exporter), "1");  // 1 since wall time 0: 25 s
+  wall.AdvanceMs(5'000);
+  EXPECT_EQ(Shown(exporter), "0");  // two scrape intervals at 1 since wall time 0
+  wall.AdvanceMs(25'000);
+  EXPECT_EQ(Shown(exporter), "");  // two intervals after the second close
 }
 
 TEST(ExporterTest, CountersOfAClusterExistAtZeroFromItsFirstRecord) {

@@ -78,7 +78,7 @@ class Exporter {
     bool open = false;
     bool zero = false;           // closed and already turned 0
     int64_t shown_since_ms = 0;  // wall time it was last set to 1
-    int64_t closed_at_ms = 0;    // wall time of its close
+    int64_t closed_at_ms = 0;    // wall time of its close (when not open)
   };
   void ApplyAnomaly(const core::AnomalyEvent& a);
   void TickLocked(int64_t now_ms);

@@ -40,12 +40,15 @@ core::Result<ProcessStats> ReadProcessStats(const std::string& proc_dir = "/proc
 void AppendProcessMetrics(std::string& out, const ProcessStats& stats);
 
 /// The build: version (CMake project VERSION), git revision at build time ("unknown" outside a
-/// checkout), compiler. Immutable.
+/// checkout, or in a program that did not set it), compiler. Value type over static strings.
 struct BuildInfo {
   std::string_view version;
   std::string_view revision;
   std::string_view compiler;
 };
+/// The acmetrace binary sets the revision it was built from (a string with static storage) at
+/// start-up, before any thread runs; GetBuildInfo is read-only after that.
+void SetBuildRevision(std::string_view revision);
 const BuildInfo& GetBuildInfo();
 /// Appends acmetrace_build_info{version,revision,compiler} 1.
 void AppendBuildInfo(std::string& out);
