@@ -613,7 +613,6 @@ void ClusterMetrics::Save(StateWriter& out) const {
   SaveSums(out, gpu_seconds_total_);
   out.I64(records_total_);
   out.I64(late_total_);
-  SaveCounts(out, std::map<std::string, int64_t>(gpus_seen_per_node_.begin(), gpus_seen_per_node_.end()));
 }
 
 bool ClusterMetrics::Load(StateReader& in) {
@@ -646,14 +645,10 @@ bool ClusterMetrics::Load(StateReader& in) {
   LoadSums(in, gpu_seconds_total_);
   records_total_ = in.I64();
   late_total_ = in.I64();
-  std::map<std::string, int64_t> gpus_seen;
-  LoadCounts(in, gpus_seen);
+  // Not in the snapshot (its format stays as it was): the capacity is seen again from the telemetry
+  // of the first window after the restore, where every node reports.
   gpus_seen_per_node_.clear();
   gpus_seen_ = 0;
-  for (auto& [node, n] : gpus_seen) {
-    gpus_seen_ += n;
-    gpus_seen_per_node_.emplace(node, n);
-  }
   has_open_ = false;
   rolling_.assign(rolling_.size(), RollingSketches(options_.quantile_accuracy));
   if (!closed_.empty()) AdvanceRolling(closed_.rbegin()->first + options_.base_window_ms());

@@ -156,7 +156,7 @@ class ClusterMetrics {
   int64_t late_total_ = 0;
   // Capacity as the data shows it: per node, the GPUs that ever had a sample (highest index + 1), and
   // their sum. gpus_total is this sum once telemetry was seen, else process.capacity_gpus (the
-  // published size: job-only replays). Saved with the state.
+  // published size: job-only replays). Not saved with the state: seen again after a restore.
   std::unordered_map<std::string, int64_t> gpus_seen_per_node_;
   int64_t gpus_seen_ = 0;
 };
