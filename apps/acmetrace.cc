@@ -8,6 +8,8 @@
 #include <string>
 
 #include "acmetrace/core/log.h"
+#include "acmetrace/exporters/process_metrics.h"
+#include "acmetrace_revision.h"  // generated at every build: kAcmetraceRevision
 #include "commands.h"
 
 namespace {
@@ -31,6 +33,12 @@ int main(int argc, char** argv) {
   CLI::App app{"acmetrace: replay the AcmeTrace release (Seren and Kalos, NSDI '24) as a live feed"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  acmetrace::exporters::SetBuildRevision(kAcmetraceRevision);
+  const acmetrace::exporters::BuildInfo& build = acmetrace::exporters::GetBuildInfo();
+  app.set_version_flag("--version",
+                       "acmetrace " + std::string(build.version) + " (revision " + std::string(build.revision) + ", " +
+                           std::string(build.compiler) + ")",
+                       "print the version, the git revision it was built from and the compiler, then exit");
   acmetrace::apps::CommandRegistry registry;
   // Global: every subcommand's lines share one format (core/log.h).
   std::string log_format = "text";
@@ -47,6 +55,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // A usage error is a log line too, in --log-format if that much was parsed.

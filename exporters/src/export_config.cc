@@ -22,7 +22,7 @@ void DeclareExportConfig(core::Config& config) {
   config.Declare("export.http_threads", "4", "HTTP worker threads (concurrent scrapes served at once)");
   config.Declare("export.render_cache_ms", "1000",
                  "scrapes of /metrics within this many ms of a rendering share it (concurrent scrapers cost one "
-                 "rendering; the state served is at most this old); 0 = render every scrape unless nothing changed");
+                 "rendering; the state served is at most this old); 0 = render every scrape");
   config.Declare("export.series_ttl_s", "300",
                  "event (trace) time after which the series of a subject no longer seen are removed; the clock is "
                  "the newest event time of the series' cluster");
@@ -41,6 +41,10 @@ void DeclareExportConfig(core::Config& config) {
                  "field; NVIDIA's dashboard 12239 plots it as GPU Utilization)");
   config.Declare("export.ib_bytes_per_raw_unit", "1000000",
                  "bytes per unit of the release's raw NODE_IB_SEND/RECEIVE (undocumented; assumed MB/s)");
+  config.Declare("export.scrape_interval_s", "15",
+                 "wall seconds between the scrapes of the slowest scraper (configs/prometheus: 15): a closed anomaly "
+                 "flag stays exposed for two of them (value 1 until it was shown for two, then 0), so no flag falls "
+                 "between scrapes");
   config.Declare("export.hour_window_s", "3600",
                  "the process.windows_s view the last-hour quantiles and failure ratio are taken from");
 }
@@ -78,6 +82,17 @@ ExportOptions ExportOptionsFromConfig(const core::Config& config) {
   o.ib_bytes_per_raw_unit = config.GetDouble("export.ib_bytes_per_raw_unit");
   if (!(o.ib_bytes_per_raw_unit > 0)) throw std::invalid_argument("export.ib_bytes_per_raw_unit: must be > 0");
   o.hour_window_s = config.GetInt("export.hour_window_s");
+  o.scrape_interval_ms = static_cast<int64_t>(config.GetDouble("export.scrape_interval_s") * 1000.0);
+  if (o.scrape_interval_ms <= 0) throw std::invalid_argument("export.scrape_interval_s: must be > 0");
+  // Every declared detector kind (detect.<kind>.enabled): the one list lives in the processors'
+  // registry, which the exporters do not link; the config carries it.
+  for (const core::ConfigKey& key : config.keys()) {
+    constexpr std::string_view kPrefix = "detect.", kSuffix = ".enabled";
+    const std::string_view name = key.key;
+    if (name.size() > kPrefix.size() + kSuffix.size() && name.starts_with(kPrefix) && name.ends_with(kSuffix)) {
+      o.anomaly_kinds.emplace_back(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
+    }
+  }
   o.input_percent = config.GetString("process.units") == "percent";
   int64_t base = 0;
   for (const std::string& w : config.GetList("process.windows_s")) {

@@ -123,7 +123,6 @@ struct MetricsServer::Impl {
   std::unique_ptr<http::HttpServer> server;
   // The last rendering of everything; one rendering at a time (concurrent scrapers wait and share).
   std::mutex render_mutex;
-  uint64_t generation = 0;
   int64_t rendered_at_ms = 0;
   std::shared_ptr<const std::string> text;
   std::shared_ptr<const std::string> gzip;
@@ -191,18 +190,17 @@ http::HttpResponse MetricsServer::Handle(const http::HttpRequest& request) {
 std::shared_ptr<const std::string> MetricsServer::Render(const std::string& target, bool gzip) {
   if (!target.empty()) {
     // One node's series: small, rendered each time.
-    std::string text = exporter_.Exposition(target);
+    std::string text = exporter_.ScrapeExposition(target);
     return std::make_shared<const std::string>(gzip ? Gzip(text) : std::move(text));
   }
   std::lock_guard<std::mutex> lock(impl_->render_mutex);
   const int64_t now = SteadyMs();
-  const uint64_t generation = exporter_.store().generation();
-  const bool fresh = impl_->text && (generation == impl_->generation || now - impl_->rendered_at_ms < options_.render_cache_ms);
+  // Rendered again once render_cache_ms passed even if no record came: closed anomaly flags move on
+  // by wall time, and the process_* series are read per scrape.
+  const bool fresh = impl_->text && now - impl_->rendered_at_ms < options_.render_cache_ms;
   if (!fresh) {
-    impl_->text = std::make_shared<const std::string>(exporter_.Exposition());
+    impl_->text = std::make_shared<const std::string>(exporter_.ScrapeExposition());
     impl_->gzip.reset();
-    // The self metrics were refreshed by the rendering: take the generation after it.
-    impl_->generation = exporter_.store().generation();
     impl_->rendered_at_ms = now;
   }
   if (!gzip) return impl_->text;

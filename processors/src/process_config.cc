@@ -18,8 +18,9 @@ void DeclareProcessConfig(core::Config& config) {
                  "window lengths: the smallest is the tumbling base window, the others rolling views over the last "
                  "base windows (multiples of it), all emitted when a base window closes");
   config.Declare("process.capacity_gpus", "seren=2288,kalos=2416",
-                 "GPUs per cluster (cluster=N,...) for gpus_total and gpu_allocation_ratio; defaults are the "
-                 "published sizes");
+                 "GPUs per cluster (cluster=N,...) for gpus_total and gpu_allocation_ratio while the cluster has "
+                 "shown no telemetry (then the GPUs seen in telemetry are the capacity); defaults are the published "
+                 "sizes");
   config.Declare("process.quantile_accuracy", "0.01",
                  "relative error of the quantile sketches (job queue and run time, telemetry p50/p95)");
   config.Declare("process.units", "raw",

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "acmetrace/core/config.h"
 
@@ -27,6 +28,12 @@ struct ExportOptions {
   bool input_percent = false;  // process.units == percent: ratios arrive as percent
   int64_t base_window_s = 60;   // process.windows_s' smallest: state, totals, telemetry
   int64_t hour_window_s = 3600; // the view of quantiles and failure ratio
+  // Wall time between a scraper's scrapes: a closed anomaly flag stays exposed for two of them, so
+  // a flag shorter than a scrape interval is still seen (docs/metrics.md).
+  int64_t scrape_interval_ms = 15'000;
+  // The anomaly kinds whose acmetrace_anomalies_total{cluster,kind} start at 0 when a cluster first
+  // appears: every declared detect.<kind> (from the config; empty = none pre-created).
+  std::vector<std::string> anomaly_kinds;
 };
 
 /// Declares the export.* keys (defaults and help) in config.

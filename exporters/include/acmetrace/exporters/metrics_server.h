@@ -19,7 +19,7 @@ struct ServerOptions {
   std::string basic_auth_password;
   int threads = 4;  // requests answered at once (a rendering runs on one of them)
   /// Scrapes of everything within this many ms of a rendering share it (and its gzip), so
-  /// concurrent scrapers cost one rendering; 0 = render each scrape unless nothing changed.
+  /// concurrent scrapers cost one rendering; 0 = render each scrape.
   int64_t render_cache_ms = 1000;
   /// Connections open at once; one more is answered 503 and closed.
   int max_connections = 64;
