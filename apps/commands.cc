@@ -59,7 +59,8 @@ bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::stri
   core::Config& config = registry.config();
   std::vector<std::string> errors;
   if (!registry.config_file.empty()) AddLines(config.LoadYamlFile(registry.config_file), errors);
-  AddLines(config.ApplyEnvironment(environ), errors);
+  // scripts/kafka-local's variable shares the kafka section's prefix; it is not a config key.
+  AddLines(config.ApplyEnvironment(environ, {"ACMETRACE_KAFKA_HOME"}), errors);
   for (const auto& [key, value] : overrides) AddLines(config.Set(key, value, FlagFor(registry.app(), key)), errors);
   // Everything is checked now, before any command opens a file or starts a thread: a bad value is a
   // usage error here, not an abort once the run has started.

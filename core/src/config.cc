@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -91,6 +92,18 @@ std::string DoubleRange(const ConfigType& t) {
   }
   if (has_min) return (min_open ? "> " : ">= ") + FormatNumber(t.double_min);
   if (has_max) return (max_open ? "< " : "<= ") + FormatNumber(t.double_max);
+  return "";
+}
+
+// YAML reads `null` as "no value" (the empty text: `state_dir: null` is no directory), but
+// `sink: null` means replay.sink's choice null: where the key's type has the word as a choice, keep it.
+std::string NullText(std::string_view text, const YAML::Mark& mark, const ConfigType& type) {
+  if (type.kind != ConfigType::Kind::kEnum || mark.pos < 0 || static_cast<size_t>(mark.pos) >= text.size()) return "";
+  std::string_view rest = text.substr(static_cast<size_t>(mark.pos));
+  rest = TrimSpaces(rest.substr(0, rest.find_first_of("\r\n#")));
+  for (const std::string& choice : type.choices) {
+    if (rest == choice) return choice;
+  }
   return "";
 }
 
@@ -427,7 +440,9 @@ Status Config::LoadYamlText(std::string_view text, const std::string& origin) {
           }
         } else if (value.IsScalar()) {
           text_value = value.Scalar();
-        } else if (!value.IsNull()) {
+        } else if (value.IsNull()) {
+          text_value = NullText(text, value.Mark(), FindOrNull(key)->type);
+        } else {
           errors.push_back(where + ": must be a plain value or a list");
           continue;
         }
@@ -455,7 +470,7 @@ std::string Config::EnvName(std::string_view key) {
   return out;
 }
 
-Status Config::ApplyEnvironment(const char* const* envp) {
+Status Config::ApplyEnvironment(const char* const* envp, const std::vector<std::string>& not_config) {
   if (envp == nullptr) return Status::Ok();
   std::map<std::string, std::string, std::less<>> by_env;  // variable -> key
   std::vector<std::string> section_prefixes;
@@ -475,6 +490,7 @@ Status Config::ApplyEnvironment(const char* const* envp) {
       values_[it->second] = Value{std::string(value), std::string(name)};
       continue;
     }
+    if (std::find(not_config.begin(), not_config.end(), name) != not_config.end()) continue;
     for (const std::string& prefix : section_prefixes) {
       if (name.rfind(prefix, 0) == 0) {
         errors.push_back(Printable(name) + ": no such configuration key (see `acmetrace config`)");
@@ -512,6 +528,14 @@ void Config::RequireValid(const std::string& key) const {
   const ConfigKey& k = Find(key);
   if (std::optional<std::string> why = k.type.Check(values_.at(key).text)) {
     throw std::invalid_argument(Where(key) + ": " + *why);
+  }
+}
+
+void Config::RequireValidSection(std::string_view section) const {
+  for (const ConfigKey& k : keys_) {
+    if (k.key.size() > section.size() && k.key[section.size()] == '.' && k.key.compare(0, section.size(), section) == 0) {
+      RequireValid(k.key);
+    }
   }
 }
 

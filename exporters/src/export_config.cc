@@ -54,6 +54,7 @@ void DeclareExportConfig(core::Config& config) {
 }
 
 ExportOptions ExportOptionsFromConfig(const core::Config& config) {
+  config.RequireValidSection("export");  // types and ranges; what follows checks across keys
   ExportOptions o;
   o.listen = config.GetString("export.listen");
   if (o.listen.rfind(':') == std::string::npos) {

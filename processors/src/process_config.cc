@@ -74,6 +74,7 @@ void DeclareProcessConfig(core::Config& config) {
 }
 
 ProcessOptions ProcessOptionsFromConfig(const core::Config& config) {
+  config.RequireValidSection("process");  // types and ranges; what follows checks across keys
   ProcessOptions o;
   // Types and ranges were checked by Config::Validate; what is left are checks across values.
   o.allowed_lateness_ms = config.GetInt("process.allowed_lateness_ms");

@@ -29,6 +29,7 @@ void DeclareSynthConfig(core::Config& config) {
 }
 
 SynthOptions SynthOptionsFromConfig(const core::Config& config) {
+  config.RequireValidSection("synth");  // types and ranges; what follows checks across keys
   SynthOptions options;
   options.clusters = config.GetList("synth.clusters");
   for (const std::string& c : options.clusters) {

@@ -80,6 +80,20 @@ void Append(Properties& out, const Properties& more) { out.insert(out.end(), mor
 // librdkafka's timeouts and intervals are int milliseconds.
 core::ConfigType Millis(int64_t min) { return core::ConfigType::Int(min, 2'147'483'647); }
 
+// Kafka's rule for topic names: up to 249 of [a-zA-Z0-9._-].
+core::ConfigType TopicNameType() {
+  return core::ConfigType::Custom(
+      "a topic name (up to 249 of a-z A-Z 0-9 . _ -)",
+      [](std::string_view v) -> std::optional<std::string> {
+        const bool legal = v.size() <= 249 && v != "." && v != ".." && std::all_of(v.begin(), v.end(), [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+                           });
+        if (!legal) return "not a Kafka topic name (up to 249 of a-z A-Z 0-9 . _ -): " + core::QuoteConfigValue(v);
+        return std::nullopt;
+      },
+      {"acme metrics", "acme/jobs", "..", std::string(250, 'a')}, {"acme.jobs", "a_b-c.D9", std::string(249, 'a')});
+}
+
 core::ConfigType PropertyListType() {
   return core::ConfigType::Custom(
       "librdkafka properties name=value,name=value",
@@ -111,7 +125,7 @@ void DeclareKafkaConfig(core::Config& config) {
   config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)",
                  ConfigType::Bool());
   config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing",
-                 ConfigType::List(ConfigType::String()));
+                 ConfigType::List(TopicNameType()));
   config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)",
                  ConfigType::IntOr(-1, 1, 1'000'000));
   config.Declare("kafka.replication_factor", n(d.replication_factor),
@@ -162,6 +176,7 @@ void DeclareKafkaConfig(core::Config& config) {
 }
 
 KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
+  config.RequireValidSection("kafka");  // types and ranges; what follows checks across keys
   KafkaSettings s;
   s.brokers = config.GetString("kafka.brokers");
   if (s.brokers.empty()) throw std::invalid_argument("kafka.brokers: empty (give --brokers host:port)");

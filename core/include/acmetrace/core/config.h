@@ -113,8 +113,9 @@ class Config {
 
   /// Applies ACMETRACE_<SECTION>_<KEY> variables from envp (a null-terminated array of NAME=VALUE,
   /// like environ). A variable that starts with a declared section's prefix but names no key is an
-  /// error naming it; other variables are ignored.
-  Status ApplyEnvironment(const char* const* envp);
+  /// error naming it (a misspelt override is never silently ignored), unless it is one of
+  /// not_config (variables of other tools that share the prefix); other variables are ignored.
+  Status ApplyEnvironment(const char* const* envp, const std::vector<std::string>& not_config = {});
   /// ACMETRACE_ + the key in upper case, with every character but letters and digits as '_'.
   static std::string EnvName(std::string_view key);
 
@@ -131,6 +132,8 @@ class Config {
   /// Throws std::invalid_argument "WHERE: reason" when key's value is not of its type (for code that
   /// reads keys without Validate having run first, such as tests).
   void RequireValid(const std::string& key) const;
+  /// RequireValid for every key of section ("process"): what a stage's options builder calls first.
+  void RequireValidSection(std::string_view section) const;
 
   std::string GetString(const std::string& key) const;
   /// Parses the value; a malformed value is an error naming where it came from (start-up: throws
