@@ -2,6 +2,7 @@
 // every value checked against its declared type at load, so a bad value stops the run before it starts.
 #include "acmetrace/core/config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -449,6 +450,9 @@ Status Config::LoadYamlText(std::string_view text, const std::string& origin) {
         values_[key] = Value{std::move(text_value), where};
       }
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp 0.7 gives this one the message "bad file".
+    errors.push_back(at(e.mark) + ": nested too deeply");
   } catch (const YAML::Exception& e) {
     // yaml-cpp reports where it noticed the error; its messages are one short line.
     errors.push_back(at(e.mark) + ": " + Printable(e.msg, 200));

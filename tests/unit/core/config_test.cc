@@ -390,6 +390,13 @@ TEST(ConfigTest, KeysThatAreNotPlainWordsAreErrorsNotCrashes) {
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();  // one line, whatever the key holds
 }
 
+TEST(ConfigTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  Config c = MakeTypedConfig();
+  const Status s = c.LoadYamlText("replay:\n  window_s: " + std::string(100'000, '['), "deep.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "deep.yaml:2: nested too deeply");
+}
+
 TEST(ConfigTest, EnvironmentVariableNames) {
   EXPECT_EQ(Config::EnvName("replay.speed"), "ACMETRACE_REPLAY_SPEED");
   EXPECT_EQ(Config::EnvName("detect.gpu_overheat.open_c"), "ACMETRACE_DETECT_GPU_OVERHEAT_OPEN_C");
