@@ -517,7 +517,9 @@ Status Config::Set(const std::string& key, const std::string& value, const std::
 std::vector<std::string> Config::Validate() const {
   std::vector<std::string> errors;
   for (const ConfigKey& k : keys_) {
-    if (std::optional<std::string> why = k.type.Check(values_.at(k.key).text)) errors.push_back(Where(k.key) + ": " + *why);
+    if (std::optional<std::string> why = k.type.Check(values_.at(k.key).text)) {
+      errors.push_back(Where(k.key) + ": " + *why);
+    }
   }
   return errors;
 }
@@ -537,7 +539,9 @@ void Config::RequireValid(const std::string& key) const {
 
 void Config::RequireValidSection(std::string_view section) const {
   for (const ConfigKey& k : keys_) {
-    if (k.key.size() > section.size() && k.key[section.size()] == '.' && k.key.compare(0, section.size(), section) == 0) {
+    const bool in_section = k.key.size() > section.size() && k.key[section.size()] == '.' &&
+                            k.key.compare(0, section.size(), section) == 0;
+    if (in_section) {
       RequireValid(k.key);
     }
   }
@@ -558,7 +562,9 @@ int64_t Config::GetInt(const std::string& key) const {
 double Config::GetDouble(const std::string& key) const {
   const std::string v = GetString(key);
   std::optional<double> parsed = ParseDouble(v);
-  if (!parsed || !std::isfinite(*parsed)) throw std::invalid_argument(Where(key) + ": not a number: " + QuoteConfigValue(v));
+  if (!parsed || !std::isfinite(*parsed)) {
+    throw std::invalid_argument(Where(key) + ": not a number: " + QuoteConfigValue(v));
+  }
   return *parsed;
 }
 

@@ -52,11 +52,13 @@ struct FailureBurstSettings {
 };
 
 FailureBurstSettings ReadSettings(const KindConfig& c) {
-  FailureBurstSettings s{c.Millis("step_s"),         c.Millis("baseline_s"), c.Millis("min_history_s"),
-                         c.Millis("dedupe_s"),       c.Double("min_rate_per_h"), c.Double("min_ratio"),
-                         c.Double("open_score"),     c.Double("close_score"), c.Millis("close_for_s"),
-                         c.List("states"),           {}};
-  for (const std::string& w : c.List("windows_s")) s.windows_ms.push_back(std::llround(std::strtod(w.c_str(), nullptr) * 1000));
+  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("min_history_s"),
+                         c.Millis("dedupe_s"),    c.Double("min_rate_per_h"), c.Double("min_ratio"),
+                         c.Double("open_score"),  c.Double("close_score"),    c.Millis("close_for_s"),
+                         c.List("states"),        {}};
+  for (const std::string& w : c.List("windows_s")) {
+    s.windows_ms.push_back(std::llround(std::strtod(w.c_str(), nullptr) * 1000));
+  }
   if (s.close_score > s.open_score) c.Fail("close_score", "must be at most open_score (" + c.Text("open_score") + ")");
   return s;
 }

@@ -49,6 +49,8 @@ std::function<std::vector<std::unique_ptr<Detector>>()> MakeDetectorFactory(cons
   };
 }
 
-std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config) { return MakeDetectorFactory(config)(); }
+std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config) {
+  return MakeDetectorFactory(config)();
+}
 
 }  // namespace acmetrace::processors
