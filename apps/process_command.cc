@@ -143,7 +143,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       }
       processors::DetectorFactory detectors;
       if (options.detectors) {
-        detectors = [&config] { return processors::MakeDetectors(config); };
+        detectors = processors::MakeDetectorFactory(config);
       }
       processors::StreamProcessor processor(options, *sink, detectors);
       core::InputErrors errors(stderr, flags->strict);

@@ -62,7 +62,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       const exporters::ExportOptions export_options = exporters::ExportOptionsFromConfig(config);
       pipeline::PipelineOptions options;
       options.process = processors::ProcessOptionsFromConfig(config);
-      if (options.process.detectors) options.detectors = [&config] { return processors::MakeDetectors(config); };
+      if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
       options.stream.clusters = config.GetList("replay.clusters");
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
       options.replay.speed = *speed;

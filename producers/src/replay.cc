@@ -13,22 +13,54 @@
 namespace acmetrace::producers {
 
 void DeclareReplayConfig(core::Config& config) {
-  config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)");
-  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka");
-  config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)");
-  config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)");
-  config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)");
-  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising");
-  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first");
+  using core::ConfigType;
+  config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)", SpeedType());
+  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka",
+                 ConfigType::Enum({"stdout", "null", "kafka"}));
+  config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)",
+                 ConfigType::List(ConfigType::String()));
+  config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising", ConfigType::Bool());
+  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first",
+                 ConfigType::Int(0, core::kMaxConfigSeconds));
   config.Declare("replay.start_at", "",
-                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep");
-  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)");
-  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)");
-  config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it");
+                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)",
+                 ConfigType::Custom(
+                     "i/n with 0 <= i < n <= 1000000",
+                     [](std::string_view v) -> std::optional<std::string> {
+                       if (!ParseShard(v)) return "expected i/n with 0 <= i < n <= 1000000, got " + core::QuoteConfigValue(v);
+                       return std::nullopt;
+                     },
+                     {"1", "1/1", "-1/2", "a/b", "0/0", "0/1000001"}, {"0/1", "3/4", "999999/1000000"}));
+  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)",
+                 ConfigType::HostPort().OrEmpty());
+  config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it",
+                 ConfigType::Bool());
   config.Declare("replay.job_reorder_window_s", "60",
-                 "tolerance for job rows out of submit order; later ones are emitted late and counted");
-  config.Declare("replay.progress_interval_s", "10", "seconds between progress log lines when not on a terminal");
-  config.Declare("replay.max_error_lines", "1000", "input errors printed before the rest are only counted");
+                 "tolerance for job rows out of submit order; later ones are emitted late and counted",
+                 ConfigType::Int(0, core::kMaxConfigSeconds));
+  config.Declare("replay.progress_interval_s", "10", "seconds between progress log lines when not on a terminal",
+                 ConfigType::Int(1, core::kMaxConfigSeconds));
+  config.Declare("replay.max_error_lines", "1000", "input errors printed before the rest are only counted",
+                 ConfigType::Int(0, std::numeric_limits<int32_t>::max()));
+}
+
+core::ConfigType SpeedType() {
+  return core::ConfigType::Custom(
+      "max or a number in [0.001, 1000000000]",
+      [](std::string_view v) -> std::optional<std::string> {
+        const std::optional<double> speed = ParseSpeed(v);
+        if (!speed || (*speed != 0 && (*speed < 0.001 || *speed > 1e9))) {
+          return "not max or a number in [0.001, 1000000000]: " + core::QuoteConfigValue(v);
+        }
+        return std::nullopt;
+      },
+      {"abc", "0", "-1", "0.0009", "1000000001", "inf", "nan", "Max"}, {"max", "0.001", "60", "1000000000"});
 }
 
 std::optional<double> ParseSpeed(std::string_view text) {

@@ -462,7 +462,9 @@ TEST(DeclareReplayConfigTest, EveryKeyIsDocumentedAndLoadsBack) {
   for (const core::ConfigKey& k : config.keys()) {
     EXPECT_EQ(k.key.rfind("replay.", 0), 0u) << k.key;
     EXPECT_FALSE(k.help.empty()) << k.key;
-    EXPECT_NE(doc.find("  # " + k.help + "\n  " + k.key.substr(7) + ": "), std::string::npos) << k.key;
+    EXPECT_NE(doc.find("  # " + k.help + "\n  # (" + k.type.Describe() + ")\n  " + k.key.substr(7) + ": "),
+              std::string::npos)
+        << k.key;
   }
   core::Config reloaded;
   DeclareReplayConfig(reloaded);

@@ -24,6 +24,10 @@ namespace acmetrace::producers {
 /// Declares the replay.* configuration keys (defaults and help) in config.
 void DeclareReplayConfig(core::Config& config);
 
+/// What replay.speed and run.default_speed accept: max, or trace seconds per wall second in
+/// [0.001, 1e9] (slower never gets anywhere; faster is max).
+core::ConfigType SpeedType();
+
 /// Parses "max" (0) or a positive factor; nullopt if neither.
 std::optional<double> ParseSpeed(std::string_view text);
 
