@@ -106,6 +106,13 @@ bool OwnBroker::Start() {
   return r.exit_code == 0;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 std::string FreshDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "acmetrace-it-" + std::to_string(::getpid()) + "-" + name;
   std::filesystem::remove_all(dir);
