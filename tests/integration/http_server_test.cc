@@ -374,7 +374,7 @@ TEST(ReplayControlEndpointTest, BadSeekIs400AndTheReplayGoesOn) {
   EXPECT_NE(bad.find("{\"error\":\"query: t: bad percent-encoding '%zz'"), std::string::npos) << bad;
   const std::string status = call("GET /status HTTP/1.0\r\n\r\n");
   EXPECT_EQ(StatusOf(status), 200) << status;
-  EXPECT_NE(status.find("\"running\":true"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"paused\":false"), std::string::npos) << status;  // still the replay's (it may not have started)
   EXPECT_EQ(StatusOf(call("POST /speed?value=max HTTP/1.0\r\n\r\n")), 200);
 
   EXPECT_TRUE(read_until("input errors")) << err;
