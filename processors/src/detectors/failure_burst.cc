@@ -41,7 +41,7 @@ constexpr KeySpec kKeys[] = {
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated"},
 };
 
-class FailureBurstDetector : public Detector {
+class FailureBurstDetector : public DetectorWithState<FailureBurstDetector> {
  public:
   explicit FailureBurstDetector(const KindConfig& c)
       : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
@@ -82,71 +82,28 @@ class FailureBurstDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      w.I64(c.next_ms);
-      w.I64(c.first_ms);
-      w.U64(c.failures.size());
-      for (const Failure& f : c.failures) {
-        w.I64(f.ts_ms);
-        w.Str(f.user);
-      }
-      // In user order, so equal states give equal bytes.
-      std::vector<std::pair<std::string_view, int64_t>> users(c.last_counted.begin(), c.last_counted.end());
-      std::sort(users.begin(), users.end());
-      w.U64(users.size());
-      for (const auto& [user, ts_ms] : users) {
-        w.Str(user);
-        w.I64(ts_ms);
-      }
-      w.U64(c.history.size());
-      for (const Point& p : c.history) {
-        w.I64(p.count);
-        w.U64(p.open ? 1 : 0);
-      }
-      w.I64(c.baseline_sum);
-      w.I64(c.baseline_steps);
-      c.state.Save(w);
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.next_ms = r.I64();
-      c.first_ms = r.I64();
-      const uint64_t failures = r.Count(16);
-      for (uint64_t i = 0; i < failures && r.ok(); ++i) {
-        const int64_t ts_ms = r.I64();
-        c.failures.push_back({ts_ms, r.Str()});
-      }
-      const uint64_t users = r.Count(16);
-      for (uint64_t i = 0; i < users && r.ok(); ++i) {
-        std::string user = r.Str();
-        c.last_counted.insert_or_assign(std::move(user), r.I64());
-      }
-      const uint64_t history = r.Count(16);
-      for (uint64_t i = 0; i < history && r.ok(); ++i) {
-        const int64_t count = r.I64();
-        const uint64_t open = r.U64();
-        if (open > 1) r.Fail();
-        c.history.push_back({count, open == 1});
-      }
-      c.baseline_sum = r.I64();
-      c.baseline_steps = r.I64();
-      c.state.Load(r);
-    });
-    outbox_.Load(cluster, kind(), in);
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
   }
 
  private:
   struct Failure {
     int64_t ts_ms;
     std::string user;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& f) {
+      io(f.ts_ms, f.user);
+    }
   };
   struct Point {
     int64_t count;
     bool open;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& p) {
+      io(p.count, p.open);
+    }
   };
   struct Cluster {
     int64_t next_ms = kNoTimeMs;
@@ -156,6 +113,10 @@ class FailureBurstDetector : public Detector {
     std::deque<Point> history;                              // counts of the last baseline_steps_ steps
     int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
     HysteresisState state;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& c) {
+      io(c.next_ms, c.first_ms, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+    }
   };
   struct Judgement {
     double score = 0;

@@ -30,7 +30,7 @@ constexpr KeySpec kKeys[] = {
     {"close_for_s", "600", "...for this many seconds"},
 };
 
-class QueueBacklogDetector : public Detector {
+class QueueBacklogDetector : public DetectorWithState<QueueBacklogDetector> {
  public:
   explicit QueueBacklogDetector(const KindConfig& c)
       : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
@@ -65,65 +65,10 @@ class QueueBacklogDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      w.I64(c.next_ms);
-      w.I64(c.first_ms);
-      w.U64(c.changes.size());
-      for (const Change& ch : c.changes) {
-        w.I64(ch.ts_ms);
-        w.Str(ch.job_id);
-        w.I64(ch.gpus);
-      }
-      // In job id order, so equal states give equal bytes.
-      std::vector<std::pair<std::string_view, Pending>> pending(c.pending.begin(), c.pending.end());
-      std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      w.U64(pending.size());
-      for (const auto& [job_id, p] : pending) {
-        w.Str(job_id);
-        w.I64(p.submit_ms);
-        w.I64(p.gpus);
-      }
-      w.U64(c.history.size());
-      for (const Point& p : c.history) {
-        w.I64(p.t_ms);
-        w.F64(p.waiting);
-      }
-      c.state.Save(w);
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.next_ms = r.I64();
-      c.first_ms = r.I64();
-      const uint64_t changes = r.Count(24);
-      for (uint64_t i = 0; i < changes && r.ok(); ++i) {
-        Change ch;
-        ch.ts_ms = r.I64();
-        ch.job_id = r.Str();
-        ch.gpus = r.I64();
-        c.changes.push_back(std::move(ch));
-      }
-      const uint64_t pending = r.Count(24);
-      for (uint64_t i = 0; i < pending && r.ok(); ++i) {
-        std::string job_id = r.Str();
-        Pending p;
-        p.submit_ms = r.I64();
-        p.gpus = r.I64();
-        c.pending.insert_or_assign(std::move(job_id), p);
-      }
-      const uint64_t history = r.Count(16);
-      for (uint64_t i = 0; i < history && r.ok(); ++i) {
-        Point p;
-        p.t_ms = r.I64();
-        p.waiting = r.F64();
-        c.history.push_back(p);
-      }
-      c.state.Load(r);
-    });
-    outbox_.Load(cluster, kind(), in);
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
   }
 
  private:
@@ -131,14 +76,26 @@ class QueueBacklogDetector : public Detector {
     int64_t ts_ms;
     std::string job_id;
     int64_t gpus;  // > 0: submitted (pending); 0: started or ended
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& ch) {
+      io(ch.ts_ms, ch.job_id, ch.gpus);
+    }
   };
   struct Point {
     int64_t t_ms;
     double waiting;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& p) {
+      io(p.t_ms, p.waiting);
+    }
   };
   struct Pending {
     int64_t submit_ms;
     int64_t gpus;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& p) {
+      io(p.submit_ms, p.gpus);
+    }
   };
   struct Cluster {
     int64_t next_ms = kNoTimeMs;
@@ -147,6 +104,10 @@ class QueueBacklogDetector : public Detector {
     std::unordered_map<std::string, Pending> pending;  // by job id
     std::deque<Point> history;
     HysteresisState state;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& c) {
+      io(c.next_ms, c.first_ms, c.changes, c.pending, c.history, c.state);
+    }
   };
 
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {

@@ -16,7 +16,7 @@ constexpr KeySpec kKeys[] = {
     {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds"},
 };
 
-class TelemetryGapDetector : public Detector {
+class TelemetryGapDetector : public DetectorWithState<TelemetryGapDetector> {
  public:
   explicit TelemetryGapDetector(const KindConfig& c)
       : open_after_ms_(c.Millis("open_after_s")), close_for_ms_(c.Millis("close_for_s")) {}
@@ -39,41 +39,28 @@ class TelemetryGapDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      c.times.Save(w);
-      w.U64(c.nodes.size());
-      for (const auto& [name, node] : c.nodes) {
-        w.Str(name);
-        w.I64(node.last_ms);
-        node.state.Save(w);
-      }
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.times.Load(r);
-      const uint64_t n = r.Count(8 + 8 + HysteresisState::kSavedBytes);
-      for (uint64_t i = 0; i < n && r.ok(); ++i) {
-        std::string name = r.Str();
-        Node& node = c.nodes[std::move(name)];
-        node.last_ms = r.I64();
-        node.state.Load(r);
-      }
-    });
-    outbox_.Load(cluster, kind(), in);
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
   }
 
  private:
   struct Node {
     int64_t last_ms = kNoTimeMs;
     HysteresisState state;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& n) {
+      io(n.last_ms, n.state);
+    }
   };
   struct Cluster {
     SampleTimeCursor times;
     std::map<std::string, Node> nodes;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& c) {
+      io(c.times, c.nodes);
+    }
   };
 
   // Every record of sample time t has been seen: who was silent?
