@@ -246,6 +246,21 @@ class DetectorWithState : public Detector {
   }
 };
 
+/// A detector whose state is one Cluster value per cluster (described by Cluster::Fields) and the
+/// transitions not yet handed out; Derived gives kStateVersion (of Cluster's layout). Not thread-safe.
+template <class Derived, class Cluster>
+class PerClusterDetector : public DetectorWithState<Derived> {
+ public:
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
+  }
+
+ protected:
+  std::map<std::string, Cluster, std::less<>> clusters_;
+  AnomalyOutbox outbox_;
+};
+
 /// nodes["cluster/node"], made on first use; key is the caller's scratch string, so a record costs
 /// a lookup and no allocation.
 template <typename V>

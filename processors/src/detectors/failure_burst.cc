@@ -41,7 +41,38 @@ constexpr KeySpec kKeys[] = {
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated"},
 };
 
-class FailureBurstDetector : public DetectorWithState<FailureBurstDetector> {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Failure {
+  int64_t ts_ms;
+  std::string user;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& f) {
+    io(f.ts_ms, f.user);
+  }
+};
+struct Point {
+  int64_t count;
+  bool open;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.count, p.open);
+  }
+};
+struct Cluster {
+  int64_t next_ms = kNoTimeMs;
+  int64_t first_ms = kNoTimeMs;
+  std::deque<Failure> failures;                           // not yet stepped, by end time
+  std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
+  std::deque<Point> history;                              // counts of the last baseline_steps_ steps
+  int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.next_ms, c.first_ms, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+  }
+};
+
+class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Cluster> {
  public:
   explicit FailureBurstDetector(const KindConfig& c)
       : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
@@ -82,42 +113,9 @@ class FailureBurstDetector : public DetectorWithState<FailureBurstDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Failure {
-    int64_t ts_ms;
-    std::string user;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& f) {
-      io(f.ts_ms, f.user);
-    }
-  };
-  struct Point {
-    int64_t count;
-    bool open;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& p) {
-      io(p.count, p.open);
-    }
-  };
-  struct Cluster {
-    int64_t next_ms = kNoTimeMs;
-    int64_t first_ms = kNoTimeMs;
-    std::deque<Failure> failures;                           // not yet stepped, by end time
-    std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
-    std::deque<Point> history;                              // counts of the last baseline_steps_ steps
-    int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
-    HysteresisState state;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& c) {
-      io(c.next_ms, c.first_ms, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
-    }
-  };
   struct Judgement {
     double score = 0;
     int64_t count = 0;
@@ -194,8 +192,6 @@ class FailureBurstDetector : public DetectorWithState<FailureBurstDetector> {
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
   std::vector<int64_t> windows_steps_;  // ascending, in steps
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<FailureBurstDetector>(c); }

@@ -30,7 +30,46 @@ constexpr KeySpec kKeys[] = {
     {"close_for_s", "600", "...for this many seconds"},
 };
 
-class QueueBacklogDetector : public DetectorWithState<QueueBacklogDetector> {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Change {
+  int64_t ts_ms;
+  std::string job_id;
+  int64_t gpus;  // > 0: submitted (pending); 0: started or ended
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& ch) {
+    io(ch.ts_ms, ch.job_id, ch.gpus);
+  }
+};
+struct Point {
+  int64_t t_ms;
+  double waiting;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.t_ms, p.waiting);
+  }
+};
+struct Pending {
+  int64_t submit_ms;
+  int64_t gpus;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.submit_ms, p.gpus);
+  }
+};
+struct Cluster {
+  int64_t next_ms = kNoTimeMs;
+  int64_t first_ms = kNoTimeMs;
+  std::deque<Change> changes;
+  std::unordered_map<std::string, Pending> pending;  // by job id
+  std::deque<Point> history;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.next_ms, c.first_ms, c.changes, c.pending, c.history, c.state);
+  }
+};
+
+class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Cluster> {
  public:
   explicit QueueBacklogDetector(const KindConfig& c)
       : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
@@ -65,51 +104,9 @@ class QueueBacklogDetector : public DetectorWithState<QueueBacklogDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Change {
-    int64_t ts_ms;
-    std::string job_id;
-    int64_t gpus;  // > 0: submitted (pending); 0: started or ended
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& ch) {
-      io(ch.ts_ms, ch.job_id, ch.gpus);
-    }
-  };
-  struct Point {
-    int64_t t_ms;
-    double waiting;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& p) {
-      io(p.t_ms, p.waiting);
-    }
-  };
-  struct Pending {
-    int64_t submit_ms;
-    int64_t gpus;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& p) {
-      io(p.submit_ms, p.gpus);
-    }
-  };
-  struct Cluster {
-    int64_t next_ms = kNoTimeMs;
-    int64_t first_ms = kNoTimeMs;
-    std::deque<Change> changes;
-    std::unordered_map<std::string, Pending> pending;  // by job id
-    std::deque<Point> history;
-    HysteresisState state;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& c) {
-      io(c.next_ms, c.first_ms, c.changes, c.pending, c.history, c.state);
-    }
-  };
-
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     while (!c.changes.empty() && c.changes.front().ts_ms <= t) {
       const Change& ch = c.changes.front();
@@ -148,8 +145,6 @@ class QueueBacklogDetector : public DetectorWithState<QueueBacklogDetector> {
   const int64_t open_for_ms_;
   const double close_ratio_;
   const int64_t close_for_ms_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<QueueBacklogDetector>(c); }

@@ -16,7 +16,25 @@ constexpr KeySpec kKeys[] = {
     {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds"},
 };
 
-class TelemetryGapDetector : public DetectorWithState<TelemetryGapDetector> {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Node {
+  int64_t last_ms = kNoTimeMs;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& n) {
+    io(n.last_ms, n.state);
+  }
+};
+struct Cluster {
+  SampleTimeCursor times;
+  std::map<std::string, Node> nodes;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.times, c.nodes);
+  }
+};
+
+class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Cluster> {
  public:
   explicit TelemetryGapDetector(const KindConfig& c)
       : open_after_ms_(c.Millis("open_after_s")), close_for_ms_(c.Millis("close_for_s")) {}
@@ -39,30 +57,9 @@ class TelemetryGapDetector : public DetectorWithState<TelemetryGapDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Node {
-    int64_t last_ms = kNoTimeMs;
-    HysteresisState state;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& n) {
-      io(n.last_ms, n.state);
-    }
-  };
-  struct Cluster {
-    SampleTimeCursor times;
-    std::map<std::string, Node> nodes;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& c) {
-      io(c.times, c.nodes);
-    }
-  };
-
   // Every record of sample time t has been seen: who was silent?
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     for (auto& [name, node] : c.nodes) {
@@ -81,8 +78,6 @@ class TelemetryGapDetector : public DetectorWithState<TelemetryGapDetector> {
   }
 
   const int64_t open_after_ms_, close_for_ms_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<TelemetryGapDetector>(c); }

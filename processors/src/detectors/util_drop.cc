@@ -33,7 +33,30 @@ constexpr KeySpec kKeys[] = {
     {"min_gpus", "8", "fewest counted GPUs for a judgement"},
 };
 
-class UtilDropDetector : public DetectorWithState<UtilDropDetector> {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Gpu {
+  int64_t busy_since_ms = kNoTimeMs;
+  int64_t last_ms = kNoTimeMs;
+  int64_t learned_ms = 0;  // time the baseline has learned over
+  bool has_baseline = false;
+  double short_avg = 0;
+  double baseline = 0;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& g) {
+    io(g.busy_since_ms, g.last_ms, g.learned_ms, g.has_baseline, g.short_avg, g.baseline);
+  }
+};
+struct Cluster {
+  SampleTimeCursor times;
+  std::map<std::string, std::vector<Gpu>> nodes;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.times, c.state, c.nodes);
+  }
+};
+
+class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
  public:
   explicit UtilDropDetector(const KindConfig& c)
       : drop_ratio_(c.Double("drop_ratio")),
@@ -101,35 +124,9 @@ class UtilDropDetector : public DetectorWithState<UtilDropDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Gpu {
-    int64_t busy_since_ms = kNoTimeMs;
-    int64_t last_ms = kNoTimeMs;
-    int64_t learned_ms = 0;  // time the baseline has learned over
-    bool has_baseline = false;
-    double short_avg = 0;
-    double baseline = 0;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& g) {
-      io(g.busy_since_ms, g.last_ms, g.learned_ms, g.has_baseline, g.short_avg, g.baseline);
-    }
-  };
-  struct Cluster {
-    SampleTimeCursor times;
-    std::map<std::string, std::vector<Gpu>> nodes;
-    HysteresisState state;
-    template <class Io, class Self>
-    static void Fields(Io& io, Self& c) {
-      io(c.times, c.state, c.nodes);
-    }
-  };
-
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     int64_t counted = 0, down = 0;
     for (const auto& [_, gpus] : c.nodes) {
@@ -155,8 +152,6 @@ class UtilDropDetector : public DetectorWithState<UtilDropDetector> {
   const int64_t open_for_ms_, close_for_ms_, short_ms_, baseline_ms_, min_baseline_ms_, settle_ms_;
   const double busy_fb_mib_, min_baseline_util_;
   const int64_t min_gpus_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<UtilDropDetector>(c); }
