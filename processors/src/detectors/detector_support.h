@@ -55,6 +55,32 @@ class HysteresisState {
   int64_t since_ms_ = kNoTimeMs;
 };
 
+/// The judgement times of a detector that judges a cluster every step_ms of event time, from the first
+/// step boundary after the cluster's first record. Value type.
+class StepClock {
+ public:
+  /// A record at ts_ms: the first one starts the clock.
+  void OnRecord(int64_t ts_ms, int64_t step_ms) {
+    if (next_ms_ == kNoTimeMs) next_ms_ = first_ms_ = (ts_ms / step_ms + 1) * step_ms;
+  }
+  /// Calls judge(t) for each step time t <= watermark_ms not judged yet, in order.
+  template <class Judge>
+  void RunTo(int64_t watermark_ms, int64_t step_ms, Judge judge) {
+    for (; next_ms_ != kNoTimeMs && next_ms_ <= watermark_ms; next_ms_ += step_ms) judge(next_ms_);
+  }
+  /// The first step time (kNoTimeMs before the first record).
+  int64_t first_ms() const { return first_ms_; }
+
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& s) {
+    io(s.next_ms_, s.first_ms_);
+  }
+
+ private:
+  int64_t next_ms_ = kNoTimeMs;
+  int64_t first_ms_ = kNoTimeMs;
+};
+
 /// Transitions waiting for the watermark. Not thread-safe.
 class AnomalyOutbox {
  public:

@@ -59,8 +59,7 @@ struct Point {
   }
 };
 struct Cluster {
-  int64_t next_ms = kNoTimeMs;
-  int64_t first_ms = kNoTimeMs;
+  StepClock steps;
   std::deque<Failure> failures;                           // not yet stepped, by end time
   std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
   std::deque<Point> history;                              // counts of the last baseline_steps_ steps
@@ -68,7 +67,7 @@ struct Cluster {
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
-    io(c.next_ms, c.first_ms, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+    io(c.steps, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
   }
 };
 
@@ -98,18 +97,13 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
-    if (c.next_ms == kNoTimeMs) c.next_ms = c.first_ms = (job->ts_ms / step_ms_ + 1) * step_ms_;
+    c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->event != core::JobEventKind::kEnd || job->gpu_num <= 0 || !StateListed(states_, job->state)) return;
     c.failures.push_back({job->ts_ms, job->user});
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      while (c.next_ms != kNoTimeMs && c.next_ms <= watermark_ms) {
-        Step(name, c, c.next_ms);
-        c.next_ms += step_ms_;
-      }
-    }
+    for (auto& [name, c] : clusters_) c.steps.RunTo(watermark_ms, step_ms_, [&](int64_t t) { Step(name, c, t); });
     outbox_.FlushTo(watermark_ms, out);
   }
 
@@ -161,7 +155,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   void Step(const std::string& cluster, Cluster& c, int64_t t) {
     const int64_t n = CountStep(c, t);
     // The baseline is what came before this step; it learns from steps while the flag is closed only.
-    const bool judged = t - c.first_ms >= min_history_ms_ && c.baseline_steps > 0;
+    const bool judged = t - c.steps.first_ms() >= min_history_ms_ && c.baseline_steps > 0;
     const double rate =
         c.baseline_steps > 0 ? std::max(min_rate_, static_cast<double>(c.baseline_sum) / c.baseline_steps) : 0;
     c.history.push_back({n, c.state.open()});

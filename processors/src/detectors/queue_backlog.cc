@@ -57,15 +57,14 @@ struct Pending {
   }
 };
 struct Cluster {
-  int64_t next_ms = kNoTimeMs;
-  int64_t first_ms = kNoTimeMs;
+  StepClock steps;
   std::deque<Change> changes;
   std::unordered_map<std::string, Pending> pending;  // by job id
   std::deque<Point> history;
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
-    io(c.next_ms, c.first_ms, c.changes, c.pending, c.history, c.state);
+    io(c.steps, c.changes, c.pending, c.history, c.state);
   }
 };
 
@@ -88,19 +87,14 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
-    if (c.next_ms == kNoTimeMs) c.next_ms = c.first_ms = (job->ts_ms / step_ms_ + 1) * step_ms_;
+    c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->gpu_num <= 0) return;
     // Changes take effect at the next judgement after them (all of them are <= its time).
     c.changes.push_back({job->ts_ms, job->job_id, job->event == core::JobEventKind::kSubmit ? job->gpu_num : 0});
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      while (c.next_ms != kNoTimeMs && c.next_ms <= watermark_ms) {
-        Judge(name, c, c.next_ms);
-        c.next_ms += step_ms_;
-      }
-    }
+    for (auto& [name, c] : clusters_) c.steps.RunTo(watermark_ms, step_ms_, [&](int64_t t) { Judge(name, c, t); });
     outbox_.FlushTo(watermark_ms, out);
   }
 
@@ -123,7 +117,7 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
     }
     while (!c.history.empty() && c.history.front().t_ms < t - baseline_ms_) c.history.pop_front();
     c.history.push_back({t, waiting});
-    if (t - c.first_ms < min_history_ms_) return;
+    if (t - c.steps.first_ms() < min_history_ms_) return;
     std::vector<double> values;
     for (const Point& p : c.history) values.push_back(p.waiting);
     const size_t mid = values.size() / 2;
