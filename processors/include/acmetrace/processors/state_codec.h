@@ -5,8 +5,10 @@
 // checked (a truncated or malformed snapshot is an error, never a crash or a huge allocation).
 //
 // How a type is encoded:
-//   int64_t -> 8 bytes; uint64_t -> 8 bytes; double -> 8 bytes (IEEE); bool -> uint64 0 or 1 (else an
-//   error); std::string -> uint64 length, bytes; vector/deque -> uint64 count, items; map/unordered_map
+//   int64_t -> 8 bytes; uint64_t -> 8 bytes; int32_t -> 8 bytes (as int64; out of range on reading is an
+//   error); double -> 8 bytes (IEEE); bool -> uint64 0 or 1 (else an error); std::string -> uint64
+//   length, bytes; std::array and std::pair -> their items (no count); vector/deque -> uint64 count,
+//   items; map/unordered_map
 //   -> uint64 count, (key, value) in key order (unordered maps are sorted first, so equal states give
 //   equal bytes); a type with `template <class Io, class S> static void Fields(Io& io, S& s)` -> its
 //   fields in the order Fields names them (S is const on writing); a type with `void Write(StateWriter&)
@@ -45,6 +47,16 @@ template <class T, class A>
 struct IsSequence<std::vector<T, A>> : std::true_type {};
 template <class T, class A>
 struct IsSequence<std::deque<T, A>> : std::true_type {};
+
+template <class T>
+struct IsArray : std::false_type {};
+template <class T, size_t N>
+struct IsArray<std::array<T, N>> : std::true_type {};
+
+template <class T>
+struct IsPair : std::false_type {};
+template <class A, class B>
+struct IsPair<std::pair<A, B>> : std::true_type {};
 
 template <class T>
 struct IsOrderedMap : std::false_type {};
@@ -194,6 +206,11 @@ class MinBytesCounter {
   void Add(const T& v) {
     if constexpr (StateFields<T>) {
       T::Fields(*this, v);
+    } else if constexpr (IsArray<T>::value) {
+      for (const auto& item : v) Add(item);
+    } else if constexpr (IsPair<T>::value) {
+      Add(v.first);
+      Add(v.second);
     } else {
       bytes_ += 8;  // a number, a length or a count: adapters start with one
     }
@@ -204,7 +221,7 @@ class MinBytesCounter {
 
 template <class T>
 size_t MinBytes(uint32_t version) {
-  if constexpr (StateFields<T>) {
+  if constexpr (StateFields<T> || IsArray<T>::value || IsPair<T>::value) {
     MinBytesCounter counter(version);
     counter(T{});
     return std::max<size_t>(counter.bytes(), 1);
@@ -224,10 +241,17 @@ void StateWriter::Put(const T& v) {
     I64(v);
   } else if constexpr (std::is_same_v<T, uint64_t>) {
     U64(v);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    I64(v);
   } else if constexpr (std::is_same_v<T, double>) {
     F64(v);
   } else if constexpr (std::is_same_v<T, std::string>) {
     Str(v);
+  } else if constexpr (IsArray<T>::value) {
+    for (const auto& item : v) Put(item);
+  } else if constexpr (IsPair<T>::value) {
+    Put(v.first);
+    Put(v.second);
   } else if constexpr (IsSequence<T>::value) {
     U64(v.size());
     for (const auto& item : v) Put(item);
@@ -265,10 +289,19 @@ void StateReader::Get(T& v) {
     v = I64();
   } else if constexpr (std::is_same_v<T, uint64_t>) {
     v = U64();
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    const int64_t wide = I64();
+    if (wide < INT32_MIN || wide > INT32_MAX) ok_ = false;
+    v = static_cast<int32_t>(wide);
   } else if constexpr (std::is_same_v<T, double>) {
     v = F64();
   } else if constexpr (std::is_same_v<T, std::string>) {
     v = Str();
+  } else if constexpr (IsArray<T>::value) {
+    for (auto& item : v) Get(item);
+  } else if constexpr (IsPair<T>::value) {
+    Get(v.first);
+    Get(v.second);
   } else if constexpr (IsSequence<T>::value) {
     using Item = typename T::value_type;
     v.clear();
