@@ -5,7 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
+#include "acmetrace/core/log.h"
+#include "acmetrace/exporters/process_metrics.h"
+#include "acmetrace_revision.h"  // generated at every build: kAcmetraceRevision
 #include "commands.h"
 
 namespace {
@@ -29,7 +33,22 @@ int main(int argc, char** argv) {
   CLI::App app{"acmetrace: replay the AcmeTrace release (Seren and Kalos, NSDI '24) as a live feed"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  acmetrace::exporters::SetBuildRevision(kAcmetraceRevision);
+  const acmetrace::exporters::BuildInfo& build = acmetrace::exporters::GetBuildInfo();
+  app.set_version_flag("--version",
+                       "acmetrace " + std::string(build.version) + " (revision " + std::string(build.revision) + ", " +
+                           std::string(build.compiler) + ")",
+                       "print the version, the git revision it was built from and the compiler, then exit");
   acmetrace::apps::CommandRegistry registry;
+  // Global: every subcommand's lines share one format (core/log.h).
+  std::string log_format = "text";
+  std::string log_level = "info";
+  app.add_option("--log-format", log_format, "format of every line on stderr: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "lowest level logged: debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
   acmetrace::apps::RegisterCommands(app, registry);
   try {
     app.parse(argc, argv);
@@ -37,14 +56,22 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // A usage error is a log line too, in --log-format if that much was parsed.
+    acmetrace::core::ConfigureLogging(
+        acmetrace::core::ParseLogFormat(log_format).value_or(acmetrace::core::LogFormat::kText),
+        acmetrace::core::LogLevel::kInfo);
+    acmetrace::core::LogError("acmetrace", std::string(e.what()) + " (run with --help for more information)");
     return 2;
   }
+  acmetrace::core::ConfigureLogging(*acmetrace::core::ParseLogFormat(log_format),
+                                    *acmetrace::core::ParseLogLevel(log_level));
   try {
     return registry.Run();
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "acmetrace: %s\n", e.what());
+    acmetrace::core::LogError("acmetrace", e.what());
     return 2;
   }
 }

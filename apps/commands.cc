@@ -1,28 +1,20 @@
 // The list of subcommands and the shared config loading.
 #include "commands.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
-#include "acmetrace/exporters/export_config.h"
-#include "acmetrace/kafka/kafka_config.h"
-#include "acmetrace/pipeline/pipeline.h"
-#include "acmetrace/processors/detector.h"
-#include "acmetrace/processors/process_config.h"
-#include "acmetrace/producers/replay.h"
-#include "acmetrace/producers/synth_config.h"
+#include "acmetrace/core/log.h"
+#include "acmetrace/pipeline/config_keys.h"
 
 namespace acmetrace::apps {
 
 void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   // Every stage declares its keys beside its code; they are all known to every subcommand so a
   // config file can hold every section.
-  producers::DeclareReplayConfig(registry.config());
-  kafka::DeclareKafkaConfig(registry.config());
-  producers::DeclareSynthConfig(registry.config());
-  processors::DeclareProcessConfig(registry.config());
-  processors::DeclareDetectorConfig(registry.config());
-  exporters::DeclareExportConfig(registry.config());
-  pipeline::DeclareRunConfig(registry.config());
+  pipeline::DeclareAllConfig(registry.config());
+  registry.set_app(&app);
   app.add_option("--config", registry.config_file, "YAML configuration file (see `acmetrace config`)")
       ->check(CLI::ExistingFile);
   RegisterSynth(app, registry);
@@ -34,20 +26,48 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterConfig(app, registry);
 }
 
+namespace {
+
+// The flag of the chosen subcommand that sets key: by convention its help ends with "[key]".
+std::string FlagFor(const CLI::App* app, const std::string& key) {
+  if (app == nullptr) return "";
+  const std::string tag = "[" + key + "]";
+  for (const CLI::App* sub : app->get_subcommands()) {
+    for (const CLI::Option* option : sub->get_options()) {
+      if (option->count() > 0 && option->get_description().find(tag) != std::string::npos) {
+        return option->get_name();
+      }
+    }
+  }
+  return "";
+}
+
+void AddLines(const core::Status& status, std::vector<std::string>& errors) {
+  if (status.ok()) return;
+  size_t start = 0;
+  while (start <= status.message().size()) {
+    size_t end = status.message().find('\n', start);
+    if (end == std::string::npos) end = status.message().size();
+    errors.push_back(status.message().substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
 bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides) {
-  if (!registry.config_file.empty()) {
-    if (core::Status s = registry.config().LoadYamlFile(registry.config_file); !s.ok()) {
-      std::fprintf(stderr, "acmetrace: %s\n", s.message().c_str());
-      return false;
-    }
-  }
-  for (const auto& [key, value] : overrides) {
-    if (core::Status s = registry.config().Set(key, value); !s.ok()) {
-      std::fprintf(stderr, "acmetrace: %s\n", s.message().c_str());
-      return false;
-    }
-  }
-  return true;
+  // Precedence: flag > environment > file > default, so they are applied in the reverse order.
+  core::Config& config = registry.config();
+  std::vector<std::string> errors;
+  if (!registry.config_file.empty()) AddLines(config.LoadYamlFile(registry.config_file), errors);
+  // scripts/kafka-local's variable shares the kafka section's prefix; it is not a config key.
+  AddLines(config.ApplyEnvironment(environ, {"ACMETRACE_KAFKA_HOME"}), errors);
+  for (const auto& [key, value] : overrides) AddLines(config.Set(key, value, FlagFor(registry.app(), key)), errors);
+  // Everything is checked now, before any command opens a file or starts a thread: a bad value is a
+  // usage error here, not an abort once the run has started.
+  for (std::string& e : pipeline::CheckAllConfig(config)) errors.push_back(std::move(e));
+  for (const std::string& e : errors) core::LogError("acmetrace", e);
+  return errors.empty();
 }
 
 void RegisterConfig(CLI::App& app, CommandRegistry& registry) {

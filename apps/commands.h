@@ -16,11 +16,15 @@ class CommandRegistry {
   /// Remembers what to run if this subcommand is chosen.
   void OnRun(std::function<int()> action) { action_ = std::move(action); }
   int Run() { return action_ ? action_() : 2; }
-  /// The --config file, loaded before flags apply.
+  /// The --config file, loaded before the environment and flags apply.
   std::string config_file;
+  /// The parsed command line: LoadConfig names the flag that set a wrong value.
+  void set_app(const CLI::App* app) { app_ = app; }
+  const CLI::App* app() const { return app_; }
 
  private:
   core::Config config_;
+  const CLI::App* app_ = nullptr;
   std::function<int()> action_;
 };
 
@@ -35,8 +39,9 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry);
 void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
 
-/// Loads --config (if given), then applies the flags that were set (key -> value). Errors are
-/// usage errors: prints and returns false.
+/// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
+/// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
+/// Errors are usage errors: prints every one, one line each, and returns false.
 bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
 
 }  // namespace acmetrace::apps

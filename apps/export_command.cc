@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
@@ -60,10 +61,10 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
           exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads,
                      options.render_cache_ms});
       if (core::Status s = server.Start(); !s.ok()) {
-        std::fprintf(stderr, "acmetrace export: %s\n", s.message().c_str());
+        core::LogError("export", s.message());
         return 1;
       }
-      std::printf("listening on %s\n", server.url().c_str());
+      std::printf("listening on %s", server.url().c_str());
       std::fflush(stdout);
       std::unique_ptr<core::RecordInput> input;
       if (source == "stdin") {
@@ -76,7 +77,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
         input_options.idle_timeout_ms = settings->idle_timeout_ms;
         core::Result<std::unique_ptr<kafka::KafkaInput>> opened = kafka::KafkaInput::Open(*settings, input_options);
         if (!opened.ok()) {
-          std::fprintf(stderr, "acmetrace export: %s\n", opened.status().message().c_str());
+          core::LogError("export", opened.status().message());
           server.Stop();
           return 1;
         }
@@ -89,21 +90,21 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       errors.Finish();
       int rc = 0;
       if (!s.ok()) {
-        std::fprintf(stderr, "acmetrace export: %s\n", s.message().c_str());
+        core::LogError("export", s.message());
         rc = 1;
       } else if (!flags->until_end && !stop.triggered()) {
-        std::fprintf(stderr, "acmetrace export: input ended; serving until SIGINT/SIGTERM\n");
+        core::Logf(core::LogLevel::kInfo, "export", "input ended; serving until SIGINT/SIGTERM");
         while (!stop.WaitFor(1000)) {
         }
       }
       if (!flags->metrics_out.empty()) {
         if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
-          std::fprintf(stderr, "acmetrace export: %s\n", w.message().c_str());
+          core::LogError("export", w.message());
           rc = 1;
         }
       }
       server.Stop();
-      std::fprintf(stderr, "acmetrace export: %lld series, %lld input errors\n",
+      core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
                    static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
       return rc;
     });

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/core/transport.h"
 #include "acmetrace/kafka/kafka_admin.h"
 #include "acmetrace/kafka/kafka_input.h"
@@ -34,10 +35,10 @@ int64_t ProgressIntervalMs() {
 
 void PrintSummary(const processors::ProcessStats& s, const core::InputErrors& errors, int64_t wall_ms) {
   const double seconds = static_cast<double>(wall_ms) / 1000.0;
-  std::fprintf(stderr,
-               "acmetrace process: %lld records processed, %lld skipped, %lld late, %lld input errors; wrote %lld "
+  core::Logf(core::LogLevel::kInfo, "process",
+               "%lld records processed, %lld skipped, %lld late, %lld input errors; wrote %lld "
                "windows and %lld anomaly transitions (%lld windows already written before a restore) in %.2f s "
-               "(%.0f records/s)\n",
+               "(%.0f records/s)",
                static_cast<long long>(s.records), static_cast<long long>(s.skipped), static_cast<long long>(s.late),
                static_cast<long long>(errors.total()), static_cast<long long>(s.windows),
                static_cast<long long>(s.anomalies), static_cast<long long>(s.suppressed), seconds,
@@ -91,7 +92,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       std::atomic<bool> stop{false};
       ShutdownOnSignal shutdown([&stop] { stop.store(true); });
       auto fail = [](const core::Status& s) {
-        std::fprintf(stderr, "acmetrace process: %s\n", s.message().c_str());
+        core::LogError("process", s.message());
         return 1;
       };
       if (settings && settings->create_topics) {
@@ -138,11 +139,11 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
         input = std::move(opened).value();
         ownership = std::make_unique<pipeline::GroupOwnership>(
             options, *settings, *sink,
-            [](const std::string& line) { std::fprintf(stderr, "acmetrace process: %s\n", line.c_str()); });
+            [](const std::string& line) { core::LogInfo("process", line); });
       }
       processors::DetectorFactory detectors;
       if (options.detectors) {
-        detectors = [&config] { return processors::MakeDetectors(config); };
+        detectors = processors::MakeDetectorFactory(config);
       }
       processors::StreamProcessor processor(options, *sink, detectors);
       core::InputErrors errors(stderr, flags->strict);
@@ -153,7 +154,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
         std::string watermarks;
         for (const std::string& w : p.watermarks) watermarks += " " + w;
-        std::fprintf(stderr, "acmetrace process: %lld records read (%.0f/s), watermark%s\n",
+        core::Logf(core::LogLevel::kInfo, "process", "%lld records read (%.0f/s), watermark%s",
                      static_cast<long long>(p.items),
                      static_cast<double>(p.items - last_items) * 1000.0 / static_cast<double>(ProgressIntervalMs()),
                      watermarks.empty() ? " none" : watermarks.c_str());

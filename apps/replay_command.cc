@@ -5,9 +5,11 @@
 
 #include "acmetrace/core/clock.h"
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/core/transport.h"
 #include "acmetrace/kafka/kafka_sink.h"
+#include "acmetrace/pipeline/hops.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/replay_control.h"
@@ -90,7 +92,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       // Opened once here so a bad directory fails before anything starts; seek and loop reopen it.
       core::Result<std::unique_ptr<producers::EventStream>> first = producers::EventStream::Open(options, errors);
       if (!first.ok()) {
-        std::fprintf(stderr, "acmetrace replay: %s\n", first.status().message().c_str());
+        core::LogError("replay", first.status().message());
         return 1;
       }
       std::unique_ptr<producers::EventStream> first_stream = std::move(first).value();
@@ -121,10 +123,17 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       } else {
         core::Result<std::unique_ptr<kafka::KafkaSink>> opened = kafka::KafkaSink::Open(*kafka_settings, stderr);
         if (!opened.ok()) {
-          std::fprintf(stderr, "acmetrace replay: %s\n", opened.status().message().c_str());
+          core::LogError("replay", opened.status().message());
           return 1;
         }
         kafka_sink = opened.value().get();
+        // The replay's records come in trace-time order: it tells readers how far it has got
+        // (progress markers) and when it is done (end markers), partition by partition.
+        if (core::Status s = kafka_sink->DeclareStream(pipeline::ProcessInputTopics(), kafka_settings->progress_interval_ms);
+            !s.ok()) {
+          std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
+          return 1;
+        }
         sink = std::move(opened).value();
       }
       producers::ReplayOptions replay_options;
@@ -148,43 +157,44 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       producers::ReplayControlServer control(replayer);
       if (const std::string address = config.GetString("replay.control"); !address.empty()) {
         if (core::Status s = control.Start(address); !s.ok()) {
-          std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
+          core::LogError("replay", s.message());
           return 1;
         }
-        std::fprintf(stderr, "acmetrace replay: control endpoint on http://%s:%u/status\n",
-                     address.substr(0, address.rfind(':')).empty() ? "127.0.0.1" : address.substr(0, address.rfind(':')).c_str(),
-                     static_cast<unsigned>(control.port()));
+        core::Logf(core::LogLevel::kInfo, "replay", "control endpoint on %s", control.url().c_str());
       }
       core::Result<producers::ReplayStats> stats = replayer.Run();
       control.Stop();
+      // The last record is written (or the replay was stopped): the stream ends here.
+      if (core::Status s = sink->End({}); !s.ok() && stats.ok()) stats = s;
       errors.Finish();
       if (current_stream != nullptr) out_of_order += current_stream->out_of_order();
       if (kafka_sink != nullptr) {
         const kafka::DeliveryCounts c = kafka_sink->counts();
-        std::fprintf(stderr,
-                     "acmetrace replay: kafka: %lld records produced, %lld delivery reports (%lld delivered, "
-                     "%lld failed), %lld queue-full waits\n",
-                     static_cast<long long>(c.produced), static_cast<long long>(c.delivered + c.failed),
+        core::Logf(core::LogLevel::kInfo, "replay",
+                   "kafka: %lld records produced (and %lld stream markers), %lld delivery reports (%lld delivered, "
+                   "%lld failed), %lld queue-full waits",
+                   static_cast<long long>(c.produced - c.markers), static_cast<long long>(c.markers),
+                   static_cast<long long>(c.delivered + c.failed),
                      static_cast<long long>(c.delivered), static_cast<long long>(c.failed),
                      static_cast<long long>(c.queue_full_waits));
       }
       if (!stats.ok()) {
-        std::fprintf(stderr, "acmetrace replay: %s\n", stats.status().message().c_str());
+        core::LogError("replay", stats.status().message());
         return 1;
       }
       const producers::ReplayStats& s = stats.value();
       std::string per_topic;
       for (const auto& [topic, n] : s.records) per_topic += " " + topic + "=" + std::to_string(n);
       const double seconds = static_cast<double>(s.wall_ms) / 1000.0;
-      std::fprintf(stderr,
-                   "acmetrace replay: %lld records (%s) in %.2f s, %.1f MB read (%.1f MB/s), %lld input errors, "
-                   "%lld job events out of order\n",
+      core::Logf(core::LogLevel::kInfo, "replay",
+                   "%lld records (%s) in %.2f s, %.1f MB read (%.1f MB/s), %lld input errors, "
+                   "%lld job events out of order",
                    static_cast<long long>(s.total), per_topic.empty() ? " none" : per_topic.c_str() + 1, seconds,
                    static_cast<double>(s.bytes_read) / 1e6,
                    seconds > 0 ? static_cast<double>(s.bytes_read) / 1e6 / seconds : 0.0,
                    static_cast<long long>(errors.total()), static_cast<long long>(out_of_order));
       if (replay_options.speed > 0) {
-        std::fprintf(stderr, "acmetrace replay: worst lateness behind schedule %lld ms\n",
+        core::Logf(core::LogLevel::kInfo, "replay", "worst lateness behind schedule %lld ms",
                      static_cast<long long>(s.max_lateness_ms));
       }
       return 0;

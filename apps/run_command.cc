@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
@@ -61,7 +62,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       const exporters::ExportOptions export_options = exporters::ExportOptionsFromConfig(config);
       pipeline::PipelineOptions options;
       options.process = processors::ProcessOptionsFromConfig(config);
-      if (options.process.detectors) options.detectors = [&config] { return processors::MakeDetectors(config); };
+      if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
       options.stream.clusters = config.GetList("replay.clusters");
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
       options.replay.speed = *speed;
@@ -70,9 +71,10 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.replay.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
 
       if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(config, stderr);
+        core::Result<std::string> dir = pipeline::PrepareDefaultData(
+            config, [](const std::string& line) { core::LogInfo("run", line); });
         if (!dir.ok()) {
-          std::fprintf(stderr, "acmetrace run: default data set: %s\n", dir.status().message().c_str());
+          core::LogError("run", "default data set: " + dir.status().message());
           return 1;
         }
         options.stream.data_dir = dir.value();
@@ -86,7 +88,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       const bool over_kafka = !flags->brokers.empty();
       std::unique_ptr<pipeline::Transport> transport;
       if (over_kafka) {
-        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config));
+        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config), stderr);
       } else {
         transport = std::make_unique<pipeline::InProcessTransport>(
             static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity"))));
@@ -101,12 +103,12 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
                                                  export_options.basic_auth_password, export_options.http_threads,
                                                  export_options.render_cache_ms});
       if (core::Status s = server.Start(); !s.ok()) {
-        std::fprintf(stderr, "acmetrace run: %s\n", s.message().c_str());
+        core::LogError("run", s.message());
         return 1;
       }
-      std::printf("listening on %s\n", server.url().c_str());
+      std::printf("listening on %s", server.url().c_str());
       std::fflush(stdout);
-      std::fprintf(stderr, "acmetrace run: replaying %s at speed %s%s%s\n", options.stream.data_dir.c_str(),
+      core::Logf(core::LogLevel::kInfo, "run", "replaying %s at speed %s%s%s", options.stream.data_dir.c_str(),
                    *speed > 0 ? speed_text.c_str() : "max", over_kafka ? ", every hop through Kafka at " : "",
                    over_kafka ? config.GetString("kafka.brokers").c_str() : "");
 
@@ -125,27 +127,27 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       errors.Finish();
       int rc = 0;
       if (!s.ok()) {
-        std::fprintf(stderr, "acmetrace run: %s\n", s.message().c_str());
+        core::LogError("run", s.message());
         rc = 1;
       } else if (errors.must_stop()) {
         rc = 1;
       } else {
         const processors::ProcessStats& ps = run.process_stats();
-        std::fprintf(stderr,
-                     "acmetrace run: done: %lld records processed (%lld late), %lld windows, %lld anomaly transitions, "
-                     "%lld series, %lld input errors\n",
+        core::Logf(core::LogLevel::kInfo, "run",
+                     "done: %lld records processed (%lld late), %lld windows, %lld anomaly transitions, "
+                     "%lld series, %lld input errors",
                      static_cast<long long>(ps.records), static_cast<long long>(ps.late),
                      static_cast<long long>(ps.windows), static_cast<long long>(ps.anomalies),
                      static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
         if (!flags->until_end && !stop.triggered()) {
-          std::fprintf(stderr, "acmetrace run: replay finished; serving the final state until SIGINT/SIGTERM\n");
+          core::Logf(core::LogLevel::kInfo, "run", "replay finished; serving the final state until SIGINT/SIGTERM");
           while (!stop.WaitFor(1000)) {
           }
         }
       }
       if (!flags->metrics_out.empty()) {
         if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
-          std::fprintf(stderr, "acmetrace run: %s\n", w.message().c_str());
+          core::LogError("run", w.message());
           rc = 1;
         }
       }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "acmetrace/core/log.h"
+
 namespace acmetrace::apps {
 
 ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_(std::move(on_signal)) {
@@ -24,11 +26,11 @@ ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_
       if (sigwait(&set, &signal) != 0) return;
       if (signal == SIGUSR2) return;
       if (stopping) {
-        std::fprintf(stderr, "acmetrace: second signal, exiting now\n");
+        core::LogWarn("acmetrace", "second signal, exiting now");
         std::_Exit(1);
       }
       stopping = true;
-      std::fprintf(stderr, "acmetrace: stopping (signal %d); flushing what was sent\n", signal);
+      core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
       on_signal_();
     }
   });

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "acmetrace/producers/summary.h"
 #include "commands.h"
 
@@ -26,18 +27,18 @@ void RegisterSummary(CLI::App& app, CommandRegistry& registry) {
       core::Result<std::string> csv = producers::SummarizeJobTraces(flags->files, errors);
       errors.Finish();
       if (!csv.ok()) {
-        std::fprintf(stderr, "acmetrace summary: %s\n", csv.status().message().c_str());
+        core::LogError("summary", csv.status().message());
         return 1;
       }
       std::fputs(csv.value().c_str(), stdout);
       if (flags->check) {
         const std::vector<std::string> diffs = producers::CompareWithPublishedSummary(csv.value());
-        for (const std::string& d : diffs) std::fprintf(stderr, "differs from the release: %s\n", d.c_str());
+        for (const std::string& d : diffs) core::LogError("summary", "differs from the release: " + d);
         if (!diffs.empty()) return 1;
-        std::fprintf(stderr, "acmetrace summary: every column matches the release's cluster_summary.csv\n");
+        core::LogInfo("summary", "every column matches the release's cluster_summary.csv");
       }
       if (errors.total() > 0) {
-        std::fprintf(stderr, "acmetrace summary: %lld malformed rows skipped\n", static_cast<long long>(errors.total()));
+        core::Logf(core::LogLevel::kWarn, "summary", "%lld malformed rows skipped", static_cast<long long>(errors.total()));
       }
       return 0;
     });

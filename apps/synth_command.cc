@@ -1,6 +1,7 @@
 // acmetrace synth: AcmeTrace-format files with the release's statistics (see docs/synth.md).
 #include <cstdio>
 
+#include "acmetrace/core/log.h"
 #include "acmetrace/producers/synth.h"
 #include "acmetrace/producers/synth_config.h"
 #include "commands.h"
@@ -44,13 +45,13 @@ void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
       options.inject_faults = flags->inject_faults;
       core::Result<producers::SynthReport> report = producers::WriteSynthetic(options);
       if (!report.ok()) {
-        std::fprintf(stderr, "acmetrace synth: %s\n", report.status().message().c_str());
+        core::LogError("synth", report.status().message());
         return 1;
       }
       const producers::SynthReport& r = report.value();
-      std::fprintf(stderr, "acmetrace synth: %lld jobs, %lld nodes, %lld utilization rows, %zu files, %.1f MB in %s\n",
-                   static_cast<long long>(r.jobs), static_cast<long long>(r.nodes), static_cast<long long>(r.util_rows),
-                   r.files.size(), static_cast<double>(r.bytes) / 1e6, flags->out.c_str());
+      core::Logf(core::LogLevel::kInfo, "synth", "%lld jobs, %lld nodes, %lld utilization rows, %zu files, %.1f MB in %s",
+                 static_cast<long long>(r.jobs), static_cast<long long>(r.nodes), static_cast<long long>(r.util_rows),
+                 r.files.size(), static_cast<double>(r.bytes) / 1e6, flags->out.c_str());
       return 0;
     });
   });

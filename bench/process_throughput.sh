@@ -113,5 +113,5 @@ if ((week)); then
     /usr/bin/time -v "$bin" process --source stdin >/dev/null 2>"$bench_dir/week.err"
   rss_kb="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$bench_dir/week.err")"
   summary="$(grep "records processed" "$bench_dir/week.err")"
-  echo "week (seren, scale $week_scale): peak RSS $((rss_kb / 1024)) MiB; ${summary#acmetrace process: }"
+  echo "week (seren, scale $week_scale): peak RSS $((rss_kb / 1024)) MiB; ${summary#*process: }"
 fi

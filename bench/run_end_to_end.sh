@@ -25,7 +25,7 @@ secs=$(awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 6
 rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
 user=$(sed -n 's/.*User time (seconds): //p' "$log")
 sys=$(sed -n 's/.*System time (seconds): //p' "$log")
-grep 'acmetrace run: done' "$log" || true
+grep 'run: done' "$log" || true
 echo "records: $records in ${secs} s wall (user ${user} s, sys ${sys} s)"
 awk -v r="$records" -v s="$secs" 'BEGIN { printf "records/s: %.0f (wall)\n", r / s }'
 awk -v k="$rss" 'BEGIN { printf "peak RSS: %.1f MiB\n", k / 1024 }'

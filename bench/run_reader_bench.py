@@ -83,8 +83,8 @@ def generate(argv, out):
 
 
 def records_of(stderr_text):
-    """The record count from replay's closing line: 'acmetrace replay: N records (...) in ...'."""
-    m = re.findall(r"acmetrace replay: (\d+) records", stderr_text)
+    """The record count from replay's closing log line: '... INFO  replay: N records (...) in ...'."""
+    m = re.findall(r" replay: (\d+) records", stderr_text)
     return int(m[-1]) if m else None
 
 

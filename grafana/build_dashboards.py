@@ -122,7 +122,7 @@ def cluster_overview():
     d.panel("timeseries", "GPUs allocated, pending and capacity", [
         ts(f"sum by (cluster) (acmetrace_gpus_allocated{{{C}}})", "{{cluster}} allocated"),
         ts(f"sum by (cluster) (acmetrace_gpus_pending{{{C}}})", "{{cluster}} pending"),
-        ts(f"sum by (cluster) (acmetrace_gpus_total{{{C}}})", "{{cluster}} capacity"),
+        ts(f"sum by (cluster) (acmetrace_gpus_capacity{{{C}}})", "{{cluster}} capacity"),
     ], w=16, unit="short", description="GPUs of running jobs and GPUs requested by pending jobs, against the "
                                         "cluster's GPUs (process.capacity_gpus).",
             overrides=[{"matcher": {"id": "byRegexp", "options": ".*capacity"},
@@ -264,21 +264,22 @@ def anomalies():
                   ["anomalies"], [datasource_var(), CLUSTER_VAR, kind_var])
     K = f'{C}, kind=~"$kind"'
     d.panel("table", "Active flags",
-            [instant(f"max by (cluster, kind, subject) (acmetrace_anomaly_active{{{K}}})")],
+            [instant(f"max by (cluster, kind, subject) (acmetrace_anomaly_active{{{K}}}) == 1")],
             w=12, h=10, transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}],
-            description="Flags open now: one row per (cluster, kind, subject).")
+            description="Flags open now (and flags shorter than two scrapes, kept at 1 until scraped twice): one row "
+                        "per (cluster, kind, subject). A closed flag reads 0 for two scrape intervals before it goes.")
     d.panel("bargauge", "Flags opened in the time range",
             [instant(f"sum by (cluster, kind) (increase(acmetrace_anomalies_total{{{K}}}[$__range]))",
                      "{{cluster}} {{kind}}", fmt="time_series")],
             w=12, h=10, unit="short", options={"displayMode": "gradient", "orientation": "horizontal",
                                                "reduceOptions": {"calcs": ["lastNotNull"]}})
     d.panel("state-timeline", "Flag timeline",
-            [ts(f"max by (kind, subject) (acmetrace_anomaly_active{{{K}}})", "{{kind}} {{subject}}")],
-            w=24, h=12, description="When each flag was open (series exist only while a flag is open).",
+            [ts(f"max by (kind, subject) (acmetrace_anomaly_active{{{K}}}) == 1", "{{kind}} {{subject}}")],
+            w=24, h=12, description="When each flag was shown open (every flag for at least two scrape intervals).",
             options={"showValue": "never", "mergeValues": True, "rowHeight": 0.8},
             field={"color": {"mode": "fixed", "fixedColor": "red"}})
     d.panel("timeseries", "Open flags by kind",
-            [ts(f"count by (kind) (acmetrace_anomaly_active{{{K}}})", "{{kind}}")],
+            [ts(f"count by (kind) (acmetrace_anomaly_active{{{K}}} == 1)", "{{kind}}")],
             unit="short", field=STACKED)
     d.panel("table", "Firing alerts",
             [instant('max by (alertname, severity, cluster, kind, subject, Hostname, gpu) (ALERTS{alertstate="firing"})')],

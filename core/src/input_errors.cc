@@ -1,6 +1,8 @@
 // InputErrors: counted, printed, never silent.
 #include "acmetrace/core/input_errors.h"
 
+#include "acmetrace/core/log.h"
+
 namespace acmetrace::core {
 
 void InputErrors::Report(std::string_view cluster, std::string_view kind, std::string_view file,
@@ -31,7 +33,7 @@ void InputErrors::Count(std::string_view cluster, std::string_view kind, const s
   ++total_;
   if (strict_) must_stop_ = true;
   if (first_.empty()) first_ = line;
-  if (out_ != nullptr && total_ <= max_printed_) std::fprintf(out_, "%s\n", line.c_str());
+  if (out_ != nullptr && total_ <= max_printed_) LogTo(out_, LogLevel::kWarn, "input", line);
 }
 
 int64_t InputErrors::total() const {
@@ -54,8 +56,8 @@ std::string InputErrors::first() const {
 void InputErrors::Finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (out_ != nullptr && total_ > max_printed_) {
-    std::fprintf(out_, "... %lld more input errors not shown\n",
-                 static_cast<long long>(total_ - max_printed_));
+    LogTo(out_, LogLevel::kWarn, "input",
+          std::to_string(total_ - max_printed_) + " more input errors not shown");
   }
 }
 

@@ -1,4 +1,5 @@
-// DcgmPersona: the release's 13 per-GPU DCGM metrics under dcgm-exporter's names and labels.
+// DcgmPersona: the release's 13 per-GPU DCGM metrics under dcgm-exporter's names and labels, and the
+// energy counter (and opt-in GR_ENGINE_ACTIVE) derived from them.
 #include "acmetrace/exporters/dcgm_persona.h"
 
 #include <charconv>
@@ -42,7 +43,35 @@ constexpr PersonaField kGpuFields[] = {
      "Ratio of cycles the device memory interface is active sending or receiving data (0..1).", true},
 };
 
+// dcgm-exporter's help texts (etc/default-counters.csv) for the fields derived here.
+constexpr const char* kEnergyName = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION";
+constexpr const char* kEnergyHelp = "Total energy consumption since boot (in mJ).";
+constexpr const char* kGrEngineName = "DCGM_FI_PROF_GR_ENGINE_ACTIVE";
+constexpr const char* kGrEngineHelp = "Ratio of time the graphics engine is active.";
+
 }  // namespace
+
+std::string PciBusId(int index) {
+  // A DGX A100's GPUs 0..7 sit on these buses (nvidia-smi -q on one lists them in index order).
+  static constexpr int kDgxA100Buses[] = {0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD};
+  const int bus = index >= 0 && index < 8 ? kDgxA100Buses[index] : (0xC0 + index) & 0xFF;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "00000000:%02X:00.0", static_cast<unsigned>(bus));
+  return buf;
+}
+
+double EnergyIntegrator::Add(int64_t ts_ms, double watts) {
+  if (!started_) {
+    started_ = true;
+  } else if (ts_ms < last_ms_) {
+    return energy_mj_;  // out of order: the interval it belongs to is already counted
+  } else if (ts_ms - last_ms_ <= max_gap_ms_) {
+    energy_mj_ += 0.5 * (last_watts_ + watts) * static_cast<double>(ts_ms - last_ms_);  // W x ms = mJ
+  }
+  last_ms_ = ts_ms;
+  last_watts_ = watts;
+  return energy_mj_;
+}
 
 std::string GpuUuid(std::string_view cluster, std::string_view node, int index) {
   std::string id(cluster);
@@ -60,11 +89,24 @@ std::string GpuUuid(std::string_view cluster, std::string_view node, int index) 
 }
 
 DcgmPersona::DcgmPersona(const ExportOptions& options, SeriesStore& store) : options_(options), store_(store) {
-  const std::vector<std::string> gpu_labels = {"gpu", "UUID", "device", "modelName", options.hostname_label, "cluster"};
+  // dcgm-exporter's label order, then ours.
+  const std::vector<std::string> gpu_labels = {"gpu",       "UUID", "pci_bus_id", "device", "modelName",
+                                               options.hostname_label, "DCGM_FI_DRIVER_VERSION", "cluster"};
   for (const PersonaField& f : kGpuFields) {
     const FamilyId id = store_.AddFamily(FamilySpec{f.dcgm, f.help, SeriesType::kGauge, gpu_labels, Expiry::kSubject,
                                                     /*per_target=*/true});
+    if (std::string_view(f.release) == "GPU_UTIL") gpu_util_field_ = gpu_fields_.size();
+    if (std::string_view(f.release) == "POWER_USAGE") power_field_ = gpu_fields_.size();
     gpu_fields_.push_back(GpuField{core::InternName(f.release), id, f.ratio && options.input_percent ? 0.01 : 1.0});
+  }
+  // A counter as dcgm-exporter types it (without the _total suffix: its name is DCGM's).
+  energy_family_ = store_.AddFamily(FamilySpec{kEnergyName, kEnergyHelp, SeriesType::kCounter, gpu_labels,
+                                               Expiry::kSubject, /*per_target=*/true});
+  energy_row_ = gpu_fields_.size();
+  gr_engine_row_ = energy_row_ + 1;
+  if (options.gr_engine_active) {
+    gr_engine_family_ = store_.AddFamily(FamilySpec{kGrEngineName, kGrEngineHelp, SeriesType::kGauge, gpu_labels,
+                                                    Expiry::kSubject, /*per_target=*/true});
   }
   const std::vector<std::string> host_labels = {options.hostname_label, "cluster"};
   auto host = [&](const char* release, const char* name, const char* help, double scale) {
@@ -107,9 +149,10 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
   }
   NodeSeries& cached = node_cache_[key_];
   if (cached.gpu.empty()) {
-    cached.gpu.assign(gpu_fields_.size() * kMaxCachedGpus, nullptr);
+    cached.gpu.assign((gr_engine_row_ + 1) * kMaxCachedGpus, nullptr);
     cached.host.assign(host_fields_.size(), nullptr);
   }
+  std::vector<EnergyIntegrator>* energy = nullptr;
   for (const core::GpuMetric& metric : sample.gpu) {
     size_t field_index = gpu_fields_.size();
     for (size_t f = 0; f < gpu_fields_.size(); ++f) {
@@ -129,34 +172,18 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
     for (size_t i = 0; i < metric.values.size(); ++i) {
       const double v = metric.values[i];
       if (!core::IsSample(v)) continue;
-      SeriesStore::SeriesRef* slot =
-          i < kMaxCachedGpus ? &cached.gpu[field_index * kMaxCachedGpus + i] : nullptr;
-      if (slot != nullptr && *slot != nullptr) {
-        store_.SetLocked(*slot, v * field.scale, sample.ts_ms);
-        continue;
+      SetGpuSeries(sample, cached, node_key_size, field.family, field_index, i, v * field.scale);
+      if (field_index == power_field_) {
+        if (energy == nullptr) {
+          key_.resize(node_key_size);
+          energy = &energy_[key_];
+        }
+        if (energy->size() <= i) energy->resize(i + 1);
+        SetGpuSeries(sample, cached, node_key_size, energy_family_, energy_row_, i, (*energy)[i].Add(sample.ts_ms, v));
+      } else if (field_index == gpu_util_field_ && gr_engine_family_ >= 0) {
+        // GPU_UTIL is percent in the release (and in acme.util at any process.units): a ratio here.
+        SetGpuSeries(sample, cached, node_key_size, gr_engine_family_, gr_engine_row_, i, v / 100.0);
       }
-      key_.resize(node_key_size);
-      key_ += '\x1f';
-      char digits[16];
-      key_.append(digits, std::to_chars(digits, digits + sizeof digits, i).ptr);
-      const int index = static_cast<int>(i);
-      auto make = [&]() -> std::shared_ptr<const LabelSet> {
-        if (labels_cache_.size() <= i) labels_cache_.resize(i + 1);
-        if (labels_cache_[i]) return labels_cache_[i];
-        labels_cache_[i] = MakeLabelSet(LabelVec{
-            {"gpu", std::to_string(index)},
-            {"UUID", GpuUuid(sample.cluster, sample.node, index)},
-            {"device", "nvidia" + std::to_string(index)},
-            {"modelName", options_.model_name},
-            {options_.hostname_label, sample.node},
-            {"cluster", sample.cluster},
-        });
-        return labels_cache_[i];
-      };
-      SeriesStore::SeriesRef ref = store_.FindOrCreateLocked(field.family, key_, make, sample.cluster, sample.node);
-      if (ref == nullptr) continue;  // the cap: counted as a drop
-      store_.SetLocked(ref, v * field.scale, sample.ts_ms);
-      if (slot != nullptr) *slot = ref;
     }
   }
   key_.resize(node_key_size);
@@ -175,6 +202,39 @@ void DcgmPersona::Apply(const core::UtilSample& sample) {
       break;
     }
   }
+}
+
+void DcgmPersona::SetGpuSeries(const core::UtilSample& sample, NodeSeries& cached, size_t node_key_size,
+                               FamilyId family, size_t row, size_t index, double value) {
+  SeriesStore::SeriesRef* slot = index < kMaxCachedGpus ? &cached.gpu[row * kMaxCachedGpus + index] : nullptr;
+  if (slot != nullptr && *slot != nullptr) {
+    store_.SetLocked(*slot, value, sample.ts_ms);
+    return;
+  }
+  key_.resize(node_key_size);
+  key_ += '\x1f';
+  char digits[16];
+  key_.append(digits, std::to_chars(digits, digits + sizeof digits, index).ptr);
+  const int gpu = static_cast<int>(index);
+  auto make = [&]() -> std::shared_ptr<const LabelSet> {
+    if (labels_cache_.size() <= index) labels_cache_.resize(index + 1);
+    if (labels_cache_[index]) return labels_cache_[index];
+    labels_cache_[index] = MakeLabelSet(LabelVec{
+        {"gpu", std::to_string(gpu)},
+        {"UUID", GpuUuid(sample.cluster, sample.node, gpu)},
+        {"pci_bus_id", PciBusId(gpu)},
+        {"device", "nvidia" + std::to_string(gpu)},
+        {"modelName", options_.model_name},
+        {options_.hostname_label, sample.node},
+        {"DCGM_FI_DRIVER_VERSION", options_.driver_version},
+        {"cluster", sample.cluster},
+    });
+    return labels_cache_[index];
+  };
+  SeriesStore::SeriesRef ref = store_.FindOrCreateLocked(family, key_, make, sample.cluster, sample.node);
+  if (ref == nullptr) return;  // the cap: counted as a drop
+  store_.SetLocked(ref, value, sample.ts_ms);
+  if (slot != nullptr) *slot = ref;
 }
 
 }  // namespace acmetrace::exporters

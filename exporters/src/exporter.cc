@@ -1,9 +1,11 @@
 // Exporter: dispatches records to the mapping, the anomaly families and the persona.
 #include "acmetrace/exporters/exporter.h"
 
+#include <cmath>
 #include <variant>
 
 #include "acmetrace/core/record_json.h"
+#include "acmetrace/exporters/process_metrics.h"
 
 namespace acmetrace::exporters {
 namespace {
@@ -16,16 +18,23 @@ std::string_view ClusterOf(const core::Record& record) {
   return std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
 }
 
+// The readers' kinds of acmetrace_input_errors_total (producers/src/*: kKind; "record" for a
+// malformed record of a topic or of stdin).
+constexpr std::string_view kInputErrorKinds[] = {"job_trace", "utilization", "ipmi", "record"};
+
 }  // namespace
 
-Exporter::Exporter(ExportOptions options, const core::InputErrors* errors)
+Exporter::Exporter(ExportOptions options, const core::InputErrors* errors, core::Clock* wall_clock)
     : options_(std::move(options)),
       errors_(errors),
+      own_clock_(wall_clock == nullptr ? std::make_unique<core::SteadyClock>() : nullptr),
+      wall_clock_(wall_clock == nullptr ? own_clock_.get() : wall_clock),
       store_(StoreOptionsOf(options_)),
       mapping_(options_, store_),
       persona_(options_, store_) {
   anomaly_active_ = store_.AddFamily(FamilySpec{"acmetrace_anomaly_active",
-                                                "1 while an anomaly flag is open (the series goes when it closes)",
+                                                "1 while an anomaly flag is open; a closed flag stays 1 until shown for two scrape intervals, then 0 until two "
+                                                "scrape intervals after its close, then goes",
                                                 SeriesType::kGauge,
                                                 {"cluster", "kind", "subject"},
                                                 Expiry::kAnomaly,
@@ -77,6 +86,7 @@ void Exporter::Apply(const core::Record& record) {
   } else if (const auto* u = std::get_if<core::UtilSample>(&record)) {
     persona_.Apply(*u);
   }
+  if (!cluster.empty() && !clusters_.contains(cluster)) NoteCluster(cluster);
   CountRecords("export", core::TopicOf(record), 1);
   NoteTraceTime(cluster, ts);
   // The persona's series expire on the cluster's telemetry clock (a node expires when its cluster's
@@ -89,6 +99,7 @@ void Exporter::Apply(const core::Record& record) {
       store_.AdvanceClock(cluster, clock, SeriesStore::ClockKind::kTelemetry);
     }
   }
+  applied_.store(true, std::memory_order_relaxed);
 }
 
 void Exporter::AdvanceTelemetryBound(int64_t ts_ms) {
@@ -101,17 +112,84 @@ void Exporter::AdvanceTelemetryBound(int64_t ts_ms) {
   }
 }
 
+void Exporter::NoteCluster(std::string_view cluster) {
+  clusters_.emplace(cluster);
+  // Every known label set at 0 from the start, so increase() sees the first event and a panel on
+  // them shows 0 rather than nothing.
+  for (const std::string& kind : options_.anomaly_kinds) {
+    store_.Add(anomalies_total_, store_.MakeLabels(anomalies_total_, {std::string(cluster), kind}), 0.0, cluster, 0);
+  }
+  if (errors_ != nullptr) {
+    for (std::string_view kind : kInputErrorKinds) {
+      store_.Add(input_errors_total_, store_.MakeLabels(input_errors_total_, {std::string(cluster), std::string(kind)}),
+                 0.0, cluster, 0);
+    }
+  }
+  mapping_.CreateKnownCounters(cluster);
+}
+
 void Exporter::ApplyAnomaly(const core::AnomalyEvent& a) {
   const SeriesLabels active = store_.MakeLabels(anomaly_active_, {a.cluster, a.kind, a.subject});
+  const int64_t now = wall_clock_->NowMs();
+  auto it = flags_.find(active.key);
   if (a.open) {
-    // A repeated open (at-least-once delivery after a processor restart) counts once.
-    const bool was_open = store_.Get(anomaly_active_, active.key) == 1.0;
-    store_.Set(anomaly_active_, active, 1.0, a.cluster, a.ts_ms);
+    // A repeated open (at-least-once delivery after a processor restart) counts once; a flag
+    // expired by export.anomaly_ttl_s counts again.
+    const bool was_open = it != flags_.end() && it->second.open && !std::isnan(store_.Get(anomaly_active_, active.key));
     if (!was_open) {
       store_.Add(anomalies_total_, store_.MakeLabels(anomalies_total_, {a.cluster, a.kind}), 1.0, a.cluster, a.ts_ms);
     }
+    // flags_ holds open flags and closed ones still shown: an entry that is not open is shown closed.
+    const bool reopened = it != flags_.end() && !it->second.open;
+    if (it == flags_.end()) it = flags_.emplace(active.key, FlagView{}).first;
+    FlagView& f = it->second;
+    const bool closed_showing_one = reopened && !f.zero;
+    if (reopened) --closed_flags_;
+    // A flag reopened while its close still shows 1 has been 1 all along; otherwise 1 starts now.
+    if (!was_open && !closed_showing_one) f.shown_since_ms = now;
+    f.open = true;
+    f.zero = false;
+    f.closed_at_ms = 0;
+    store_.Set(anomaly_active_, active, 1.0, a.cluster, a.ts_ms);
+    store_.SetScrapeOnly(anomaly_active_, active.key, false);
   } else {
-    store_.Remove(anomaly_active_, active.key);
+    if (it == flags_.end() || !it->second.open) return;  // a close without its open (or repeated)
+    FlagView& f = it->second;
+    f.open = false;
+    f.closed_at_ms = now;
+    ++closed_flags_;
+    // Not state any more (--metrics-out leaves it out), but scrapers still see it.
+    store_.SetScrapeOnly(anomaly_active_, active.key, true);
+    TickLocked(now);
+  }
+}
+
+void Exporter::Tick() {
+  std::lock_guard<std::mutex> lock(apply_mutex_);
+  TickLocked(wall_clock_->NowMs());
+}
+
+void Exporter::TickLocked(int64_t now_ms) {
+  if (closed_flags_ == 0) return;
+  const int64_t hold = 2 * options_.scrape_interval_ms;
+  for (auto it = flags_.begin(); it != flags_.end();) {
+    FlagView& f = it->second;
+    if (f.open) {
+      ++it;
+      continue;
+    }
+    if (now_ms - f.closed_at_ms >= hold) {
+      store_.Remove(anomaly_active_, it->first);
+      --closed_flags_;
+      it = flags_.erase(it);
+      continue;
+    }
+    if (!f.zero && now_ms - f.shown_since_ms >= hold) {
+      // Seen at 1 for two scrape intervals: the scrapers now see the close.
+      f.zero = true;
+      store_.SetValue(anomaly_active_, it->first, 0.0);
+    }
+    ++it;
   }
 }
 
@@ -165,12 +243,26 @@ std::vector<prometheus::MetricFamily> Exporter::Collect(std::string_view target)
   return store_.Collect(target);
 }
 
-std::string Exporter::Exposition(std::string_view target) {
+std::string Exporter::Exposition(std::string_view target) { return Render(target, false); }
+
+std::string Exporter::ScrapeExposition(std::string_view target) {
+  Tick();
+  std::string out = Render(target, true);
+  if (target.empty()) {
+    AppendBuildInfo(out);
+    // As client_golang: a /proc that cannot be read leaves the process series out, not the scrape.
+    core::Result<ProcessStats> stats = ReadProcessStats();
+    if (stats.ok()) AppendProcessMetrics(out, stats.value());
+  }
+  return out;
+}
+
+std::string Exporter::Render(std::string_view target, bool scrape_view) {
   if (target.empty()) RefreshSelfMetrics();
   std::string out;
   // The last full rendering's size: one allocation instead of a dozen doublings of 5 MB.
   if (target.empty()) out.reserve(last_size_.load(std::memory_order_relaxed) + 4096);
-  store_.AppendText(out, target);
+  store_.AppendText(out, target, scrape_view);
   if (target.empty()) last_size_.store(out.size(), std::memory_order_relaxed);
   return out;
 }

@@ -1,29 +1,42 @@
-// MetricsServer: prometheus-cpp's Exposer hosts civetweb; its begin_request hook answers /metrics
-// (with ?target= and gzip, from a shared rendering) and /targets, with basic auth.
+// MetricsServer: the routes of the exporter over the shared HTTP server: /metrics (with ?target=
+// and gzip, from a shared rendering), /targets, /, /-/healthy and /-/ready, with basic auth.
 #include "acmetrace/exporters/metrics_server.h"
-
-#include <CivetServer.h>
-#include <civetweb.h>
-#include <prometheus/exposer.h>
 
 #include <zlib.h>
 
+#include <cctype>
 #include <chrono>
-#include <cstring>
-#include <map>
 #include <mutex>
+
+#include "acmetrace/http/http_server.h"
 
 namespace acmetrace::exporters {
 namespace {
 
-// What the begin_request hook needs of each server, by listening port (a C callback gets no
-// context of ours).
-struct ServedState {
-  MetricsServer* server = nullptr;
-  std::string expected_auth;  // "Basic ..." or empty
-};
-std::mutex servers_mutex;
-std::map<int, ServedState> servers;
+constexpr char kExpositionType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+// The landing page a Prometheus user expects at /: where the metrics are.
+constexpr char kIndexPage[] =
+    "<!DOCTYPE html>\n<html><head><title>acmetrace exporter</title></head><body>\n"
+    "<h1>acmetrace exporter</h1>\n"
+    "<p><a href=\"/metrics\">Metrics</a></p>\n"
+    "<p><a href=\"/targets\">Targets</a> (HTTP service discovery), "
+    "<a href=\"/-/healthy\">/-/healthy</a>, <a href=\"/-/ready\">/-/ready</a></p>\n"
+    "</body></html>\n";
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+http::HttpResponse Text(int status, std::string body) { return http::HttpResponse::Text(status, std::move(body)); }
 
 std::string Base64(const std::string& in) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -59,56 +72,6 @@ bool SameSecret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool AcceptsGzip(mg_connection* conn) {
-  const char* enc = mg_get_header(conn, "Accept-Encoding");
-  return enc != nullptr && std::strstr(enc, "gzip") != nullptr;
-}
-
-void Send(mg_connection* conn, int status, const char* status_text, const char* content_type, const std::string& body,
-          bool gzip) {
-  mg_printf(conn, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n", status, status_text,
-            content_type, body.size(), gzip ? "Content-Encoding: gzip\r\n" : "");
-  mg_write(conn, body.data(), body.size());
-}
-
-int BeginRequest(mg_connection* conn) {
-  const mg_request_info* info = mg_get_request_info(conn);
-  if (info->local_uri == nullptr) return 0;
-  const bool metrics = std::strcmp(info->local_uri, "/metrics") == 0;
-  const bool targets = std::strcmp(info->local_uri, "/targets") == 0;
-  if (!metrics && !targets) return 0;  // civetweb answers 404
-  ServedState state;
-  {
-    std::lock_guard<std::mutex> lock(servers_mutex);
-    auto it = servers.find(info->server_port);
-    if (it == servers.end()) return 0;
-    state = it->second;
-  }
-  if (!state.expected_auth.empty()) {
-    const char* auth = mg_get_header(conn, "Authorization");
-    if (auth == nullptr || !SameSecret(auth, state.expected_auth)) {
-      mg_printf(conn,
-                "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"acmetrace\"\r\nContent-Length: "
-                "0\r\n\r\n");
-      return 401;
-    }
-  }
-  if (targets) {
-    Send(conn, 200, "OK", "application/json", state.server->exporter().TargetsJson(), false);
-    return 200;
-  }
-  std::string target;
-  if (info->query_string != nullptr) {
-    char value[512];
-    const int n = mg_get_var(info->query_string, std::strlen(info->query_string), "target", value, sizeof value);
-    if (n > 0) target.assign(value, static_cast<size_t>(n));
-  }
-  const bool gzip = AcceptsGzip(conn);
-  const std::shared_ptr<const std::string> body = state.server->Render(target, gzip);
-  Send(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", *body, gzip);
-  return 200;
-}
-
 int64_t SteadyMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -136,59 +99,108 @@ std::string BasicAuthHeader(const std::string& user, const std::string& password
   return "Basic " + Base64(user + ":" + password);
 }
 
+bool AcceptsGzip(std::string_view accept_encoding) {
+  while (!accept_encoding.empty()) {
+    const size_t comma = accept_encoding.find(',');
+    const std::string_view item = accept_encoding.substr(0, comma);
+    accept_encoding = comma == std::string_view::npos ? std::string_view{} : accept_encoding.substr(comma + 1);
+    const size_t semicolon = item.find(';');
+    const std::string coding = Lower(Trim(item.substr(0, semicolon)));
+    if (coding != "gzip" && coding != "*") continue;
+    if (semicolon == std::string_view::npos) return true;
+    // "gzip;q=0" (or 0.0, 0.000) refuses it.
+    const std::string params = Lower(item.substr(semicolon + 1));
+    const size_t q = params.find("q=");
+    if (q == std::string::npos) return true;
+    std::string_view value = Trim(std::string_view(params).substr(q + 2));
+    value = value.substr(0, value.find_first_of(" ;"));
+    return value.empty() || value.find_first_not_of("0.") != std::string_view::npos;
+  }
+  return false;
+}
+
 struct MetricsServer::Impl {
-  CivetCallbacks callbacks{};
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<http::HttpServer> server;
   // The last rendering of everything; one rendering at a time (concurrent scrapers wait and share).
   std::mutex render_mutex;
-  uint64_t generation = 0;
   int64_t rendered_at_ms = 0;
   std::shared_ptr<const std::string> text;
   std::shared_ptr<const std::string> gzip;
 };
 
 MetricsServer::MetricsServer(Exporter& exporter, ServerOptions options)
-    : exporter_(exporter), options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+    : exporter_(exporter), options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  if (!options_.basic_auth_user.empty()) {
+    expected_auth_ = BasicAuthHeader(options_.basic_auth_user, options_.basic_auth_password);
+  }
+}
 
 MetricsServer::~MetricsServer() { Stop(); }
 
 core::Status MetricsServer::Start() {
-  impl_->callbacks.begin_request = &BeginRequest;
-  try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(
-        std::vector<std::string>{"listening_ports", options_.listen, "num_threads", std::to_string(options_.threads)},
-        &impl_->callbacks);
-  } catch (const std::exception& e) {
-    return core::Status::Error("cannot listen on " + options_.listen + ": " + e.what());
+  Stop();
+  http::HttpServerOptions options;
+  options.listen = options_.listen;
+  options.threads = options_.threads;
+  options.max_connections = options_.max_connections;
+  options.request_timeout_ms = options_.request_timeout_ms;
+  impl_->server = std::make_unique<http::HttpServer>([this](const http::HttpRequest& r) { return Handle(r); },
+                                                     std::move(options));
+  if (core::Status s = impl_->server->Start(); !s.ok()) {
+    impl_->server.reset();
+    return s;
   }
-  const std::vector<int> ports = impl_->exposer->GetListeningPorts();
-  if (ports.empty()) return core::Status::Error("cannot listen on " + options_.listen + ": no port bound");
-  port_ = ports.front();
-  ServedState state;
-  state.server = this;
-  if (!options_.basic_auth_user.empty()) {
-    state.expected_auth = BasicAuthHeader(options_.basic_auth_user, options_.basic_auth_password);
-  }
-  std::lock_guard<std::mutex> lock(servers_mutex);
-  servers[port_] = state;
+  port_ = impl_->server->port();
   return core::Status::Ok();
+}
+
+http::HttpResponse MetricsServer::Handle(const http::HttpRequest& request) {
+  const std::string& path = request.path;
+  const bool known = path == "/" || path == "/metrics" || path == "/targets" || path == "/-/healthy" ||
+                     path == "/-/ready";
+  if (!known) return Text(404, "unknown path; try /metrics, /targets, /-/healthy or /-/ready\n");
+  if (!request.IsRead()) {
+    http::HttpResponse r = Text(405, "use GET\n");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
+  if (path == "/") return http::HttpResponse::Text(200, kIndexPage, "text/html; charset=utf-8");
+  if (path == "/-/healthy") return Text(200, "acmetrace exporter is healthy.\n");
+  if (path == "/-/ready") {
+    if (!exporter_.ready()) return Text(503, "acmetrace exporter is not ready: no record applied yet.\n");
+    return Text(200, "acmetrace exporter is ready.\n");
+  }
+  if (!expected_auth_.empty() && !SameSecret(std::string(request.Header("authorization")), expected_auth_)) {
+    http::HttpResponse r = Text(401, "unauthorized: this endpoint needs basic auth\n");
+    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"acmetrace\"");
+    return r;
+  }
+  if (path == "/targets") return http::HttpResponse::Text(200, exporter_.TargetsJson(), "application/json");
+  core::Result<std::optional<std::string>> target = http::QueryValue(request, "target");
+  if (!target.ok()) return http::ErrorResponse(400, target.status().message());
+  const bool gzip = AcceptsGzip(request.Header("accept-encoding"));
+  http::HttpResponse r;
+  r.content_type = kExpositionType;
+  r.body = Render(target.value().value_or(""), gzip);
+  if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+  r.headers.emplace_back("Vary", "Accept-Encoding");
+  return r;
 }
 
 std::shared_ptr<const std::string> MetricsServer::Render(const std::string& target, bool gzip) {
   if (!target.empty()) {
     // One node's series: small, rendered each time.
-    std::string text = exporter_.Exposition(target);
+    std::string text = exporter_.ScrapeExposition(target);
     return std::make_shared<const std::string>(gzip ? Gzip(text) : std::move(text));
   }
   std::lock_guard<std::mutex> lock(impl_->render_mutex);
   const int64_t now = SteadyMs();
-  const uint64_t generation = exporter_.store().generation();
-  const bool fresh = impl_->text && (generation == impl_->generation || now - impl_->rendered_at_ms < options_.render_cache_ms);
+  // Rendered again once render_cache_ms passed even if no record came: closed anomaly flags move on
+  // by wall time, and the process_* series are read per scrape.
+  const bool fresh = impl_->text && now - impl_->rendered_at_ms < options_.render_cache_ms;
   if (!fresh) {
-    impl_->text = std::make_shared<const std::string>(exporter_.Exposition());
+    impl_->text = std::make_shared<const std::string>(exporter_.ScrapeExposition());
     impl_->gzip.reset();
-    // The self metrics were refreshed by the rendering: take the generation after it.
-    impl_->generation = exporter_.store().generation();
     impl_->rendered_at_ms = now;
   }
   if (!gzip) return impl_->text;
@@ -197,21 +209,9 @@ std::shared_ptr<const std::string> MetricsServer::Render(const std::string& targ
 }
 
 void MetricsServer::Stop() {
-  if (!impl_->exposer) return;
-  {
-    std::lock_guard<std::mutex> lock(servers_mutex);
-    servers.erase(port_);
-  }
-  impl_->exposer.reset();  // joins the worker threads
-  std::lock_guard<std::mutex> lock(servers_mutex);
-  servers.erase(port_);
+  if (impl_->server) impl_->server->Stop();
 }
 
-std::string MetricsServer::url() const {
-  const size_t colon = options_.listen.rfind(':');
-  std::string host = colon == std::string::npos ? "" : options_.listen.substr(0, colon);
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  return "http://" + host + ":" + std::to_string(port_) + "/metrics";
-}
+std::string MetricsServer::url() const { return impl_->server ? impl_->server->base_url() + "/metrics" : ""; }
 
 }  // namespace acmetrace::exporters

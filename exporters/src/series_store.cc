@@ -11,8 +11,15 @@ namespace {
 
 constexpr char kKeySeparator = '\x1f';
 
+// prometheus-cpp's Summary always carries _sum and _count, which the hour view has not: Collect
+// gives a summary family's quantile samples as untyped (the same sample lines).
 prometheus::MetricType TypeOf(SeriesType t) {
-  return t == SeriesType::kCounter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge;
+  switch (t) {
+    case SeriesType::kCounter: return prometheus::MetricType::Counter;
+    case SeriesType::kSummary: return prometheus::MetricType::Untyped;
+    case SeriesType::kGauge: break;
+  }
+  return prometheus::MetricType::Gauge;
 }
 
 prometheus::ClientMetric Sample(const LabelVec& labels, SeriesType type, double value) {
@@ -20,6 +27,8 @@ prometheus::ClientMetric Sample(const LabelVec& labels, SeriesType type, double 
   m.label = labels;
   if (type == SeriesType::kCounter) {
     m.counter.value = value;
+  } else if (type == SeriesType::kSummary) {
+    m.untyped.value = value;
   } else {
     m.gauge.value = value;
   }
@@ -59,7 +68,7 @@ void AppendHeader(std::string& out, const std::string& name, const std::string& 
   AppendEscaped(out, help, false);
   out += "\n# TYPE ";
   out += name;
-  out += type == SeriesType::kCounter ? " counter\n" : " gauge\n";
+  out += type == SeriesType::kCounter ? " counter\n" : type == SeriesType::kSummary ? " summary\n" : " gauge\n";
 }
 
 void AppendSample(std::string& out, const std::string& name, std::string_view labels_text, double v) {
@@ -190,6 +199,26 @@ bool SeriesStore::Remove(FamilyId family, std::string_view key) {
   return true;
 }
 
+bool SeriesStore::SetValue(FamilyId family, std::string_view key, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Family& f = *families_[static_cast<size_t>(family)];
+  auto it = f.series.find(key);
+  if (it == f.series.end()) return false;
+  it->second.value = value;
+  ++generation_;
+  return true;
+}
+
+bool SeriesStore::SetScrapeOnly(FamilyId family, std::string_view key, bool scrape_only) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Family& f = *families_[static_cast<size_t>(family)];
+  auto it = f.series.find(key);
+  if (it == f.series.end()) return false;
+  if (it->second.scrape_only != scrape_only) ++generation_;
+  it->second.scrape_only = scrape_only;
+  return true;
+}
+
 void SeriesStore::RemoveSetBefore(FamilyId family, std::string_view cluster, int64_t ts_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   Family& f = *families_[static_cast<size_t>(family)];
@@ -310,7 +339,7 @@ std::vector<prometheus::MetricFamily> SeriesStore::Collect(std::string_view targ
   return out;
 }
 
-void SeriesStore::AppendText(std::string& out, std::string_view target) const {
+void SeriesStore::AppendText(std::string& out, std::string_view target, bool scrape_view) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& fp : families_) {
     const Family& f = *fp;
@@ -318,6 +347,7 @@ void SeriesStore::AppendText(std::string& out, std::string_view target) const {
     bool header = false;
     for (const auto& [key, s] : f.series) {
       if (!target.empty() && !MatchesTarget(target, s.cluster, s.target)) continue;
+      if (s.scrape_only && !scrape_view) continue;
       if (!header) {
         AppendHeader(out, f.spec.name, f.spec.help, f.spec.type);
         header = true;

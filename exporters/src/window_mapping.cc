@@ -34,10 +34,15 @@ WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) :
     all.insert(all.end(), labels.begin(), labels.end());
     return FamilySpec{name, help, SeriesType::kGauge, all, Expiry::kSubject, false};
   };
+  // Counters never expire: their label sets are created at 0 with the cluster (CreateKnownCounters)
+  // and a job type that is quiet for a while must not vanish and come back as a reset.
   auto counter = [](const char* name, const char* help, L labels) {
     L all{"cluster"};
     all.insert(all.end(), labels.begin(), labels.end());
-    return FamilySpec{name, help, SeriesType::kCounter, all, Expiry::kSubject, false};
+    return FamilySpec{name, help, SeriesType::kCounter, all, Expiry::kNever, false};
+  };
+  auto summary = [](const char* name, const char* help) {
+    return FamilySpec{name, help, SeriesType::kSummary, {"cluster", "quantile"}, Expiry::kSubject, false};
   };
   constexpr double kPercent = 0.01;
   constexpr double kMiB = 1048576.0;
@@ -65,7 +70,12 @@ WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) :
           {"type"});
   AddRule(base, "gpus_allocated", gauge("acmetrace_gpus_allocated", "GPUs of the running jobs", {}), 1);
   AddRule(base, "gpus_pending", gauge("acmetrace_gpus_pending", "GPUs requested by the pending jobs", {}), 1);
-  AddRule(base, "gpus_total", gauge("acmetrace_gpus_total", "GPUs of the cluster (process.capacity_gpus)", {}), 1);
+  AddRule(base, "gpus_total",
+          gauge("acmetrace_gpus_capacity",
+                "GPUs of the cluster: the data set's declared size, else the GPUs seen in telemetry, else "
+                "process.capacity_gpus",
+                {}),
+          1);
   AddRule(base, "gpu_allocation_ratio",
           gauge("acmetrace_gpu_allocation_ratio", "allocated GPUs / GPUs of the cluster", {}), 1);
   // Telemetry over the base window's samples.
@@ -116,12 +126,10 @@ WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) :
           {"model"});
   // The last hour.
   AddRule(hour, "job_queue_seconds",
-          gauge("acmetrace_job_queue_seconds", "queue time quantile of GPU jobs that started in the last hour",
-                {"quantile"}),
+          summary("acmetrace_job_queue_seconds", "queue time quantiles of GPU jobs that started in the last hour"),
           1, {"q"});
   AddRule(hour, "job_duration_seconds",
-          gauge("acmetrace_job_duration_seconds", "run time quantile of GPU jobs that ended in the last hour",
-                {"quantile"}),
+          summary("acmetrace_job_duration_seconds", "run time quantiles of GPU jobs that ended in the last hour"),
           1, {"q"});
   AddRule(hour, "job_failure_ratio",
           gauge("acmetrace_job_failure_ratio",
@@ -129,6 +137,30 @@ WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) :
           1);
   AddRule(hour, "gpu_jobs_finished",
           gauge("acmetrace_gpu_jobs_finished_last_hour", "GPU jobs that ended in the last hour", {}), 1);
+}
+
+void WindowMapping::CreateKnownCounters(std::string_view cluster) {
+  const std::string c(cluster);
+  auto zero = [&](const char* key_name, const std::vector<std::string>& values) {
+    const FamilyId family = FamilyOf(key_name, options_.base_window_s);
+    if (family < 0) return;
+    std::vector<std::string> all{c};
+    all.insert(all.end(), values.begin(), values.end());
+    store_.Add(family, store_.MakeLabels(family, all), 0.0, cluster, 0);  // 0 if new, unchanged if not
+  };
+  zero("records_total", {});
+  zero("late_records_total", {});
+  for (std::string_view type : kJobTypes) {
+    const std::string t(type);
+    zero("jobs_submitted_total", {t});
+    zero("jobs_started_total", {t});
+    for (std::string_view state : kJobStates) {
+      const std::string st(state);
+      zero("job_gpu_seconds_total", {t, st});
+      zero("jobs_finished_total", {"gpu", t, st});
+      zero("jobs_finished_total", {"cpu", t, st});
+    }
+  }
 }
 
 void WindowMapping::AddRule(int64_t window_s, const char* key_name, FamilySpec spec, double scale,

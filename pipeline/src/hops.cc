@@ -80,7 +80,7 @@ void InProcessTransport::Cancel() {
 
 core::Status KafkaTransport::EnsureTopics() {
   if (topics_ensured_ || !settings_.create_topics) return core::Status::Ok();
-  core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(settings_, stderr);
+  core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(settings_, log_);
   if (!admin.ok()) return admin.status();
   core::Result<std::vector<kafka::TopicDescription>> ensured =
       admin.value()->EnsureTopics(kafka::TopicSpecsFromSettings(settings_));
@@ -95,14 +95,14 @@ core::Result<std::unique_ptr<core::RecordInput>> KafkaTransport::Reader(const st
   options.topics = topics;
   options.start = kafka::KafkaInputOptions::Start::kEnd;
   options.idle_timeout_ms = settings_.idle_timeout_ms;
-  core::Result<std::unique_ptr<kafka::KafkaInput>> input = kafka::KafkaInput::Open(settings_, options);
+  core::Result<std::unique_ptr<kafka::KafkaInput>> input = kafka::KafkaInput::Open(settings_, options, log_);
   if (!input.ok()) return input.status();
   return std::unique_ptr<core::RecordInput>(std::move(input).value());
 }
 
 core::Result<std::unique_ptr<core::RecordSink>> KafkaTransport::Writer(const std::vector<std::string>& topics,
                                                                        bool ordered) {
-  core::Result<std::unique_ptr<kafka::KafkaSink>> sink = kafka::KafkaSink::Open(settings_, stderr);
+  core::Result<std::unique_ptr<kafka::KafkaSink>> sink = kafka::KafkaSink::Open(settings_, log_);
   if (!sink.ok()) return sink.status();
   if (core::Status s = sink.value()->DeclareStream(topics, ordered ? settings_.progress_interval_ms : 0); !s.ok()) {
     return s;

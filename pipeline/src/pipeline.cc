@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "acmetrace/core/clock.h"
+#include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/synth.h"
 
 namespace acmetrace::pipeline {
@@ -23,14 +24,19 @@ std::string_view ClusterOf(const core::Record& record) {
 }  // namespace
 
 void DeclareRunConfig(core::Config& config) {
+  using core::ConfigType;
   config.Declare("run.queue_capacity", "4096",
-                 "records per in-process queue between stages (memory bound; a full queue blocks its writer)");
-  config.Declare("run.default_days", "1", "days synthesized for `acmetrace run` without --data");
-  config.Declare("run.default_scale", "0.05", "cluster scale synthesized for `acmetrace run` without --data");
-  config.Declare("run.default_speed", "60", "replay speed of `acmetrace run` without --data (unless --speed)");
+                 "records per in-process queue between stages (memory bound; a full queue blocks its writer)",
+                 ConfigType::Int(1, 16'777'216));
+  config.Declare("run.default_days", "1", "days synthesized for `acmetrace run` without --data", ConfigType::Int(1, 400));
+  config.Declare("run.default_scale", "0.05", "cluster scale synthesized for `acmetrace run` without --data",
+                 ConfigType::Double(0, 100, ConfigType::Bound::kOpen));
+  config.Declare("run.default_speed", "60", "replay speed of `acmetrace run` without --data (unless --speed)",
+                 producers::SpeedType());
   config.Declare("run.cache_dir", "",
                  "where the default data set is synthesized once and reused; empty = $XDG_CACHE_HOME/acmetrace or "
-                 "~/.cache/acmetrace");
+                 "~/.cache/acmetrace",
+                 ConfigType::String());
 }
 
 // --- CountingTee ---------------------------------------------------------------------------------
@@ -169,7 +175,8 @@ core::Status Pipeline::Run() {
 
 // --- the embedded default ------------------------------------------------------------------------
 
-core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FILE* log) {
+core::Result<std::string> PrepareDefaultData(const core::Config& config,
+                                             const std::function<void(const std::string&)>& log) {
   namespace fs = std::filesystem;
   std::string base = config.GetString("run.cache_dir");
   if (base.empty()) {
@@ -193,10 +200,8 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FI
   const std::string done_marker = dir + "/.complete";
   std::error_code ec;
   if (fs::exists(done_marker, ec)) return dir;
-  if (log != nullptr) {
-    std::fprintf(log, "acmetrace run: synthesizing the default data set (%d day(s), scale %s, faults) into %s\n",
-                 synth.days, config.GetString("run.default_scale").c_str(), dir.c_str());
-  }
+  log("synthesizing the default data set (" + std::to_string(synth.days) + " day(s), scale " +
+      config.GetString("run.default_scale") + ", faults) into " + dir);
   fs::remove_all(dir, ec);  // an interrupted earlier attempt
   fs::create_directories(dir, ec);
   if (ec) return core::Status::Error(dir + ": cannot create: " + ec.message());

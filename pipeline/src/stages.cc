@@ -25,58 +25,59 @@ bool IsInputTopic(std::string_view topic) {
   return topic == core::kTopicJobs || topic == core::kTopicUtil || topic == core::kTopicPower;
 }
 
-// When an input has ended: every partition's writer ended its stream since its last record (or,
-// for a bounded run, the partition went idle), and the writers' end markers of each topic name
-// every cluster the input carried (several process instances write one topic: each names its own).
+// When an input has ended. Each writer puts an end marker naming the clusters it wrote into every
+// partition after all its records, and each cluster has one writer at a time (the replay writes
+// them all; each process instance its own), so a partition is done once, for every cluster seen in
+// the input, an end marker naming it has been read there since that cluster's last record there.
+// A partition may carry several writers: one writer's marker says nothing of another's records
+// still to come. A marker without names (a queue, a file) ends its partition for every cluster.
+// With until_end, a partition that went idle counts as done too (a writer without markers).
 class InputEnd {
  public:
-  explicit InputEnd(const std::vector<core::InputPartition>& partitions)
-      : partitions_(partitions), ended_(partitions.size(), false), idle_(partitions.size(), false) {}
+  explicit InputEnd(const std::vector<core::InputPartition>& partitions) : parts_(partitions.size()) {}
 
   void OnRecord(int p, std::string_view cluster) {
-    ended_[static_cast<size_t>(p)] = false;
-    idle_[static_cast<size_t>(p)] = false;
-    if (!cluster.empty() && seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
+    Part& part = parts_[static_cast<size_t>(p)];
+    part.idle = false;
+    part.ended_all = false;
+    if (cluster.empty()) return;
+    if (seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
+    if (auto it = part.ended.find(cluster); it != part.ended.end()) part.ended.erase(it);
   }
-  void OnActive(int p) { idle_[static_cast<size_t>(p)] = false; }
-  void OnIdle(int p) { idle_[static_cast<size_t>(p)] = true; }
+  void OnActive(int p) { parts_[static_cast<size_t>(p)].idle = false; }
+  void OnIdle(int p) { parts_[static_cast<size_t>(p)].idle = true; }
   void OnEnded(int p, std::string_view clusters) {
-    ended_[static_cast<size_t>(p)] = true;
-    idle_[static_cast<size_t>(p)] = false;
-    std::set<std::string, std::less<>>& named = named_[partitions_[static_cast<size_t>(p)].topic];
-    if (clusters.empty()) named.emplace("*");  // a writer without cluster names (a queue, a file)
+    Part& part = parts_[static_cast<size_t>(p)];
+    part.idle = false;
+    part.marked = true;
+    if (clusters.empty()) part.ended_all = true;
     while (!clusters.empty()) {
       const size_t comma = clusters.find(',');
-      named.emplace(clusters.substr(0, comma));
+      part.ended.emplace(clusters.substr(0, comma));
       clusters = comma == std::string_view::npos ? std::string_view() : clusters.substr(comma + 1);
     }
   }
-  // After a seek: what was read before counts no more.
-  void Reset() {
-    ended_.assign(ended_.size(), false);
-    idle_.assign(idle_.size(), false);
-    named_.clear();
-  }
   bool Ended(bool idle_counts) const {
-    if (partitions_.empty()) return idle_counts;
-    for (size_t p = 0; p < ended_.size(); ++p) {
-      if (!ended_[p] && !(idle_counts && idle_[p])) return false;
-    }
-    for (const auto& [topic, named] : named_) {
-      if (named.count("*") > 0) continue;
+    if (parts_.empty()) return idle_counts;
+    for (const Part& part : parts_) {
+      if (part.ended_all || (idle_counts && part.idle)) continue;
+      if (!part.marked) return false;
       for (const std::string& cluster : seen_) {
-        if (named.count(cluster) == 0) return false;
+        if (part.ended.find(cluster) == part.ended.end()) return false;
       }
     }
     return true;
   }
 
  private:
-  const std::vector<core::InputPartition>& partitions_;
-  std::vector<bool> ended_;
-  std::vector<bool> idle_;
+  struct Part {
+    std::set<std::string, std::less<>> ended;  // clusters whose writer ended here since their last record
+    bool ended_all = false;                     // a marker without names
+    bool marked = false;                        // any end marker read
+    bool idle = false;
+  };
+  std::vector<Part> parts_;
   std::set<std::string, std::less<>> seen_;
-  std::map<std::string, std::set<std::string, std::less<>>> named_;  // by topic
 };
 
 // Turns an item into a record: a parsed one as it is, a framed one parsed into scratch. A record

@@ -292,6 +292,22 @@ void ClusterMetrics::ApplyJob(const core::JobEvent& e, WindowAggregate& w) {
 }
 
 void ClusterMetrics::ApplyUtil(const core::UtilSample& s, WindowAggregate& w) {
+  int64_t gpus = 0;  // the node's GPUs with a sample in this record
+  for (const core::GpuMetric& m : s.gpu) {
+    for (size_t i = m.values.size(); static_cast<int64_t>(i) > gpus; --i) {
+      if (core::IsSample(m.values[i - 1])) {
+        gpus = static_cast<int64_t>(i);
+        break;
+      }
+    }
+  }
+  if (gpus > 0) {
+    int64_t& known = gpus_seen_per_node_[s.node];
+    if (gpus > known) {
+      gpus_seen_ += gpus - known;
+      known = gpus;
+    }
+  }
   TimeTotals* totals = nullptr;
   auto at_time = [&]() -> TimeTotals& {
     if (totals == nullptr) totals = &w.per_time[s.ts_ms];
@@ -423,11 +439,15 @@ void ClusterMetrics::AppendGaugesAndTotals(std::map<std::string, double>& m) con
   for (const auto& [labels, n] : pending_) m[Labeled("jobs_pending", labels)] = static_cast<double>(n);
   m["gpus_allocated"] = static_cast<double>(gpus_allocated_);
   m["gpus_pending"] = static_cast<double>(gpus_pending_);
-  if (auto it = options_.capacity_gpus.find(cluster_); it != options_.capacity_gpus.end()) {
-    m["gpus_total"] = static_cast<double>(it->second);
-    if (it->second > 0) {
-      m["gpu_allocation_ratio"] = static_cast<double>(gpus_allocated_) / static_cast<double>(it->second);
-    }
+  // The GPUs the telemetry showed (a scaled or partial data set is smaller than the published
+  // cluster), else the configured (published) size.
+  int64_t capacity = gpus_seen_;
+  if (capacity == 0) {
+    if (auto it = options_.capacity_gpus.find(cluster_); it != options_.capacity_gpus.end()) capacity = it->second;
+  }
+  if (capacity > 0) {
+    m["gpus_total"] = static_cast<double>(capacity);
+    m["gpu_allocation_ratio"] = static_cast<double>(gpus_allocated_) / static_cast<double>(capacity);
   }
   for (const auto& [labels, n] : submitted_total_) m[Labeled("jobs_submitted_total", labels)] = static_cast<double>(n);
   for (const auto& [labels, n] : started_total_) m[Labeled("jobs_started_total", labels)] = static_cast<double>(n);
@@ -493,6 +513,10 @@ void ClusterMetrics::Save(StateWriter& out) const { Fields(out, *this); }
 
 bool ClusterMetrics::Load(StateReader& in) {
   Fields(in, *this);
+  // Not in the snapshot (its format stays as it was): the capacity is seen again from the telemetry
+  // of the first window after the restore, where every node reports.
+  gpus_seen_per_node_.clear();
+  gpus_seen_ = 0;
   has_open_ = false;
   rolling_.assign(rolling_.size(), RollingSketches(options_.quantile_accuracy));
   if (!closed_.empty()) AdvanceRolling(closed_.rbegin()->first + options_.base_window_ms());

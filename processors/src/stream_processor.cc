@@ -397,14 +397,6 @@ bool StreamProcessor::Observe(ClusterState& c, int partition, int64_t offset, in
   return true;
 }
 
-core::Status StreamProcessor::AdvanceInputs(int64_t ts_ms) {
-  for (auto& [_, c] : clusters_) {
-    for (int64_t& seen : c->max_ts) seen = std::max(seen, ts_ms);
-    c->watermark = std::max(c->watermark, ComputeWatermark(*c));
-  }
-  return CloseReadyWindows(false);
-}
-
 core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms) {
   ++stats_.skipped;
   return Progress(partition, offset, ts_ms);

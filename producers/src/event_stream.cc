@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "acmetrace/producers/data_span.h"
 #include "acmetrace/producers/job_event_source.h"
 #include "acmetrace/producers/power_source.h"
 #include "acmetrace/producers/utilization_source.h"
@@ -94,6 +95,14 @@ core::Result<std::unique_ptr<EventStream>> EventStream::Open(const EventStreamOp
     return core::Status::Error(options.data_dir + ": no data for the selected clusters");
   }
   stream->heads_.assign(stream->sources_.size(), nullptr);
+  // Progress by trace time: the window is --from/--to where given, else the data's own end.
+  constexpr TimeRange kAll;
+  if (options.range.from_ms != kAll.from_ms) stream->span_.first_ms = options.range.from_ms;
+  stream->span_.last_ms = EstimateLastTimeMs(files);
+  if (options.range.to_ms != kAll.to_ms) {
+    const int64_t last_in_range = options.range.to_ms - 1;
+    stream->span_.last_ms = std::min(stream->span_.last_ms.value_or(last_in_range), last_in_range);
+  }
   return stream;
 }
 

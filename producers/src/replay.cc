@@ -2,31 +2,65 @@
 // every control action re-anchors the ReplayClock and interrupts the sleep.
 #include "acmetrace/producers/replay.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "acmetrace/core/log.h"
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
 
 namespace acmetrace::producers {
 
 void DeclareReplayConfig(core::Config& config) {
-  config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)");
-  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka");
-  config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)");
-  config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)");
-  config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)");
-  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising");
-  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first");
+  using core::ConfigType;
+  config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)", SpeedType());
+  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka",
+                 ConfigType::Enum({"stdout", "null", "kafka"}));
+  config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)",
+                 ConfigType::List(ConfigType::String()));
+  config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising", ConfigType::Bool());
+  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first",
+                 ConfigType::Int(0, core::kMaxConfigSeconds));
   config.Declare("replay.start_at", "",
-                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep");
-  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)");
-  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)");
-  config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it");
+                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep",
+                 ConfigType::Time().OrEmpty());
+  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)",
+                 ConfigType::Custom(
+                     "i/n with 0 <= i < n <= 1000000",
+                     [](std::string_view v) -> std::optional<std::string> {
+                       if (!ParseShard(v)) return "expected i/n with 0 <= i < n <= 1000000, got " + core::QuoteConfigValue(v);
+                       return std::nullopt;
+                     },
+                     {"1", "1/1", "-1/2", "a/b", "0/0", "0/1000001"}, {"0/1", "3/4", "999999/1000000"}));
+  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)",
+                 ConfigType::HostPort().OrEmpty());
+  config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it",
+                 ConfigType::Bool());
   config.Declare("replay.job_reorder_window_s", "60",
-                 "tolerance for job rows out of submit order; later ones are emitted late and counted");
-  config.Declare("replay.progress_interval_s", "10", "seconds between progress log lines when not on a terminal");
-  config.Declare("replay.max_error_lines", "1000", "input errors printed before the rest are only counted");
+                 "tolerance for job rows out of submit order; later ones are emitted late and counted",
+                 ConfigType::Int(0, core::kMaxConfigSeconds));
+  config.Declare("replay.progress_interval_s", "10", "seconds between progress log lines when not on a terminal",
+                 ConfigType::Int(1, core::kMaxConfigSeconds));
+  config.Declare("replay.max_error_lines", "1000", "input errors printed before the rest are only counted",
+                 ConfigType::Int(0, std::numeric_limits<int32_t>::max()));
+}
+
+core::ConfigType SpeedType() {
+  return core::ConfigType::Custom(
+      "max or a number in [0.001, 1000000000]",
+      [](std::string_view v) -> std::optional<std::string> {
+        const std::optional<double> speed = ParseSpeed(v);
+        if (!speed || (*speed != 0 && (*speed < 0.001 || *speed > 1e9))) {
+          return "not max or a number in [0.001, 1000000000]: " + core::QuoteConfigValue(v);
+        }
+        return std::nullopt;
+      },
+      {"abc", "0", "-1", "0.0009", "1000000001", "inf", "nan", "Max"}, {"max", "0.001", "60", "1000000000"});
 }
 
 std::optional<double> ParseSpeed(std::string_view text) {
@@ -56,6 +90,37 @@ bool InShard(const core::Record& record, uint32_t index, uint32_t count) {
     hash *= 1099511628211ULL;
   }
   return hash % count == index;
+}
+
+ReplayProgress ComputeReplayProgress(int64_t first_ms, std::optional<int64_t> last_ms, int64_t trace_ms,
+                                     double speed, bool paused, int64_t elapsed_wall_ms) {
+  ReplayProgress p;
+  if (!last_ms) return p;
+  const int64_t window_ms = *last_ms - first_ms;
+  const int64_t done_ms = trace_ms - first_ms;
+  // The end may be an estimate (the job trace's last rows), so a replay can pass it: stay at 100.
+  const double percent =
+      window_ms <= 0 ? 100.0 : 100.0 * static_cast<double>(done_ms) / static_cast<double>(window_ms);
+  p.percent = std::clamp(percent, 0.0, 100.0);
+  const int64_t left_ms = std::max<int64_t>(0, *last_ms - trace_ms);
+  if (paused) return p;
+  if (left_ms == 0) {
+    p.eta_ms = 0;
+  } else if (speed > 0) {
+    p.eta_ms = std::llround(static_cast<double>(left_ms) / speed);
+  } else if (elapsed_wall_ms > 0 && done_ms > 0) {  // max speed: at the rate seen so far
+    p.eta_ms = std::llround(static_cast<double>(left_ms) * static_cast<double>(elapsed_wall_ms) /
+                            static_cast<double>(done_ms));
+  }
+  return p;
+}
+
+std::string FormatDurationMs(int64_t ms) {
+  const int64_t s = std::max<int64_t>(0, (ms + 500) / 1000);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  return buf;
 }
 
 Replayer::Replayer(RecordSource& source, core::RecordSink& sink, core::Clock& clock, core::InputErrors& errors,
@@ -124,6 +189,18 @@ ReplayStatus Replayer::status() const {
   s.max_lateness_ms = stats_.max_lateness_ms;
   s.speed = replay_clock_.speed();
   s.paused = replay_clock_.paused();
+  s.window_first_ms = window_first_ms_.value_or(0);
+  s.window_last_ms = span_.last_ms.value_or(0);
+  if (window_first_ms_ && s.records > 0) {
+    // Waiting for the next record, everything due is out: the replay is where its clock is (a week of sparse
+    // job events moves on between records). Otherwise it is at the last record sent.
+    int64_t at_ms = progress_trace_ms_;
+    if (waiting_ && replay_clock_.started() && !s.paused) {
+      at_ms = std::max(at_ms, replay_clock_.TraceNowMs(now) - loop_offset_ms_);
+    }
+    s.progress = ComputeReplayProgress(*window_first_ms_, span_.last_ms, at_ms, s.speed, s.paused, now - wall0_ms_);
+    s.progress.at_ms = at_ms;
+  }
   if (replay_clock_.started()) {
     s.clock_trace_ms = replay_clock_.TraceNowMs(now);
     // Behind schedule: the last record left late, or the one being handed over (a sink applying
@@ -144,44 +221,80 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
     }
     std::optional<int64_t> due = replay_clock_.DueWallMs(ts_ms);
     const int64_t now = clock_.NowMs();
-    if (!due) {  // paused: sleep until a control action interrupts
-      clock_.SleepUntilMs(now + 3'600'000);
-      continue;
-    }
-    if (*due <= now) {
+    if (due && *due <= now) {
       due_ms = *due;
       return true;
     }
-    clock_.SleepUntilMs(*due);
+    if (unflushed_) {  // about to wait: what was sent goes out first, then the clock is read again
+      FlushBeforeWait();
+      if (!flush_status_.ok()) return false;
+      continue;
+    }
+    // Paused: sleep until a control action interrupts. Either way wake for the next progress line.
+    int64_t wake_ms = due ? *due : now + 3'600'000;
+    if (progress_interval_ms_ > 0) wake_ms = std::min(wake_ms, std::max(now, next_progress_ms_));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = true;
+    }
+    clock_.SleepUntilMs(wake_ms);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiting_ = false;
+    }
+    if (progress_interval_ms_ > 0) {
+      const int64_t woke_ms = clock_.NowMs();
+      if (woke_ms >= next_progress_ms_) {
+        Progress(woke_ms, false, /*waiting=*/true);
+        next_progress_ms_ = woke_ms + progress_interval_ms_;
+      }
+    }
   }
 }
 
-void Replayer::Progress(int64_t now_ms, bool final) {
+void Replayer::FlushBeforeWait() {
+  unflushed_ = false;
+  flush_status_ = sink_.Flush();
+}
+
+void Replayer::Progress(int64_t now_ms, bool final, bool waiting) {
   if (options_.progress_out == nullptr) return;
-  const ReplayStatus s = status();
+  ReplayStatus s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = waiting;  // status() takes the clock's position while the replay waits
+  }
+  s = status();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_ = false;
+  }
   const int64_t elapsed = now_ms - wall0_ms_;
   const double rate = elapsed > 0 ? 1000.0 * static_cast<double>(s.records) / static_cast<double>(elapsed) : 0.0;
-  const int64_t total_bytes = source_ != nullptr ? source_->bytes_total() : 0;
-  const double percent =
-      total_bytes > 0 ? 100.0 * static_cast<double>(source_->bytes_read()) / static_cast<double>(total_bytes) : 0.0;
-  const std::string trace_time = s.records > 0 ? core::FormatIsoTime(s.trace_ms, 0) : "-";
+  const std::string trace_time = s.records > 0 ? core::FormatIsoTime(s.progress.at_ms, 0) : "-";
   char speed[32];
   if (s.speed > 0) {
     std::snprintf(speed, sizeof(speed), "x%g", s.speed);
   } else {
     std::snprintf(speed, sizeof(speed), "max");
   }
-  if (options_.progress_tty) {
-    std::fprintf(options_.progress_out,
-                 "\r\033[Kreplay: trace %s  %5.1f%%  %lld records  %.0f records/s  speed %s  lag %.1f s%s%s",
-                 trace_time.c_str(), percent, static_cast<long long>(s.records), rate, speed,
-                 static_cast<double>(s.lag_ms) / 1000.0, s.paused ? "  (paused)" : "", final ? "\n" : "");
+  // Percent of the window's trace time (not of bytes read: the readers run ahead of the replay).
+  char percent[16] = "-";
+  if (s.progress.percent) std::snprintf(percent, sizeof(percent), "%.1f%%", *s.progress.percent);
+  const std::string eta = s.paused                ? "paused"
+                          : s.progress.eta_ms    ? FormatDurationMs(*s.progress.eta_ms)
+                                                 : "-";
+  char line[512];
+  std::snprintf(line, sizeof(line), "trace %s  %s  ETA %s  %lld records  %.0f records/s  speed %s  lag %.1f s",
+                trace_time.c_str(), percent, eta.c_str(), static_cast<long long>(s.records), rate, speed,
+                static_cast<double>(s.lag_ms) / 1000.0);
+  if (options_.progress_tty && core::CurrentLogFormat() == core::LogFormat::kText) {
+    // A status line redrawn in place on a terminal, not a log line; its last state stays on screen.
+    std::fprintf(options_.progress_out, "\r\033[Kreplay: %s%s", line, final ? "\n" : "");
+    std::fflush(options_.progress_out);
   } else {
-    std::fprintf(options_.progress_out, "replay: trace %s %.1f%% %lld records %.0f records/s speed %s lag %.1f s%s\n",
-                 trace_time.c_str(), percent, static_cast<long long>(s.records), rate, speed,
-                 static_cast<double>(s.lag_ms) / 1000.0, s.paused ? " (paused)" : "");
+    core::LogTo(options_.progress_out, core::LogLevel::kInfo, "replay", line);
   }
-  std::fflush(options_.progress_out);
 }
 
 core::Result<ReplayStats> Replayer::Run() {
@@ -192,9 +305,16 @@ core::Result<ReplayStats> Replayer::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = true;
   }
-  wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // status() reads these from other threads
+    span_ = source_->span();
+    window_first_ms_ = span_.first_ms;
+    wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
+  }
   while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
-  const int64_t interval = options_.progress_tty ? 250 : options_.progress_interval_ms;
+  const int64_t interval =
+      options_.progress_out == nullptr ? 0 : options_.progress_tty ? 250 : options_.progress_interval_ms;
+  progress_interval_ms_ = interval;
   next_progress_ms_ = wall0_ms_ + interval;
   int64_t per_kind[std::variant_size_v<core::Record>] = {};
   int64_t first_ts_ms = std::numeric_limits<int64_t>::min();
@@ -210,11 +330,14 @@ core::Result<ReplayStats> Replayer::Run() {
   bool clock_started = false;
   int64_t pending = 0;  // records sent but not yet published to stats_ (status() readers)
   int64_t pending_last_ts = std::numeric_limits<int64_t>::min();
+  int64_t pending_raw_ts = 0;  // trace time of the last record sent, without the loop offset
   auto publish = [&] {
     if (pending == 0) return;
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.total += pending;
     stats_.last_ts_ms = std::max(stats_.last_ts_ms, pending_last_ts);
+    progress_trace_ms_ = pending_raw_ts;
+    if (!window_first_ms_) window_first_ms_ = stats_.first_ts_ms;
     pending = 0;
   };
   while (!stop_) {
@@ -235,6 +358,8 @@ core::Result<ReplayStats> Replayer::Run() {
         loop_offset_ms = 0;
         pass_started = false;
         replay_clock_.Seek(*seek, clock_.NowMs());
+        std::lock_guard<std::mutex> lock(mutex_);
+        loop_offset_ms_ = 0;
       }
       max_speed = replay_clock_.speed() <= 0 && !replay_clock_.paused();
     }
@@ -253,6 +378,7 @@ core::Result<ReplayStats> Replayer::Run() {
       pass_started = false;
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.loops;
+      loop_offset_ms_ = loop_offset_ms;
       continue;
     }
     const int64_t raw_ts = core::TimestampMsOf(*record);
@@ -278,7 +404,13 @@ core::Result<ReplayStats> Replayer::Run() {
     int64_t sent_ms = 0;
     if (!max_speed) {
       publish();  // a paced replay is slow enough to keep status() exact
-      if (!WaitUntilDue(ts, due)) continue;  // stop, or a seek: handled at the top
+      if (!WaitUntilDue(ts, due)) {
+        if (!flush_status_.ok()) {
+          failure = flush_status_;
+          break;
+        }
+        continue;  // stop, or a seek: handled at the top
+      }
       sent_ms = clock_.NowMs();  // lateness: when the record is handed over
       std::lock_guard<std::mutex> lock(mutex_);
       due_now_ms_ = due;
@@ -287,6 +419,7 @@ core::Result<ReplayStats> Replayer::Run() {
       failure = s;
       break;
     }
+    unflushed_ = true;
     ++per_kind[record->index()];
     if (first_ts_ms == std::numeric_limits<int64_t>::min()) {
       first_ts_ms = ts;
@@ -295,6 +428,7 @@ core::Result<ReplayStats> Replayer::Run() {
     }
     ++pending;
     pending_last_ts = std::max(pending_last_ts, ts);
+    pending_raw_ts = raw_ts;
     if (!max_speed) {
       const double speed = replay_clock_.speed();
       publish();

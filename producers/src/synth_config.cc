@@ -2,6 +2,7 @@
 #include "acmetrace/producers/synth_config.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "acmetrace/core/time.h"
@@ -9,18 +10,26 @@
 namespace acmetrace::producers {
 
 void DeclareSynthConfig(core::Config& config) {
-  config.Declare("synth.clusters", "seren,kalos", "clusters to generate, comma-separated");
-  config.Declare("synth.start", "2023-07-01 00:00:00+08:00", "first trace time (unix seconds or ISO 8601 with offset)");
-  config.Declare("synth.days", "1", "days of trace to generate");
-  config.Declare("synth.seed", "1", "random seed: the same options and seed give the same bytes");
-  config.Declare("synth.scale", "1.0", "scales node count and job arrivals (0.2 = a fifth of each cluster)");
-  config.Declare("synth.metrics", "", "telemetry files to write, comma-separated (empty = all; see --help)");
+  using core::ConfigType;
+  config.Declare("synth.clusters", "seren,kalos", "clusters to generate, comma-separated",
+                 ConfigType::List(ConfigType::Enum({"seren", "kalos"}), 1));
+  config.Declare("synth.start", "2023-07-01 00:00:00+08:00", "first trace time (unix seconds or ISO 8601 with offset)",
+                 ConfigType::Time());
+  config.Declare("synth.days", "1", "days of trace to generate", ConfigType::Int(1, 400));
+  config.Declare("synth.seed", "1", "random seed: the same options and seed give the same bytes",
+                 ConfigType::Int(0, std::numeric_limits<int64_t>::max()));
+  config.Declare("synth.scale", "1.0", "scales node count and job arrivals (0.2 = a fifth of each cluster)",
+                 ConfigType::Double(0, 100, ConfigType::Bound::kOpen));
+  config.Declare("synth.metrics", "", "telemetry files to write, comma-separated (empty = all; see --help)",
+                 ConfigType::List(ConfigType::Enum(SynthMetricNames())));
   config.Declare("synth.load", "utilization_logs",
                  "GPU-job arrival rate: utilization_logs (GPUs as busy as the published telemetry) or "
-                 "trace_average (the job trace's long-run average)");
+                 "trace_average (the job trace's long-run average)",
+                 ConfigType::Enum({"utilization_logs", "trace_average"}));
 }
 
 SynthOptions SynthOptionsFromConfig(const core::Config& config) {
+  config.RequireValidSection("synth");  // types and ranges; what follows checks across keys
   SynthOptions options;
   options.clusters = config.GetList("synth.clusters");
   for (const std::string& c : options.clusters) {

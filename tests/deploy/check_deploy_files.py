@@ -4,7 +4,8 @@ docker/Dockerfile and the Grafana provisioning name exists in the repository; ev
 is what grafana/build_dashboards.py writes; every series name in dashboard queries and alert rules is listed in
 docs/metrics.md (or is one of Prometheus' own, or a recording rule defined in configs/prometheus/rules);
 every anomaly kind has an alert, every alert a promtool test; prometheus.docker.yml is prometheus.yml with the
-compose exporter address.
+compose exporter address; the image builds only what runs (no JDK, tests or benchmarks), compose builds it
+once, services wait for their topics, the exporter, Prometheus and Grafana have healthchecks; LICENSE exists.
 
 Usage: check_deploy_files.py [REPO_ROOT]     (default: two levels up from this file). Exits 1 naming each problem.
 """
@@ -220,6 +221,78 @@ class Checker:
         for script in ("scripts/setup", "scripts/build"):
             self.expect(script in dockerfile, f"docker/Dockerfile does not use {script}")
         self.expect("prometheus" in self.read("scripts/setup").split(), "scripts/setup does not install prometheus")
+        self.check_image(dockerfile)
+        self.check_compose_startup(compose_rel, compose, services)
+        license_text = self.read("LICENSE") if os.path.exists(self.path("LICENSE")) else ""
+        self.expect("Apache License" in license_text and "Version 2.0" in license_text,
+                    "LICENSE: missing, or not the Apache License 2.0 the README names")
+
+    def check_image(self, dockerfile):
+        """The image builds only what runs: the build stage installs build dependencies only and builds the
+        binary without tests and benchmarks; the runtime stage gets the binary and its shared libraries."""
+        stages = re.split(r"^FROM\s+", dockerfile, flags=re.M)[1:]
+        if not self.expect(len(stages) >= 2, "docker/Dockerfile: expected a build stage and a runtime stage"):
+            return
+        build, runtime = stages[0], stages[-1]
+        self.expect("scripts/setup --build-only" in build,
+                    "docker/Dockerfile: the build stage installs more than the build needs (use scripts/setup "
+                    "--build-only: no JDK, Maven, test or benchmark libraries)")
+        for option in ("-DACMETRACE_BUILD_TESTS=OFF", "-DACMETRACE_BUILD_BENCH=OFF"):
+            self.expect(option in build, f"docker/Dockerfile: the build stage does not build with {option}")
+        self.expect("BUILD_TARGETS=acmetrace" in build, "docker/Dockerfile: the build stage builds more than the "
+                                                        "acmetrace binary (BUILD_TARGETS=acmetrace)")
+        for word in ("jdk", "java", "maven", "gtest", "gmock", "benchmark", "kcat", "pandas"):
+            self.expect(word not in runtime.lower(), f"docker/Dockerfile: the runtime stage mentions {word}")
+        copied = re.findall(r"^COPY\s+--from=\S+\s+(\S+)", runtime, re.M)
+        self.expect(sorted(copied) == ["/runtime-packages", "/src/build/apps/acmetrace"],
+                    f"docker/Dockerfile: the runtime stage copies {copied} from the build stage (only the binary "
+                    f"and its runtime package list belong there)")
+        # The build packages are a subset of the full setup list, and hold no JDK or test libraries.
+        setup = self.read("scripts/setup")
+        m = re.search(r"^build_packages=\((.*?)\)", setup, re.M | re.S)
+        if self.expect(m, "scripts/setup: no build_packages list (for --build-only)"):
+            for word in ("jdk", "maven", "gtest", "gmock", "benchmark"):
+                self.expect(word not in m.group(1), f"scripts/setup: build_packages holds {word}")
+
+    def check_compose_startup(self, compose_rel, compose, services):
+        """One acmetrace image built once; services that use Kafka wait for their topics; the exporter,
+        Prometheus and Grafana have healthchecks, and what depends on them waits for them to be healthy."""
+        uses_image = [n for n, b in services.items() if re.search(r"^\s*<<:\s*\*acmetrace\b", b, re.M)]
+        self.expect(len(uses_image) >= 4, f"{compose_rel}: expected the acmetrace services to share the "
+                                          f"x-acmetrace anchor, found {uses_image}")
+        builders = [n for n, b in services.items() if re.search(r"^\s*build:", b, re.M)]
+        self.expect(len(builders) == 1, f"{compose_rel}: the acmetrace image must be built by one service, not "
+                                        f"{builders or 'none'}")
+        anchor = re.search(r"^x-acmetrace:.*?\n((?:^  .*\n)*)", compose, re.M)
+        self.expect(anchor and "build:" not in anchor.group(1) and "pull_policy: never" in anchor.group(1),
+                    f"{compose_rel}: x-acmetrace must name the image without building it (pull_policy: never)")
+        for name in ("replay", "processors", "exporter"):
+            block = services.get(name, "")
+            self.expect("*after-topics" in block, f"{compose_rel}: {name} does not wait for its topics "
+                                                  f"(depends_on <<: *after-topics)")
+        after = re.search(r"^x-after-topics:.*?\n((?:^  .*\n)*)", compose, re.M)
+        self.expect(after and re.search(r"topics:\s*\{condition:\s*service_completed_successfully\}", after.group(1)),
+                    f"{compose_rel}: x-after-topics does not wait for the topics service to complete")
+        # The topics service creates what acmetrace itself would (kafka.topics, kafka.partitions).
+        topics = services.get("topics", "")
+        kafka_config = self.read("core/kafka/src/kafka_config.cc")
+        m = re.search(r'kDefaultTopics = "([^"]+)"', kafka_config)
+        if self.expect(m, "core/kafka/src/kafka_config.cc: no kDefaultTopics"):
+            wanted = m.group(1).split(",")
+            listed = re.search(r"for topic in ([\w. ]+?); do", topics)
+            self.expect(listed and listed.group(1).split() == wanted,
+                        f"{compose_rel}: the topics service does not create {wanted}")
+        partitions = re.search(r"partitions = (\d+);", self.read("core/kafka/include/acmetrace/kafka/kafka_config.h"))
+        self.expect(partitions and f"--partitions {partitions.group(1)}" in topics,
+                    f"{compose_rel}: the topics service's partitions differ from kafka.partitions' default")
+        for name, needle in (("exporter", "/-/healthy"), ("prometheus", "/-/healthy"), ("grafana", "/api/health"),
+                             ("kafka", "kafka-broker-api-versions")):
+            block = services.get(name, "")
+            self.expect(re.search(r"^\s*healthcheck:", block, re.M) and needle in block,
+                        f"{compose_rel}: {name} has no healthcheck on {needle}")
+        for name, dependency in (("prometheus", "exporter"), ("grafana", "prometheus")):
+            self.expect(re.search(rf"{dependency}:\s*\{{condition:\s*service_healthy\}}", services.get(name, "")),
+                        f"{compose_rel}: {name} does not wait for {dependency} to be healthy")
 
     @staticmethod
     def compose_services(text):

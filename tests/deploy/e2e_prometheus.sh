@@ -86,7 +86,7 @@ else
   # The processors and the exporter start once the replay has created the topics and delivered records to
   # them (its progress line): `acmetrace process` exits on a partition without a leader yet (a topic created
   # a moment before), where docker/compose.yaml's restart policy would start it again.
-  wait_for 60 grep -q '^replay: trace' "$tmp/replay.err" || { echo "e2e: the replay reported no progress"; exit 1; }
+  wait_for 60 grep -q ' replay: trace ' "$tmp/replay.err" || { echo "e2e: the replay reported no progress"; exit 1; }
   start process "$bin" process --source kafka --sink kafka --brokers "$boot" --group "e2e-process-$$"
   start export "$bin" export --source kafka --brokers "$boot" --group "e2e-export-$$" --listen 127.0.0.1:0
   exporter=$(exporter_address export)

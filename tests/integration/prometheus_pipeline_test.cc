@@ -250,7 +250,7 @@ TEST_F(PrometheusPipelineTest, PrometheusScrapesTheLiveRunSeveralTimes) {
       "acmetrace_jobs_submitted_total",
       "acmetrace_jobs_running",
       "acmetrace_gpus_allocated",
-      "acmetrace_gpus_total",
+      "acmetrace_gpus_capacity",
       "acmetrace_cluster_gpu_util_ratio{stat=\"p95\"}",
       "acmetrace_cluster_gpu_power_watts",
       "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\"}",
@@ -273,7 +273,7 @@ TEST_F(PrometheusPipelineTest, PrometheusScrapesTheLiveRunSeveralTimes) {
   EXPECT_FALSE(prometheus.HasData(
       "count by (instance) (DCGM_FI_DEV_GPU_UTIL{job=\"acmetrace-gpu-nodes\"}) > 8"));
   // No sample timestamps: Prometheus stamps samples at scrape time, so replayed 2023 data is "now".
-  EXPECT_TRUE(prometheus.HasData("time() - timestamp(acmetrace_gpus_total) < 30"));
+  EXPECT_TRUE(prometheus.HasData("time() - timestamp(acmetrace_gpus_capacity) < 30"));
 
   EXPECT_EQ(run->Signal(SIGTERM), 0) << ReadFile((work_ / "live.err").string());
 }
@@ -353,18 +353,27 @@ TEST_F(PrometheusPipelineTest, StreamEqualsBatch) {
   CountCsv(data_ + "/data/job_trace/trace_kalos.csv", "kalos", csv);
   ASSERT_FALSE(csv.submitted.empty());
 
+  // Every known label set exists (at 0 if the CSV has none): 2 clusters x 6 types (x 2 kinds x 5 states).
   const auto submitted = Family(text, "acmetrace_jobs_submitted_total");
-  ASSERT_EQ(submitted.size(), csv.submitted.size());
+  EXPECT_EQ(submitted.size(), 2u * 6u);
   for (const auto& [k, n] : csv.submitted) {
     const auto& [cluster, type] = k;
     EXPECT_EQ(submitted.at({cluster, type}), n) << cluster << " " << type;
   }
+  for (const auto& [labels, n] : submitted) {
+    if (!csv.submitted.count({labels[0], labels[1]})) {
+      EXPECT_EQ(n, 0) << labels[0] << " " << labels[1];
+    }
+  }
   const auto finished = Family(text, "acmetrace_jobs_finished_total");
-  ASSERT_EQ(finished.size(), csv.finished.size());
+  EXPECT_EQ(finished.size(), 2u * 2u * 6u * 5u);
   for (const auto& [k, n] : csv.finished) {
     const auto& [cluster, kind, type, state] = k;
     EXPECT_EQ(finished.at({cluster, kind, type, state}), n) << cluster << " " << kind << " " << type << " " << state;
   }
+  int64_t nonzero = 0;
+  for (const auto& [labels, n] : finished) nonzero += n != 0;
+  EXPECT_EQ(nonzero, static_cast<int64_t>(csv.finished.size()));
   const auto gpu_seconds = Family(text, "acmetrace_job_gpu_seconds_total");
   for (const auto& [k, s] : csv.gpu_seconds) {
     const auto& [cluster, type, state] = k;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 namespace acmetrace {
 
@@ -51,6 +52,23 @@ class Captured {
   std::string text() {
     std::fflush(file_);
     return std::string(data_, size_);
+  }
+  /// text() with each log line's prefix ("2023-07-01T12:00:00.000Z WARN  input: ", core/log.h) removed:
+  /// what the code under test said, for tests of the message rather than of the log format.
+  std::string messages() {
+    const std::string all = text();
+    std::string out;
+    size_t start = 0;
+    while (start < all.size()) {
+      size_t end = all.find('\n', start);
+      end = end == std::string::npos ? all.size() : end + 1;
+      std::string_view line(all.data() + start, end - start);
+      const bool stamped = line.size() > 31 && line[4] == '-' && line[10] == 'T' && line[23] == 'Z' && line[24] == ' ';
+      const size_t stage_end = stamped ? line.find(": ", 31) : std::string_view::npos;
+      out += stage_end == std::string_view::npos ? line : line.substr(stage_end + 2);
+      start = end;
+    }
+    return out;
   }
 
  private:

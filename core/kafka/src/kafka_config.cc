@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "acmetrace/core/number.h"
@@ -76,59 +77,114 @@ core::Status CheckPassThrough(const Properties& properties, bool producer) {
 
 void Append(Properties& out, const Properties& more) { out.insert(out.end(), more.begin(), more.end()); }
 
+// librdkafka's timeouts and intervals are int milliseconds.
+core::ConfigType Millis(int64_t min) { return core::ConfigType::Int(min, 2'147'483'647); }
+
+// Kafka's rule for topic names: up to 249 of [a-zA-Z0-9._-].
+core::ConfigType TopicNameType() {
+  return core::ConfigType::Custom(
+      "a topic name (up to 249 of a-z A-Z 0-9 . _ -)",
+      [](std::string_view v) -> std::optional<std::string> {
+        const bool legal = v.size() <= 249 && v != "." && v != ".." && std::all_of(v.begin(), v.end(), [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+                           });
+        if (!legal) return "not a Kafka topic name (up to 249 of a-z A-Z 0-9 . _ -): " + core::QuoteConfigValue(v);
+        return std::nullopt;
+      },
+      {"acme metrics", "acme/jobs", "..", std::string(250, 'a')}, {"acme.jobs", "a_b-c.D9", std::string(249, 'a')});
+}
+
+core::ConfigType PropertyListType() {
+  return core::ConfigType::Custom(
+      "librdkafka properties name=value,name=value",
+      [](std::string_view v) -> std::optional<std::string> {
+        core::Result<Properties> parsed = ParsePropertyList(v, "");
+        if (!parsed.ok()) return parsed.status().message().substr(2);  // after the empty origin's ": "
+        return std::nullopt;
+      },
+      {"debug", "=broker"}, {"debug=broker,topic", "security.protocol=SASL_SSL,sasl.mechanism=PLAIN"})
+      .OrEmpty();
+}
+
 }  // namespace
 
 void DeclareKafkaConfig(core::Config& config) {
+  using core::ConfigType;
   const KafkaSettings d;
   auto n = [](int64_t v) { return std::to_string(v); };
-  config.Declare("kafka.brokers", d.brokers, "bootstrap brokers host:port[,host:port] (librdkafka bootstrap.servers); --brokers");
-  config.Declare("kafka.client_id", d.client_id, "client.id the brokers see in their logs and quotas");
+  config.Declare("kafka.brokers", d.brokers, "bootstrap brokers host:port[,host:port] (librdkafka bootstrap.servers); --brokers",
+                 ConfigType::List(ConfigType::String(), 1));
+  config.Declare("kafka.client_id", d.client_id, "client.id the brokers see in their logs and quotas",
+                 ConfigType::NonEmptyString());
   config.Declare("kafka.connect_timeout_ms", n(d.connect_timeout_ms),
-                 "at start, wait this long for a broker to answer a metadata request, then exit 1");
+                 "at start, wait this long for a broker to answer a metadata request, then exit 1", Millis(1));
   config.Declare("kafka.timestamp", "replay",
                  "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
-                 "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)");
+                 "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)",
+                 ConfigType::Enum({"replay", "trace"}));
   config.Declare("kafka.progress_interval_ms", n(d.progress_interval_ms),
                  "the replay puts a progress marker into every partition of its topics each time its trace time has "
-                 "moved on this much, so readers know a quiet partition has nothing earlier to come (docs/kafka.md)");
+                 "moved on this much, so readers know a quiet partition has nothing earlier to come (docs/kafka.md)",
+                 ConfigType::Int(1, 86'400'000));
   config.Declare("kafka.idle_timeout_ms", n(d.idle_timeout_ms),
                  "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "
-                 "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)");
-  config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)");
-  config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing");
-  config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)");
+                 "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)",
+                 ConfigType::Int(0, 86'400'000));
+  config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)",
+                 ConfigType::Bool());
+  config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing",
+                 ConfigType::List(TopicNameType()));
+  config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)",
+                 ConfigType::IntOr(-1, 1, 1'000'000));
   config.Declare("kafka.replication_factor", n(d.replication_factor),
-                 "replication factor of created topics (-1 = broker default.replication.factor)");
+                 "replication factor of created topics (-1 = broker default.replication.factor)",
+                 ConfigType::IntOr(-1, 1, 1'000'000));
   config.Declare("kafka.retention_ms", n(d.retention_ms),
                  "retention.ms of created topics: -1 keeps records forever (required with timestamp: trace, whose "
-                 "2023 timestamps any finite retention deletes at once)");
-  config.Declare("kafka.compression", d.compression, "producer compression: none, gzip, snappy, lz4 or zstd");
-  config.Declare("kafka.linger_ms", n(d.linger_ms), "producer linger.ms: how long a batch waits to fill");
-  config.Declare("kafka.batch_size_bytes", n(d.batch_size_bytes), "producer batch.size: bytes per partition batch");
-  config.Declare("kafka.batch_num_messages", n(d.batch_num_messages), "producer batch.num.messages: records per batch");
+                 "2023 timestamps any finite retention deletes at once)",
+                 ConfigType::IntOr(-1, 1, std::numeric_limits<int64_t>::max()));
+  config.Declare("kafka.compression", d.compression, "producer compression: none, gzip, snappy, lz4 or zstd",
+                 ConfigType::Enum({"none", "gzip", "snappy", "lz4", "zstd"}));
+  config.Declare("kafka.linger_ms", n(d.linger_ms), "producer linger.ms: how long a batch waits to fill",
+                 ConfigType::Int(0, 900'000));
+  config.Declare("kafka.batch_size_bytes", n(d.batch_size_bytes), "producer batch.size: bytes per partition batch",
+                 ConfigType::Int(1, 2'147'483'647));
+  config.Declare("kafka.batch_num_messages", n(d.batch_num_messages), "producer batch.num.messages: records per batch",
+                 ConfigType::Int(1, 1'000'000));
   config.Declare("kafka.queue_max_messages", n(d.queue_max_messages),
-                 "producer queue.buffering.max.messages: records buffered before the replay waits (backpressure)");
+                 "producer queue.buffering.max.messages: records buffered before the replay waits (backpressure)",
+                 ConfigType::Int(1, 2'147'483'647));
   config.Declare("kafka.queue_max_kbytes", n(d.queue_max_kbytes),
-                 "producer queue.buffering.max.kbytes: KiB buffered before the replay waits (backpressure)");
+                 "producer queue.buffering.max.kbytes: KiB buffered before the replay waits (backpressure)",
+                 ConfigType::Int(1, 2'147'483'647));
   config.Declare("kafka.delivery_timeout_ms", n(d.delivery_timeout_ms),
-                 "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never");
-  config.Declare("kafka.group_id", d.group_id, "consumer group of the consuming stages");
+                 "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never",
+                 ConfigType::Int(0, 2'147'483'647));
+  config.Declare("kafka.group_id", d.group_id, "consumer group of the consuming stages",
+                 ConfigType::NonEmptyString());
   config.Declare("kafka.auto_offset_reset", d.auto_offset_reset,
-                 "where a consumer group without committed offsets starts: earliest or latest");
+                 "where a consumer group without committed offsets starts: earliest or latest",
+                 ConfigType::Enum({"earliest", "latest"}));
   config.Declare("kafka.commit_interval_ms", n(d.commit_interval_ms),
-                 "consumer auto.commit.interval.ms: how often processed offsets are committed");
+                 "consumer auto.commit.interval.ms: how often processed offsets are committed", Millis(1));
   config.Declare("kafka.consumer_queue_kbytes", n(d.consumer_queue_kbytes),
-                 "consumer queued.max.messages.kbytes: KiB prefetched per assigned partition");
+                 "consumer queued.max.messages.kbytes: KiB prefetched per assigned partition",
+                 ConfigType::Int(1, 2'097'151));
   config.Declare("kafka.properties_file", "",
-                 "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets");
+                 "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets",
+                 ConfigType::String());
   config.Declare("kafka.properties", "",
                  "librdkafka properties for producers and consumers, k=v,k=v (e.g. security.protocol=SASL_SSL); "
-                 "applied after the keys above and the file");
-  config.Declare("kafka.producer_properties", "", "librdkafka properties for producers only, k=v,k=v");
-  config.Declare("kafka.consumer_properties", "", "librdkafka properties for consumers only, k=v,k=v");
+                 "applied after the keys above and the file",
+                 PropertyListType());
+  config.Declare("kafka.producer_properties", "", "librdkafka properties for producers only, k=v,k=v",
+                 PropertyListType());
+  config.Declare("kafka.consumer_properties", "", "librdkafka properties for consumers only, k=v,k=v",
+                 PropertyListType());
 }
 
 KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
+  config.RequireValidSection("kafka");  // types and ranges; what follows checks across keys
   KafkaSettings s;
   s.brokers = config.GetString("kafka.brokers");
   if (s.brokers.empty()) throw std::invalid_argument("kafka.brokers: empty (give --brokers host:port)");

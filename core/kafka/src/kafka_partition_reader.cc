@@ -56,11 +56,8 @@ struct KafkaPartitionReader::Impl {
   // Takes the partition's next message into q.head if there is one (within timeout_ms). A partition
   // end is returned as an event; errors go to the client state.
   std::optional<ReaderEvent> Fill(PartitionQueue& q, int timeout_ms);
-  // Hands q's next record over (it becomes current); all_shown: every partition that has records
-  // has shown its next one, so none holds an earlier one (pending_low_ts).
-  ReaderEvent HandOver(PartitionQueue& q, bool all_shown);
-  static int64_t TraceTs(rd_kafka_message_t* m);
-  static std::string_view Marker(rd_kafka_message_t* m);
+  // Hands q's next record over (it becomes current).
+  ReaderEvent HandOver(PartitionQueue& q);
 };
 
 KafkaPartitionReader::KafkaPartitionReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -197,32 +194,6 @@ core::Status KafkaPartitionReader::Pause(const std::string& topic, int32_t parti
   return core::Status::Ok();
 }
 
-int64_t KafkaPartitionReader::Impl::TraceTs(rd_kafka_message_t* m) {
-  rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    const void* value = nullptr;
-    size_t size = 0;
-    if (rd_kafka_header_get_last(headers, kTraceTsHeader.data(), &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        value != nullptr) {
-      return ParseTraceTs(std::string_view(static_cast<const char*>(value), size)).value_or(kNoTraceTs);
-    }
-  }
-  return kNoTraceTs;
-}
-
-std::string_view KafkaPartitionReader::Impl::Marker(rd_kafka_message_t* m) {
-  if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither
-  rd_kafka_headers_t* headers = nullptr;
-  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
-  const void* value = nullptr;
-  size_t size = 0;
-  if (rd_kafka_header_get_last(headers, kMarkerHeader.data(), &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-      value == nullptr) {
-    return {};
-  }
-  return std::string_view(static_cast<const char*>(value), size);
-}
-
 std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, int timeout_ms) {
   for (;;) {
     internal::MessageHandle m(rd_kafka_consume_queue(q.queue.get(), timeout_ms));
@@ -244,7 +215,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
       state.OnError(consumer.get(), m->err, (q.topic + ": " + rd_kafka_message_errstr(m.get())).c_str());
       continue;
     }
-    q.head_trace_ts = TraceTs(m.get());
+    q.head_trace_ts = internal::TraceTsOf(m.get());
     q.head_ts = q.head_trace_ts != kNoTraceTs ? q.head_trace_ts : rd_kafka_message_timestamp(m.get(), nullptr);
     q.head = std::move(m);
     q.at_end = false;
@@ -254,7 +225,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
   }
 }
 
-ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q, bool all_shown) {
+ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q) {
   rd_kafka_message_t* m = q.head.get();
   record.topic = q.topic;
   record.key = std::string_view(static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0);
@@ -263,12 +234,11 @@ ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q, bool all_sho
   record.offset = m->offset;
   record.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
   record.trace_ts_ms = q.head_trace_ts;
-  record.marker = Marker(m);
+  record.marker = internal::MarkerOf(m);
   current = std::move(q.head);
   ReaderEvent e;
   e.kind = ReaderEvent::Kind::kRecord;
   e.record = &record;
-  if (all_shown && q.head_trace_ts != kNoTraceTs) e.pending_low_ts = q.head_trace_ts;
   return e;
 }
 
@@ -290,7 +260,6 @@ core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
     // partition that is slow to deliver is waited for at most kMaxWaitMs, then the others go on.
     PartitionQueue* earliest = nullptr;
     PartitionQueue* waiting = nullptr;
-    bool all_shown = true;  // every partition that has records has shown its next one
     for (PartitionQueue& q : s.queues) {
       if (q.paused) continue;
       if (!q.head && (!q.at_end || now >= q.recheck_ms)) {
@@ -300,13 +269,12 @@ core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
       if (q.head) {
         if (earliest == nullptr || q.head_ts < earliest->head_ts) earliest = &q;
       } else if (!q.at_end) {
-        all_shown = false;
         if (q.waiting_since < 0) q.waiting_since = now;
         const int64_t bound = q.delivered ? kMaxWaitMs : kMaxFirstWaitMs;
         if (now - q.waiting_since < bound && waiting == nullptr) waiting = &q;
       }
     }
-    if (earliest != nullptr && waiting == nullptr) return s.HandOver(*earliest, all_shown);
+    if (earliest != nullptr && waiting == nullptr) return s.HandOver(*earliest);
     const int64_t left = deadline - now;
     if (left <= 0) return ReaderEvent{};
     // Wait on the partition held for (or, with nothing anywhere, on the first one) a little.

@@ -2,10 +2,13 @@
 #include "acmetrace/kafka/kafka_sink.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "acmetrace/core/log.h"
 #include "rdkafka_handles.h"
 #include "topic_admin.h"
 
@@ -70,6 +73,7 @@ struct KafkaSink::Impl {
   core::Status Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
                     int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
   int64_t last_trace_ts = kNoTraceTs;
+  int64_t markers = 0;
 };
 
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,8 +84,8 @@ KafkaSink::~KafkaSink() {
   const int64_t budget_ms = impl_->delivery_timeout_ms > 0 ? impl_->delivery_timeout_ms : 30'000;
   if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, static_cast<int>(budget_ms));
   if (rd_kafka_outq_len(rk) > 0) {
-    std::fprintf(impl_->log, "acmetrace: kafka: closing with %d record(s) and requests undelivered\n",
-                 rd_kafka_outq_len(rk));
+    core::LogTo(impl_->log, core::LogLevel::kError, "kafka",
+                "closing with " + std::to_string(rd_kafka_outq_len(rk)) + " record(s) and requests undelivered");
     rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(rk, 0);
   }
@@ -103,10 +107,9 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
     return s;
   }
   if (settings.timestamp == TimestampMode::kTrace && settings.retention_ms != -1) {
-    std::fprintf(log,
-                 "acmetrace: kafka: warning: kafka.timestamp is trace and kafka.retention_ms is %lld: the broker "
-                 "deletes records older than that at its next retention check (use retention_ms -1)\n",
-                 static_cast<long long>(settings.retention_ms));
+    core::LogTo(log, core::LogLevel::kWarn, "kafka",
+                "kafka.timestamp is trace and kafka.retention_ms is " + std::to_string(settings.retention_ms) +
+                    ": the broker deletes records older than that at its next retention check (use retention_ms -1)");
   }
   if (settings.create_topics) {
     core::Result<std::vector<TopicDescription>> topics = internal::EnsureTopics(
@@ -115,13 +118,13 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
     impl->topics = std::move(topics).value();
     for (const TopicDescription& t : impl->topics) {
       if (t.created) {
-        std::fprintf(log, "acmetrace: kafka: created topic %s (%d partitions, retention.ms=%s)\n", t.name.c_str(),
-                     t.partitions, t.retention_ms.c_str());
+        core::LogTo(log, core::LogLevel::kInfo, "kafka",
+                    "created topic " + t.name + " (" + std::to_string(t.partitions) +
+                        " partitions, retention.ms=" + t.retention_ms + ")");
       } else if (settings.partitions > 0 && t.partitions != settings.partitions) {
-        std::fprintf(log,
-                     "acmetrace: kafka: topic %s exists with %d partitions (kafka.partitions=%d applies to new "
-                     "topics only)\n",
-                     t.name.c_str(), t.partitions, settings.partitions);
+        core::LogTo(log, core::LogLevel::kInfo, "kafka",
+                    "topic " + t.name + " exists with " + std::to_string(t.partitions) + " partitions (kafka.partitions=" +
+                        std::to_string(settings.partitions) + " applies to new topics only)");
       }
     }
   }
@@ -170,6 +173,7 @@ core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t parti
                                             int64_t trace_ts) {
   char ts_buf[24];
   const std::string_view ts = trace_ts == kNoTraceTs ? std::string_view() : FormatTraceTs(trace_ts, ts_buf);
+  ++markers;
   return Send(rkt, partition, {}, {}, 0, ts, marker);
 }
 
@@ -221,11 +225,27 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
   Impl& s = *impl_;
   s.stream_partitions.clear();
   for (const std::string& topic : topics) {
-    core::Result<TopicDescription> described = internal::DescribeTopic(s.producer.get(), topic, s.connect_timeout_ms);
-    if (!described.ok()) return described.status();
     rd_kafka_topic_t* rkt = s.TopicFor(topic);
     if (rkt == nullptr) return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(rd_kafka_last_error()));
-    s.stream_partitions.emplace_back(rkt, described.value().partitions);
+    // Its partition count from the metadata; a topic another client has just created may take a
+    // moment to show (every stage may create the topics when they start together).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.connect_timeout_ms);
+    int32_t partitions = 0;
+    for (;;) {
+      const rd_kafka_metadata_t* raw = nullptr;
+      const rd_kafka_resp_err_t err =
+          rd_kafka_metadata(s.producer.get(), 0, rkt, &raw, static_cast<int>(std::min<int64_t>(s.connect_timeout_ms, 5'000)));
+      internal::MetadataHandle md(raw);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        partitions = md->topics[0].partition_cnt;
+      }
+      if (partitions > 0) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return core::Status::Error("kafka: topic " + topic + " does not exist (kafka.create_topics, or create it)");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    s.stream_partitions.emplace_back(rkt, partitions);
   }
   s.progress_every_ms = progress_every_ms;
   return core::Status::Ok();
@@ -268,6 +288,7 @@ core::Status KafkaSink::Flush() {
 DeliveryCounts KafkaSink::counts() const {
   DeliveryCounts c;
   c.produced = impl_->produced;
+  c.markers = impl_->markers;
   c.delivered = impl_->state.delivered.load();
   c.failed = impl_->state.failed.load();
   c.queue_full_waits = impl_->queue_full_waits;

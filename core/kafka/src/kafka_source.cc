@@ -111,16 +111,8 @@ core::Result<const FramedRecord*> KafkaSource::Next(int timeout_ms) {
     r.partition = m->partition;
     r.offset = m->offset;
     r.timestamp_ms = rd_kafka_message_timestamp(m.get(), nullptr);
-    r.trace_ts_ms = kNoTraceTs;
-    rd_kafka_headers_t* headers = nullptr;
-    if (rd_kafka_message_headers(m.get(), &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const void* value = nullptr;
-      size_t size = 0;
-      if (rd_kafka_header_get_last(headers, kTraceTsHeader.data(), &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-          value != nullptr) {
-        r.trace_ts_ms = ParseTraceTs(std::string_view(static_cast<const char*>(value), size)).value_or(kNoTraceTs);
-      }
-    }
+    r.trace_ts_ms = internal::TraceTsOf(m.get());
+    r.marker = internal::MarkerOf(m.get());
     s.current = std::move(m);
     ++s.records;
     return static_cast<const FramedRecord*>(&r);

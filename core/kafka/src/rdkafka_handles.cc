@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#include "acmetrace/core/log.h"
 
 namespace acmetrace::kafka::internal {
 namespace {
@@ -50,7 +53,7 @@ void ClientState::OnError(rd_kafka_t* rk, int err, const char* reason) {
 void ClientState::OnLog(int level, const char* facility, const char* message) {
   if (verbose_.load()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::fprintf(log_, "acmetrace: kafka: %d|%s| %s\n", level, facility, message);
+    core::LogTo(log_, core::LogLevel::kInfo, "kafka", std::to_string(level) + "|" + facility + "| " + message);
     return;
   }
   // Connection failures also arrive as errors (OnError); errors and warnings only, once.
@@ -95,12 +98,13 @@ void ClientState::Print(const std::string& line) {
     return;
   }
   if (suppressed_ > 0) {
-    std::fprintf(log_, "acmetrace: kafka: (last message repeated %lld times)\n", static_cast<long long>(suppressed_));
+    core::LogTo(log_, core::LogLevel::kWarn, "kafka",
+                "(last message repeated " + std::to_string(suppressed_) + " times)");
   }
   suppressed_ = 0;
   last_printed_ = line;
   last_printed_ms_ = now;
-  std::fprintf(log_, "acmetrace: kafka: %s\n", line.c_str());
+  core::LogTo(log_, core::LogLevel::kWarn, "kafka", line);
 }
 
 core::Result<KafkaHandle> CreateClient(const Properties& properties, ClientRole role, ClientState& state) {
@@ -151,6 +155,31 @@ core::Status WaitForBroker(rd_kafka_t* rk, ClientState& state, const std::string
   if (why.empty()) why = rd_kafka_err2str(err);
   return core::Status::Error("cannot reach Kafka at " + brokers + " within " + std::to_string(timeout_ms) +
                              " ms (kafka.connect_timeout_ms): " + why);
+}
+
+namespace {
+
+std::string_view HeaderOf(rd_kafka_message_t* m, std::string_view name) {
+  rd_kafka_headers_t* headers = nullptr;
+  if (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  const void* value = nullptr;
+  size_t size = 0;
+  if (rd_kafka_header_get_last(headers, name.data(), &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR || value == nullptr) {
+    return {};
+  }
+  return std::string_view(static_cast<const char*>(value), size);
+}
+
+}  // namespace
+
+int64_t TraceTsOf(rd_kafka_message_t* m) {
+  const std::string_view text = HeaderOf(m, kTraceTsHeader);
+  return text.empty() ? kNoTraceTs : ParseTraceTs(text).value_or(kNoTraceTs);
+}
+
+std::string_view MarkerOf(rd_kafka_message_t* m) {
+  if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither
+  return HeaderOf(m, kMarkerHeader);
 }
 
 }  // namespace acmetrace::kafka::internal

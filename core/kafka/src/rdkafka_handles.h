@@ -10,9 +10,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/kafka/kafka_message.h"
 
 namespace acmetrace::kafka::internal {
 
@@ -91,6 +93,12 @@ core::Result<KafkaHandle> CreateClient(const Properties& properties, ClientRole 
 /// Waits until a broker answers a metadata request, up to timeout_ms; the error names the brokers,
 /// the config key and the last connection error. Serves the main queue's callbacks while it waits,
 /// so call it before rd_kafka_poll_set_consumer.
+/// The message's trace_ts_ms header (kNoTraceTs if absent or not a whole number).
+int64_t TraceTsOf(rd_kafka_message_t* m);
+/// The message's stream marker (kafka_message.h): its acmetrace_marker header if it has neither key
+/// nor value, else empty. Valid while the message is.
+std::string_view MarkerOf(rd_kafka_message_t* m);
+
 core::Status WaitForBroker(rd_kafka_t* rk, ClientState& state, const std::string& brokers, int64_t timeout_ms);
 
 }  // namespace acmetrace::kafka::internal

@@ -28,18 +28,40 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements"},
-    {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated"},
-    {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now"},
-    {"min_history_s", "3600", "no judgement before this many seconds of history"},
-    {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)"},
-    {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)"},
-    {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's"},
-    {"open_score", "6", "open when the score (log-likelihood ratio) reaches this..."},
-    {"close_score", "2", "...close when it has stayed below this..."},
-    {"close_for_s", "300", "...for this many seconds"},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated"},
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
+    {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated",
+     [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
+    {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now", &PositiveSeconds},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
+    {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)", &Seconds},
+    {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
+    {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
+     &NonNegative},
+    {"open_score", "6", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
+    {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative},
+    {"close_for_s", "300", "...for this many seconds", &Seconds},
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
 };
+
+struct FailureBurstSettings {
+  int64_t step_ms, baseline_ms, min_history_ms, dedupe_ms;
+  double min_rate_per_h, min_ratio, open_score, close_score;
+  int64_t close_for_ms;
+  std::vector<std::string> states;
+  std::vector<int64_t> windows_ms;
+};
+
+FailureBurstSettings ReadSettings(const KindConfig& c) {
+  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("min_history_s"),
+                         c.Millis("dedupe_s"),    c.Double("min_rate_per_h"), c.Double("min_ratio"),
+                         c.Double("open_score"),  c.Double("close_score"),    c.Millis("close_for_s"),
+                         c.List("states"),        {}};
+  for (const std::string& w : c.List("windows_s")) {
+    s.windows_ms.push_back(std::llround(std::strtod(w.c_str(), nullptr) * 1000));
+  }
+  if (s.close_score > s.open_score) c.Fail("close_score", "must be at most open_score (" + c.Text("open_score") + ")");
+  return s;
+}
 
 // The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
 struct Failure {
@@ -73,20 +95,18 @@ struct Cluster {
 
 class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Cluster> {
  public:
-  explicit FailureBurstDetector(const KindConfig& c)
-      : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
-        baseline_steps_(std::max<int64_t>(1, c.Millis("baseline_s") / step_ms_)),
-        min_history_ms_(c.Millis("min_history_s")),
-        dedupe_ms_(c.Millis("dedupe_s")),
-        min_rate_(c.Double("min_rate_per_h") * static_cast<double>(step_ms_) / 3'600'000.0),
-        min_ratio_(c.Double("min_ratio")),
-        open_score_(c.Double("open_score")),
-        close_score_(c.Double("close_score")),
-        close_for_ms_(c.Millis("close_for_s")),
-        states_(c.List("states")) {
-    for (const std::string& w : c.List("windows_s")) {
-      windows_steps_.push_back(std::max<int64_t>(1, static_cast<int64_t>(std::atof(w.c_str()) * 1000) / step_ms_));
-    }
+  explicit FailureBurstDetector(const FailureBurstSettings& s)
+      : step_ms_(std::max<int64_t>(1000, s.step_ms)),
+        baseline_steps_(std::max<int64_t>(1, s.baseline_ms / step_ms_)),
+        min_history_ms_(s.min_history_ms),
+        dedupe_ms_(s.dedupe_ms),
+        min_rate_(s.min_rate_per_h * static_cast<double>(step_ms_) / 3'600'000.0),
+        min_ratio_(s.min_ratio),
+        open_score_(s.open_score),
+        close_score_(s.close_score),
+        close_for_ms_(s.close_for_ms),
+        states_(s.states) {
+    for (const int64_t w : s.windows_ms) windows_steps_.push_back(std::max<int64_t>(1, w / step_ms_));
     if (windows_steps_.empty()) windows_steps_.push_back(std::max<int64_t>(1, 600'000 / step_ms_));
     std::sort(windows_steps_.begin(), windows_steps_.end());
   }
@@ -188,7 +208,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   std::vector<int64_t> windows_steps_;  // ascending, in steps
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<FailureBurstDetector>(c); }
+KindFactory Configure(const KindConfig& c) { return FactoryOf<FailureBurstDetector>(ReadSettings(c)); }
 
 }  // namespace
 
@@ -196,6 +216,6 @@ extern const DetectorKind kFailureBurstKind{
     "failure_burst",
     "failed GPU jobs (once per user within dedupe_s) far above their rolling baseline rate in a trailing window, "
     "by a Poisson scan statistic (subject: the cluster)",
-    kKeys, &Make};
+    kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

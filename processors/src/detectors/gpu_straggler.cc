@@ -21,29 +21,57 @@ const GpuMetricName kSmActive{"SM_ACTIVE"};
 const GpuMetricName kGpuUtil{"GPU_UTIL"};
 
 constexpr KeySpec kKeys[] = {
-    {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median"},
-    {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)"},
-    {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens"},
-    {"close_for_s", "120", "seconds the close condition must hold before the flag closes"},
-    {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE"},
-    {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this"},
-    {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median"},
-    {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison"},
-    {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do"},
+    {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio},
+    {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio},
+    {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
+    {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds},
+    {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
+    {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share},
+    {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median",
+     &NonNegative},
+    {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison", &Count},
+    {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do",
+     &Percent},
 };
+
+struct GpuStragglerSettings {
+  double open_ratio;
+  double close_ratio;
+  int64_t open_for_ms;
+  int64_t close_for_ms;
+  int64_t smooth_ms;
+  double min_peer_sm;
+  double max_peer_iqr;
+  int64_t min_peers;
+  double min_gpu_util;
+};
+
+GpuStragglerSettings ReadSettings(const KindConfig& c) {
+  GpuStragglerSettings s{c.Double("open_ratio"),
+                         c.Double("close_ratio"),
+                         c.Millis("open_for_s"),
+                         c.Millis("close_for_s"),
+                         c.Millis("smooth_s"),
+                         c.Double("min_peer_sm"),
+                         c.Double("max_peer_iqr"),
+                         c.Int("min_peers"),
+                         c.Double("min_gpu_util")};
+  if (s.close_ratio < s.open_ratio) c.Fail("close_ratio", "must be at least open_ratio (" + c.Text("open_ratio") + ")");
+  return s;
+}
 
 class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
  public:
-  explicit GpuStragglerDetector(const KindConfig& c)
-      : open_ratio_(c.Double("open_ratio")),
-        close_ratio_(c.Double("close_ratio")),
-        open_for_ms_(c.Millis("open_for_s")),
-        close_for_ms_(c.Millis("close_for_s")),
-        smooth_ms_(std::max<int64_t>(1, c.Millis("smooth_s"))),
-        min_peer_sm_(c.Double("min_peer_sm")),
-        max_peer_iqr_(c.Double("max_peer_iqr")),
-        min_peers_(c.Int("min_peers")),
-        min_gpu_util_(c.Double("min_gpu_util")) {}
+  explicit GpuStragglerDetector(const GpuStragglerSettings& s)
+      : open_ratio_(s.open_ratio),
+        close_ratio_(s.close_ratio),
+        open_for_ms_(s.open_for_ms),
+        close_for_ms_(s.close_for_ms),
+        smooth_ms_(std::max<int64_t>(1, s.smooth_ms)),
+        min_peer_sm_(s.min_peer_sm),
+        max_peer_iqr_(s.max_peer_iqr),
+        min_peers_(s.min_peers),
+        min_gpu_util_(s.min_gpu_util) {}
 
   std::string_view kind() const override { return "gpu_straggler"; }
 
@@ -148,13 +176,13 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   AnomalyOutbox outbox_;
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<GpuStragglerDetector>(c); }
+KindFactory Configure(const KindConfig& c) { return FactoryOf<GpuStragglerDetector>(ReadSettings(c)); }
 
 }  // namespace
 
 extern const DetectorKind kGpuStragglerKind{
     "gpu_straggler",
     "a working GPU's SM_ACTIVE stays below open_ratio x its node peers' median while the peers agree (subject: the GPU)",
-    kKeys, &Make};
+    kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

@@ -8,24 +8,31 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)"},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated"},
-    {"hold_s", "600", "seconds the flag stays open after the job's end"},
+    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count},
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds},
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) {
-  std::vector<std::string> states = c.List("states");
-  const int64_t min_gpus = c.Int("min_gpus");
-  return std::make_unique<JobEndFlagDetector>(
-      "large_job_failure", c.Millis("hold_s"),
-      [states, min_gpus](const core::JobEvent& job) { return job.gpu_num >= min_gpus && StateListed(states, job.state); },
-      [](const core::JobEvent& job) { return static_cast<double>(job.gpu_num); }, static_cast<double>(min_gpus));
+struct LargeJobFailureSettings {
+  int64_t min_gpus;
+  std::vector<std::string> states;
+  int64_t hold_ms;
+};
+
+KindFactory Configure(const KindConfig& c) {
+  const LargeJobFailureSettings s{c.Int("min_gpus"), c.List("states"), c.Millis("hold_s")};
+  return [s]() -> std::unique_ptr<Detector> {
+    return std::make_unique<JobEndFlagDetector>(
+        "large_job_failure", s.hold_ms,
+        [s](const core::JobEvent& job) { return job.gpu_num >= s.min_gpus && StateListed(s.states, job.state); },
+        [](const core::JobEvent& job) { return static_cast<double>(job.gpu_num); }, static_cast<double>(s.min_gpus));
+  };
 }
 
 }  // namespace
 
 extern const DetectorKind kLargeJobFailureKind{
     "large_job_failure", "a job of at least min_gpus GPUs ends failed (subject: the job id); value: its GPUs", kKeys,
-    &Make};
+    &Configure};
 
 }  // namespace acmetrace::processors::detectors

@@ -7,22 +7,28 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated"},
-    {"hold_s", "600", "seconds the flag stays open after the job's end"},
+    {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated", &States},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds},
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) {
-  std::vector<std::string> states = c.List("states");
-  return std::make_unique<JobEndFlagDetector>(
-      "node_failure", c.Millis("hold_s"),
-      [states](const core::JobEvent& job) { return StateListed(states, job.state); },
-      [](const core::JobEvent& job) { return static_cast<double>(job.node_num); }, core::kNoSample);
+struct NodeFailureSettings {
+  std::vector<std::string> states;
+  int64_t hold_ms;
+};
+
+KindFactory Configure(const KindConfig& c) {
+  const NodeFailureSettings s{c.List("states"), c.Millis("hold_s")};
+  return [s]() -> std::unique_ptr<Detector> {
+    return std::make_unique<JobEndFlagDetector>(
+        "node_failure", s.hold_ms, [states = s.states](const core::JobEvent& job) { return StateListed(states, job.state); },
+        [](const core::JobEvent& job) { return static_cast<double>(job.node_num); }, core::kNoSample);
+  };
 }
 
 }  // namespace
 
 extern const DetectorKind kNodeFailureKind{
     "node_failure", "a job ends NODE_FAIL (subject: the job id; the trace has no node placement); value: its nodes",
-    kKeys, &Make};
+    kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

@@ -19,16 +19,44 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements"},
-    {"min_wait_s", "600", "a pending job counts once it has waited this many seconds"},
-    {"baseline_s", "21600", "the baseline is the median of the waiting GPU demand over this many seconds"},
-    {"min_history_s", "3600", "no judgement before this many seconds of history"},
-    {"open_ratio", "3", "open when waiting GPUs are at least this multiple of the baseline..."},
-    {"open_min_gpus", "256", "...and at least this many GPUs above it (32 nodes: sized for a 2,000-GPU cluster)"},
-    {"open_for_s", "1800", "seconds the open condition must hold before the flag opens"},
-    {"close_ratio", "1.5", "close when waiting GPUs are below this multiple of the baseline..."},
-    {"close_for_s", "600", "...for this many seconds"},
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
+    {"min_wait_s", "600", "a pending job counts once it has waited this many seconds", &Seconds},
+    {"baseline_s", "21600", "the baseline is the median of the waiting GPU demand over this many seconds",
+     &PositiveSeconds},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
+    {"open_ratio", "3", "open when waiting GPUs are at least this multiple of the baseline...", &Ratio},
+    {"open_min_gpus", "256", "...and at least this many GPUs above it (32 nodes: sized for a 2,000-GPU cluster)",
+     &NonNegative},
+    {"open_for_s", "1800", "seconds the open condition must hold before the flag opens", &Seconds},
+    {"close_ratio", "1.5", "close when waiting GPUs are below this multiple of the baseline...", &Ratio},
+    {"close_for_s", "600", "...for this many seconds", &Seconds},
 };
+
+struct QueueBacklogSettings {
+  int64_t step_ms;
+  int64_t min_wait_ms;
+  int64_t baseline_ms;
+  int64_t min_history_ms;
+  double open_ratio;
+  double open_min_gpus;
+  int64_t open_for_ms;
+  double close_ratio;
+  int64_t close_for_ms;
+};
+
+QueueBacklogSettings ReadSettings(const KindConfig& c) {
+  QueueBacklogSettings s{c.Millis("step_s"),
+                         c.Millis("min_wait_s"),
+                         c.Millis("baseline_s"),
+                         c.Millis("min_history_s"),
+                         c.Double("open_ratio"),
+                         c.Double("open_min_gpus"),
+                         c.Millis("open_for_s"),
+                         c.Double("close_ratio"),
+                         c.Millis("close_for_s")};
+  if (s.close_ratio > s.open_ratio) c.Fail("close_ratio", "must be at most open_ratio (" + c.Text("open_ratio") + ")");
+  return s;
+}
 
 // The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
 struct Change {
@@ -70,16 +98,16 @@ struct Cluster {
 
 class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Cluster> {
  public:
-  explicit QueueBacklogDetector(const KindConfig& c)
-      : step_ms_(std::max<int64_t>(1000, c.Millis("step_s"))),
-        min_wait_ms_(c.Millis("min_wait_s")),
-        baseline_ms_(c.Millis("baseline_s")),
-        min_history_ms_(c.Millis("min_history_s")),
-        open_ratio_(c.Double("open_ratio")),
-        open_min_gpus_(c.Double("open_min_gpus")),
-        open_for_ms_(c.Millis("open_for_s")),
-        close_ratio_(c.Double("close_ratio")),
-        close_for_ms_(c.Millis("close_for_s")) {}
+  explicit QueueBacklogDetector(const QueueBacklogSettings& s)
+      : step_ms_(std::max<int64_t>(1000, s.step_ms)),
+        min_wait_ms_(s.min_wait_ms),
+        baseline_ms_(s.baseline_ms),
+        min_history_ms_(s.min_history_ms),
+        open_ratio_(s.open_ratio),
+        open_min_gpus_(s.open_min_gpus),
+        open_for_ms_(s.open_for_ms),
+        close_ratio_(s.close_ratio),
+        close_for_ms_(s.close_for_ms) {}
 
   std::string_view kind() const override { return "queue_backlog"; }
 
@@ -141,13 +169,13 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
   const int64_t close_for_ms_;
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<QueueBacklogDetector>(c); }
+KindFactory Configure(const KindConfig& c) { return FactoryOf<QueueBacklogDetector>(ReadSettings(c)); }
 
 }  // namespace
 
 extern const DetectorKind kQueueBacklogKind{
     "queue_backlog",
     "GPUs requested by jobs waiting min_wait_s or more stay far above their rolling median (subject: the cluster)",
-    kKeys, &Make};
+    kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

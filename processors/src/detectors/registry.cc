@@ -1,5 +1,6 @@
 // The one list of anomaly kinds: each kind's keys are declared as detect.<kind>.*, plus
-// detect.<kind>.enabled, and MakeDetectors builds the enabled ones in this order.
+// detect.<kind>.enabled, and MakeDetectorFactory reads the enabled ones' settings at start-up and
+// makes their detectors in this order.
 #include "acmetrace/processors/detector.h"
 #include "detector_kind.h"
 
@@ -24,20 +25,32 @@ std::string KeyOf(std::string_view kind, std::string_view name) {
 
 void DeclareDetectorConfig(core::Config& config) {
   for (const detectors::DetectorKind* kind : kKinds) {
-    config.Declare(KeyOf(kind->id, "enabled"), "true", "flag " + std::string(kind->id) + ": " + std::string(kind->rule));
+    config.Declare(KeyOf(kind->id, "enabled"), "true", "flag " + std::string(kind->id) + ": " + std::string(kind->rule),
+                   core::ConfigType::Bool());
     for (const detectors::KeySpec& key : kind->keys) {
-      config.Declare(KeyOf(kind->id, key.name), std::string(key.default_value), std::string(key.help));
+      config.Declare(KeyOf(kind->id, key.name), std::string(key.default_value), std::string(key.help), key.type());
     }
   }
 }
 
-std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config) {
-  std::vector<std::unique_ptr<Detector>> out;
+std::function<std::vector<std::unique_ptr<Detector>>()> MakeDetectorFactory(const core::Config& config) {
+  std::vector<detectors::KindFactory> kinds;
   for (const detectors::DetectorKind* kind : kKinds) {
-    if (!config.GetBool(KeyOf(kind->id, "enabled"))) continue;
-    out.push_back(kind->make(detectors::KindConfig(config, kind->id)));
+    const std::string enabled = KeyOf(kind->id, "enabled");
+    config.RequireValid(enabled);
+    if (!config.GetBool(enabled)) continue;
+    kinds.push_back(kind->configure(detectors::KindConfig(config, kind->id)));
   }
-  return out;
+  return [kinds = std::move(kinds)] {
+    std::vector<std::unique_ptr<Detector>> out;
+    out.reserve(kinds.size());
+    for (const detectors::KindFactory& make : kinds) out.push_back(make());
+    return out;
+  };
+}
+
+std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config) {
+  return MakeDetectorFactory(config)();
 }
 
 }  // namespace acmetrace::processors

@@ -12,8 +12,13 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports"},
-    {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds"},
+    {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports",
+     &PositiveSeconds},
+    {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds", &Seconds},
+};
+
+struct TelemetryGapSettings {
+  int64_t open_after_ms, close_for_ms;
 };
 
 // The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
@@ -36,8 +41,8 @@ struct Cluster {
 
 class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Cluster> {
  public:
-  explicit TelemetryGapDetector(const KindConfig& c)
-      : open_after_ms_(c.Millis("open_after_s")), close_for_ms_(c.Millis("close_for_s")) {}
+  explicit TelemetryGapDetector(const TelemetryGapSettings& s)
+      : open_after_ms_(s.open_after_ms), close_for_ms_(s.close_for_ms) {}
 
   std::string_view kind() const override { return "telemetry_gap"; }
 
@@ -80,12 +85,14 @@ class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Clu
   const int64_t open_after_ms_, close_for_ms_;
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<TelemetryGapDetector>(c); }
+KindFactory Configure(const KindConfig& c) {
+  return FactoryOf<TelemetryGapDetector>(TelemetryGapSettings{c.Millis("open_after_s"), c.Millis("close_for_s")});
+}
 
 }  // namespace
 
 extern const DetectorKind kTelemetryGapKind{
     "telemetry_gap", "a node sends no sample for open_after_s while its cluster reports (subject: the node)", kKeys,
-    &Make};
+    &Configure};
 
 }  // namespace acmetrace::processors::detectors

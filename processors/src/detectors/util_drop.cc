@@ -19,19 +19,54 @@ const GpuMetricName kGpuUtil{"GPU_UTIL"};
 const GpuMetricName kFbUsed{"FB_USED"};
 
 constexpr KeySpec kKeys[] = {
-    {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline"},
-    {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s"},
-    {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)"},
-    {"open_for_s", "180", "seconds the share must stay at or above open_share before the flag opens"},
-    {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes"},
-    {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average"},
-    {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average"},
-    {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples"},
-    {"settle_s", "180", "a GPU counts this many seconds after it starts holding memory (job start-up is not a drop)"},
-    {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this"},
-    {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted"},
-    {"min_gpus", "8", "fewest counted GPUs for a judgement"},
+    {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline",
+     &Ratio},
+    {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s",
+     &Share},
+    {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)", &Share},
+    {"open_for_s", "180", "seconds the share must stay at or above open_share before the flag opens", &Seconds},
+    {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes", &Seconds},
+    {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average", &PositiveSeconds},
+    {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average", &PositiveSeconds},
+    {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples", &Seconds},
+    {"settle_s", "180", "a GPU counts this many seconds after it starts holding memory (job start-up is not a drop)",
+     &Seconds},
+    {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this", &NonNegative},
+    {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent},
+    {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count},
 };
+
+struct UtilDropSettings {
+  double drop_ratio;
+  double open_share;
+  double close_share;
+  int64_t open_for_ms;
+  int64_t close_for_ms;
+  int64_t short_ms;
+  int64_t baseline_ms;
+  int64_t min_baseline_ms;
+  int64_t settle_ms;
+  double busy_fb_mib;
+  double min_baseline_util;
+  int64_t min_gpus;
+};
+
+UtilDropSettings ReadSettings(const KindConfig& c) {
+  UtilDropSettings s{c.Double("drop_ratio"),
+                     c.Double("open_share"),
+                     c.Double("close_share"),
+                     c.Millis("open_for_s"),
+                     c.Millis("close_for_s"),
+                     c.Millis("short_s"),
+                     c.Millis("baseline_s"),
+                     c.Millis("min_baseline_s"),
+                     c.Millis("settle_s"),
+                     c.Double("busy_fb_mib"),
+                     c.Double("min_baseline_util"),
+                     c.Int("min_gpus")};
+  if (s.close_share > s.open_share) c.Fail("close_share", "must be at most open_share (" + c.Text("open_share") + ")");
+  return s;
+}
 
 // The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
 struct Gpu {
@@ -58,19 +93,19 @@ struct Cluster {
 
 class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
  public:
-  explicit UtilDropDetector(const KindConfig& c)
-      : drop_ratio_(c.Double("drop_ratio")),
-        open_share_(c.Double("open_share")),
-        close_share_(c.Double("close_share")),
-        open_for_ms_(c.Millis("open_for_s")),
-        close_for_ms_(c.Millis("close_for_s")),
-        short_ms_(std::max<int64_t>(1, c.Millis("short_s"))),
-        baseline_ms_(std::max<int64_t>(1, c.Millis("baseline_s"))),
-        min_baseline_ms_(c.Millis("min_baseline_s")),
-        settle_ms_(c.Millis("settle_s")),
-        busy_fb_mib_(c.Double("busy_fb_mib")),
-        min_baseline_util_(c.Double("min_baseline_util")),
-        min_gpus_(c.Int("min_gpus")) {}
+  explicit UtilDropDetector(const UtilDropSettings& s)
+      : drop_ratio_(s.drop_ratio),
+        open_share_(s.open_share),
+        close_share_(s.close_share),
+        open_for_ms_(s.open_for_ms),
+        close_for_ms_(s.close_for_ms),
+        short_ms_(std::max<int64_t>(1, s.short_ms)),
+        baseline_ms_(std::max<int64_t>(1, s.baseline_ms)),
+        min_baseline_ms_(s.min_baseline_ms),
+        settle_ms_(s.settle_ms),
+        busy_fb_mib_(s.busy_fb_mib),
+        min_baseline_util_(s.min_baseline_util),
+        min_gpus_(s.min_gpus) {}
 
   std::string_view kind() const override { return "util_drop"; }
 
@@ -154,7 +189,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   const int64_t min_gpus_;
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<UtilDropDetector>(c); }
+KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(ReadSettings(c)); }
 
 }  // namespace
 
@@ -162,6 +197,6 @@ extern const DetectorKind kUtilDropKind{
     "util_drop",
     "at least open_share of the cluster's busy GPUs run below drop_ratio x their own rolling GPU_UTIL baseline "
     "(subject: the cluster)",
-    kKeys, &Make};
+    kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

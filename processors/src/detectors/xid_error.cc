@@ -12,16 +12,27 @@ namespace acmetrace::processors::detectors {
 namespace {
 
 constexpr KeySpec kKeys[] = {
-    {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds"},
-    {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)"},
+    {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds", &Seconds},
+    {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)",
+     [] { return core::ConfigType::List(core::ConfigType::Int(1, 1'000'000)); }},
 };
+
+struct XidErrorSettings {
+  int64_t close_for_ms;
+  std::vector<double> ignored;  // compared with the register's value, a double
+};
+
+XidErrorSettings ReadSettings(const KindConfig& c) {
+  XidErrorSettings s{c.Millis("close_for_s"), {}};
+  for (const std::string& code : c.List("ignore_codes")) s.ignored.push_back(std::strtod(code.c_str(), nullptr));
+  return s;
+}
 
 class XidErrorDetector : public GpuMetricFlagDetector {
  public:
   // An XID is an event: the flag opens at once; closing waits for the register to clear and stay clear.
-  explicit XidErrorDetector(const KindConfig& c) : GpuMetricFlagDetector("XID_ERRORS", 0, c.Millis("close_for_s")) {
-    for (const std::string& code : c.List("ignore_codes")) ignored_.push_back(std::atof(code.c_str()));
-  }
+  explicit XidErrorDetector(const XidErrorSettings& s)
+      : GpuMetricFlagDetector("XID_ERRORS", 0, s.close_for_ms), ignored_(s.ignored) {}
 
   std::string_view kind() const override { return "xid_error"; }
 
@@ -34,12 +45,12 @@ class XidErrorDetector : public GpuMetricFlagDetector {
   std::vector<double> ignored_;
 };
 
-std::unique_ptr<Detector> Make(const KindConfig& c) { return std::make_unique<XidErrorDetector>(c); }
+KindFactory Configure(const KindConfig& c) { return FactoryOf<XidErrorDetector>(ReadSettings(c)); }
 
 }  // namespace
 
 extern const DetectorKind kXidErrorKind{
     "xid_error", "a GPU's XID_ERRORS register shows a code (subject: the GPU); closes when it has cleared", kKeys,
-    &Make};
+    &Configure};
 
 }  // namespace acmetrace::processors::detectors

@@ -54,6 +54,15 @@ TEST(CliTest, UnknownConfigKeyIsAUsageError) {
   EXPECT_EQ(RunAcmetrace("--config " + path + " replay --data " + std::string(ACMETRACE_FIXTURES) + "/release").exit_code, 2);
 }
 
+TEST(CliTest, VersionPrintsNameVersionAndRevision) {
+  CommandResult run = RunAcmetrace("--version");
+  ASSERT_EQ(run.exit_code, 0);
+  // "acmetrace 0.1.0 (revision abcdef012345, GNU 12.2.0)"
+  EXPECT_EQ(run.out.rfind(std::string("acmetrace ") + ACMETRACE_PROJECT_VERSION + " (revision ", 0), 0u) << run.out;
+  EXPECT_EQ(run.out.find("revision unknown"), std::string::npos) << "built from a git checkout: " << run.out;
+  EXPECT_EQ(run.out.back(), '\n');
+}
+
 TEST(CliTest, HelpOnEverySubcommandExitsZero) {
   for (const char* sub : {"", "synth", "summary", "replay", "process", "export", "run", "config"}) {
     CommandResult run = RunAcmetrace(std::string(sub) + " --help");

@@ -1,5 +1,6 @@
-// InputErrors: one "FILE:LINE: FIELD: reason" line each, exact counts, strict mode, bounded output.
+// InputErrors: one "FILE:LINE: FIELD: reason" log line each, exact counts, strict mode, bounded output.
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/log.h"
 #include "test_files.h"
 
 #include <gtest/gtest.h>
@@ -13,15 +14,23 @@
 namespace acmetrace::core {
 namespace {
 
-// Captures what InputErrors prints.
+// Every log line is stamped with the wall clock: the tests pin it.
+class PinnedLogClock {
+ public:
+  PinnedLogClock() { SetLogClock([] { return int64_t{1688212800000}; }); }
+  ~PinnedLogClock() { SetLogClock(nullptr); }
+};
+
+// Captures what InputErrors prints: log lines (core/log.h) at level warn from stage "input".
 TEST(InputErrorsTest, PrintsOneLinePerErrorInTheDocumentedForm) {
+  PinnedLogClock pinned;
   Captured out;
   InputErrors errors(out.file());
   errors.Report("seren", "job_trace", "data/job_trace/trace_seren.csv", 3, "gpu_num", "not a non-negative integer: 'x'");
   errors.ReportFile("kalos", "utilization", "data/utilization/kalos/GPU_UTIL.csv", "cannot open");
   EXPECT_EQ(out.text(),
-            "data/job_trace/trace_seren.csv:3: gpu_num: not a non-negative integer: 'x'\n"
-            "data/utilization/kalos/GPU_UTIL.csv: cannot open\n");
+            "2023-07-01T12:00:00.000Z WARN  input: data/job_trace/trace_seren.csv:3: gpu_num: not a non-negative integer: 'x'\n"
+            "2023-07-01T12:00:00.000Z WARN  input: data/utilization/kalos/GPU_UTIL.csv: cannot open\n");
 }
 
 TEST(InputErrorsTest, CountsPerClusterAndKind) {
@@ -57,23 +66,25 @@ TEST(InputErrorsTest, StrictModeStopsAtTheFirstError) {
 }
 
 TEST(InputErrorsTest, BoundsPrintedLinesButKeepsTheExactCount) {
+  PinnedLogClock pinned;
   Captured out;
   InputErrors errors(out.file(), false, 2);
   for (int i = 1; i <= 5; ++i) errors.Report("seren", "utilization", "u.csv", i, "Time", "bad");
   errors.Finish();
   EXPECT_EQ(errors.total(), 5);
   EXPECT_EQ(out.text(),
-            "u.csv:1: Time: bad\n"
-            "u.csv:2: Time: bad\n"
-            "... 3 more input errors not shown\n");
+            "2023-07-01T12:00:00.000Z WARN  input: u.csv:1: Time: bad\n"
+            "2023-07-01T12:00:00.000Z WARN  input: u.csv:2: Time: bad\n"
+            "2023-07-01T12:00:00.000Z WARN  input: 3 more input errors not shown\n");
 }
 
 TEST(InputErrorsTest, FinishIsSilentWhenNothingWasSuppressed) {
+  PinnedLogClock pinned;
   Captured out;
   InputErrors errors(out.file(), false, 2);
   errors.Report("seren", "utilization", "u.csv", 1, "Time", "bad");
   errors.Finish();
-  EXPECT_EQ(out.text(), "u.csv:1: Time: bad\n");
+  EXPECT_EQ(out.text(), "2023-07-01T12:00:00.000Z WARN  input: u.csv:1: Time: bad\n");
 }
 
 TEST(InputErrorsTest, CountsExactlyFromManyThreads) {

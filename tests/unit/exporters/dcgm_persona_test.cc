@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <map>
+#include <set>
+#include <string>
 
 namespace acmetrace::exporters {
 namespace {
@@ -156,10 +158,96 @@ TEST(DcgmPersonaTest, TheThirteenGpuSeriesOfAGpuShareOneLabelSet) {
     metrics.push_back(Metric(m, {1, 1, 1, 1, 1, 1, 1, 1}));
   }
   persona.Apply(Sample("n1", 1000, metrics));
-  EXPECT_EQ(store.total_series(), 13 * 8);
+  // The release's 13 fields and the energy counter integrated from POWER_USAGE.
+  EXPECT_EQ(store.total_series(), 14 * 8);
   size_t dcgm_families = 0;
   for (const auto& f : store.Collect()) dcgm_families += f.name.rfind("DCGM_FI_", 0) == 0;
-  EXPECT_EQ(dcgm_families, 13u);
+  EXPECT_EQ(dcgm_families, 14u);
+}
+
+// Issue #12 point 7: the labels dcgm-exporter sets, in its order (then ours), as the text exposition
+// a scraper reads.
+TEST(DcgmPersonaTest, PciBusIdAndDriverVersionLabelsAsDcgmExporterWritesThem) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("10.140.1.10", 1000, {Metric("GPU_TEMP", {41, 40})}));
+  std::string text;
+  store.AppendText(text);
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_TEMP{gpu=\"1\",UUID=\"" + GpuUuid("seren", "10.140.1.10", 1) +
+                      "\",pci_bus_id=\"00000000:0F:00.0\",device=\"nvidia1\",modelName=\"NVIDIA A100-SXM4-80GB\","
+                      "Hostname=\"10.140.1.10\",DCGM_FI_DRIVER_VERSION=\"535.129.03\",cluster=\"seren\"} 40\n"),
+            std::string::npos)
+      << text;
+  options.driver_version = "550.54.15";
+  SeriesStore other{StoreOptions{}};
+  DcgmPersona configured(options, other);
+  configured.Apply(Sample("n1", 1000, {Metric("GPU_TEMP", {41})}));
+  EXPECT_EQ(LabelsOf(Find(other.Collect(), "DCGM_FI_DEV_GPU_TEMP")->metric[0]).at("DCGM_FI_DRIVER_VERSION"),
+            "550.54.15");
+}
+
+TEST(PciBusIdTest, DgxA100BusesInIndexOrderThenDistinct) {
+  EXPECT_EQ(PciBusId(0), "00000000:07:00.0");
+  EXPECT_EQ(PciBusId(1), "00000000:0F:00.0");
+  EXPECT_EQ(PciBusId(4), "00000000:87:00.0");
+  EXPECT_EQ(PciBusId(7), "00000000:BD:00.0");
+  std::set<std::string> ids;
+  for (int i = 0; i < 16; ++i) ids.insert(PciBusId(i));
+  EXPECT_EQ(ids.size(), 16u);
+}
+
+TEST(EnergyIntegratorTest, TrapezoidsInMillijoulesSkippingGapsAndOldSamples) {
+  EnergyIntegrator e(/*max_gap_ms=*/300'000);
+  EXPECT_EQ(e.Add(0, 300), 0);
+  EXPECT_DOUBLE_EQ(e.Add(15'000, 300), 300.0 * 15'000);               // 300 W for 15 s = 4.5 kJ
+  EXPECT_DOUBLE_EQ(e.Add(30'000, 400), 4.5e6 + 350.0 * 15'000);       // the mean of the two samples
+  EXPECT_DOUBLE_EQ(e.Add(20'000, 1000), 9.75e6);                      // behind: already counted
+  EXPECT_DOUBLE_EQ(e.Add(30'000 + 600'000, 400), 9.75e6);             // a 10 min gap: unobserved, adds nothing
+  EXPECT_DOUBLE_EQ(e.Add(30'000 + 615'000, 200), 9.75e6 + 300.0 * 15'000);
+}
+
+TEST(DcgmPersonaTest, TotalEnergyIsACounterIntegratedFromPowerPerGpu) {
+  ExportOptions options;
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("n1", 0, {Metric("POWER_USAGE", {300, 100})}));
+  persona.Apply(Sample("n1", 15'000, {Metric("POWER_USAGE", {300, core::kNoSample})}));
+  persona.Apply(Sample("n1", 30'000, {Metric("POWER_USAGE", {400, 100})}));
+  const auto fams = store.Collect();
+  const auto* energy = Find(fams, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION");
+  ASSERT_NE(energy, nullptr);
+  EXPECT_EQ(energy->type, prometheus::MetricType::Counter);
+  EXPECT_EQ(energy->help, "Total energy consumption since boot (in mJ).");
+  EXPECT_DOUBLE_EQ(OfGpu(energy, "0").counter.value, 300.0 * 15'000 + 350.0 * 15'000);
+  EXPECT_DOUBLE_EQ(OfGpu(energy, "1").counter.value, 100.0 * 30'000);  // across the null sample
+  EXPECT_EQ(LabelsOf(OfGpu(energy, "1")).at("pci_bus_id"), "00000000:0F:00.0");
+  std::string text;
+  store.AppendText(text);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos) << text;
+}
+
+TEST(DcgmPersonaTest, GrEngineActiveIsOptInAndDerivedFromGpuUtil) {
+  ExportOptions options;
+  {
+    SeriesStore store{StoreOptions{}};
+    DcgmPersona persona(options, store);
+    persona.Apply(Sample("n1", 0, {Metric("GPU_UTIL", {99, 0})}));
+    EXPECT_EQ(Find(store.Collect(), "DCGM_FI_PROF_GR_ENGINE_ACTIVE"), nullptr);  // off by default
+  }
+  options.gr_engine_active = true;
+  options.input_percent = true;  // GPU_UTIL is percent whatever process.units says
+  SeriesStore store{StoreOptions{}};
+  DcgmPersona persona(options, store);
+  persona.Apply(Sample("n1", 0, {Metric("GPU_UTIL", {99, 0})}));
+  persona.Apply(Sample("n1", 15'000, {Metric("GPU_UTIL", {core::kNoSample, 42})}));
+  const auto fams = store.Collect();
+  const auto* gr = Find(fams, "DCGM_FI_PROF_GR_ENGINE_ACTIVE");
+  ASSERT_NE(gr, nullptr);
+  EXPECT_EQ(gr->type, prometheus::MetricType::Gauge);
+  EXPECT_DOUBLE_EQ(OfGpu(gr, "0").gauge.value, 0.99);
+  EXPECT_DOUBLE_EQ(OfGpu(gr, "1").gauge.value, 0.42);
+  EXPECT_EQ(LabelsOf(OfGpu(gr, "0")).at("Hostname"), "n1");
 }
 
 }  // namespace

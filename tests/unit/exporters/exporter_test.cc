@@ -46,7 +46,8 @@ std::vector<std::string> SampleLines(const std::string& text) {
 }
 
 TEST(ExporterTest, AnomalyIsActiveWhileOpenAndCountedOnce) {
-  Exporter exporter(ExportOptions{});
+  core::ManualClock wall;
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1000));  // redelivered
   SeriesStore& store = exporter.store();
@@ -56,7 +57,7 @@ TEST(ExporterTest, AnomalyIsActiveWhileOpenAndCountedOnce) {
   EXPECT_EQ(store.Get(exporter.anomaly_active_family(), active_key), 1);
   EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 1);
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 60'000));
-  EXPECT_TRUE(std::isnan(store.Get(exporter.anomaly_active_family(), active_key)));
+  EXPECT_EQ(exporter.Exposition().find("10.140.1.10-3"), std::string::npos);  // closed: not state any more
   EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 1);
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 120'000));
   EXPECT_EQ(store.Get(exporter.anomalies_total_family(), total_key), 2);
@@ -72,11 +73,142 @@ core::MetricsWindow Window(int64_t end_ms) {
   return w;
 }
 
+// What a scraper sees of acmetrace_anomaly_active{...,subject="10.140.1.10-3"} now: "1", "0" or
+// "" (no series).
+std::string Shown(Exporter& exporter, const std::string& subject = "10.140.1.10-3") {
+  const std::string text = exporter.ScrapeExposition();
+  const std::string prefix = "acmetrace_anomaly_active{cluster=\"seren\",kind=\"gpu_overheat\",subject=\"" + subject + "\"} ";
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return "";
+  return text.substr(at + prefix.size(), text.find('\n', at) - at - prefix.size());
+}
+
+TEST(ExporterTest, AFlagShorterThanAScrapeIntervalShowsOneForTwoIntervalsThenZeroThenGoes) {
+  core::ManualClock wall(1'000'000);
+  ExportOptions options;
+  options.scrape_interval_ms = 15'000;
+  Exporter exporter(options, nullptr, &wall);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 0));
+  wall.AdvanceMs(5'000);  // closed 5 s of wall time later (5 trace minutes at speed 60)
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 300'000));
+  EXPECT_EQ(Shown(exporter), "1");
+  wall.AdvanceMs(24'999);  // 29.999 s after it was first shown
+  EXPECT_EQ(Shown(exporter), "1");
+  wall.AdvanceMs(1);  // shown at 1 for two scrape intervals: now the close shows
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(4'999);  // 29.999 s after the close
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(1);
+  EXPECT_EQ(Shown(exporter), "");
+  // Never part of the state written by --metrics-out once closed.
+  EXPECT_EQ(exporter.Exposition().find("10.140.1.10-3"), std::string::npos);
+}
+
+TEST(ExporterTest, ALongFlagShowsZeroAtOnceWhenItClosesAndGoesTwoIntervalsLater) {
+  core::ManualClock wall(0);
+  ExportOptions options;
+  options.scrape_interval_ms = 10'000;
+  Exporter exporter(options, nullptr, &wall);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 0));
+  wall.AdvanceMs(60'000);
+  EXPECT_EQ(Shown(exporter), "1");
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 3'600'000));
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(19'999);
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(1);
+  EXPECT_EQ(Shown(exporter), "");
+}
+
+TEST(ExporterTest, AFlagReopenedWhileStillShownCountsAgainAndStaysOne) {
+  core::ManualClock wall(0);
+  Exporter exporter(ExportOptions{}, nullptr, &wall);  // 15 s scrapes
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 0));
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 60'000));
+  wall.AdvanceMs(10'000);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 600'000));
+  const SeriesStore& store = exporter.store();
+  EXPECT_EQ(store.Get(exporter.anomalies_total_family(),
+                      store.MakeLabels(exporter.anomalies_total_family(), {"seren", "gpu_overheat"}).key),
+            2);
+  wall.AdvanceMs(60'000);
+  EXPECT_EQ(Shown(exporter), "1");  // open again: 1 however long
+  // Closed again after a minute at 1: 0 at once, gone two scrape intervals later.
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 700'000));
+  EXPECT_EQ(Shown(exporter), "0");
+  wall.AdvanceMs(30'000);
+  EXPECT_EQ(Shown(exporter), "");
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 800'000));
+  EXPECT_NE(exporter.Exposition().find("10.140.1.10-3"), std::string::npos);
+  // A close without an open (or repeated) changes nothing.
+  exporter.Apply(Anomaly("gpu_overheat", "other", false, 600'000));
+  EXPECT_EQ(Shown(exporter, "other"), "");
+}
+
+TEST(ExporterTest, AFlagReopenedWhileItsCloseStillShowsOneKeepsItsFirstShownTime) {
+  core::ManualClock wall(0);  // a close at wall time 0 is a close like any other
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 0));
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 60'000));
+  wall.AdvanceMs(20'000);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", true, 1'200'000));
+  wall.AdvanceMs(5'000);
+  exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 1'500'000));
+  EXPECT_EQ(Shown(exporter), "1");  // 1 since wall time 0: 25 s
+  wall.AdvanceMs(5'000);
+  EXPECT_EQ(Shown(exporter), "0");  // two scrape intervals at 1 since wall time 0
+  wall.AdvanceMs(25'000);
+  EXPECT_EQ(Shown(exporter), "");  // two intervals after the second close
+}
+
+TEST(ExporterTest, CountersOfAClusterExistAtZeroFromItsFirstRecord) {
+  core::InputErrors errors(nullptr);
+  ExportOptions options;
+  options.anomaly_kinds = {"gpu_overheat", "node_failure"};
+  core::ManualClock wall;
+  Exporter exporter(options, &errors, &wall);
+  exporter.Apply(Util("n1", 1000, 10));
+  std::string text = exporter.Exposition();
+  EXPECT_NE(text.find("acmetrace_anomalies_total{cluster=\"seren\",kind=\"gpu_overheat\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_anomalies_total{cluster=\"seren\",kind=\"node_failure\"} 0\n"), std::string::npos);
+  for (const char* kind : {"job_trace", "utilization", "ipmi", "record"}) {
+    EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"seren\",kind=\"" + std::string(kind) + "\"} 0\n"),
+              std::string::npos)
+        << kind;
+  }
+  EXPECT_NE(text.find("acmetrace_jobs_finished_total{cluster=\"seren\",kind=\"gpu\",type=\"SFT\",state=\"FAILED\"} 0\n"),
+            std::string::npos);
+  // The first event then moves an existing series from 0 to 1 (what increase() needs).
+  exporter.Apply(Anomaly("node_failure", "12345", true, 2000));
+  errors.Report("seren", "ipmi", "GPU_AB_Power.csv", 3, "Time", "bad");
+  text = exporter.Exposition();
+  EXPECT_NE(text.find("acmetrace_anomalies_total{cluster=\"seren\",kind=\"node_failure\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"seren\",kind=\"ipmi\"} 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("cluster=\"kalos\""), std::string::npos);  // a cluster never seen has none
+}
+
+TEST(ExporterTest, ScrapesCarryBuildInfoAndProcessSeriesButTheStateDoesNot) {
+  Exporter exporter(ExportOptions{});
+  exporter.Apply(Util("n1", 1000, 10));
+  const std::string scrape = exporter.ScrapeExposition();
+  for (const char* name : {"process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds ",
+                           "process_max_fds ", "process_start_time_seconds ", "process_virtual_memory_bytes ",
+                           "acmetrace_build_info{version=\""}) {
+    EXPECT_NE(scrape.find(std::string("\n") + name), std::string::npos) << name;
+  }
+  const std::string state = exporter.Exposition();
+  EXPECT_EQ(state.find("process_"), std::string::npos);
+  EXPECT_EQ(state.find("acmetrace_build_info"), std::string::npos);
+  // One node's series only for ?target=.
+  EXPECT_EQ(exporter.ScrapeExposition("n1").find("process_"), std::string::npos);
+}
+
 TEST(ExporterTest, AnOpenAnomalyWithoutCloseExpiresAfterTheAnomalyTtlNotTheSeriesTtl) {
   ExportOptions options;
   options.series_ttl_ms = 60'000;
   options.anomaly_ttl_ms = 600'000;
-  Exporter exporter(options);
+  core::ManualClock wall;
+  Exporter exporter(options, nullptr, &wall);
   exporter.Apply(Window(0));
   exporter.Apply(Anomaly("telemetry_gap", "n9", true, 0));
   const std::string key = exporter.store().MakeLabels(exporter.anomaly_active_family(), {"seren", "telemetry_gap", "n9"}).key;
@@ -159,7 +291,7 @@ TEST(ExporterTest, ExpositionHasNoTimestamps) {
     fields >> value;
     EXPECT_FALSE(fields >> extra) << "timestamp or junk after the value: " << line;
   }
-  EXPECT_NE(text.find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_gpus_capacity{cluster=\"seren\"} 2288"), std::string::npos);
   EXPECT_NE(text.find("# TYPE acmetrace_jobs_submitted_total counter"), std::string::npos);
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), std::string::npos);
 }
@@ -208,7 +340,8 @@ namespace {
 // The fast renderer must write what prometheus-cpp's own TextSerializer writes for the same
 // families (label bytes exact, values equal as numbers: the two format doubles differently).
 TEST(ExporterTest, TextEqualsPrometheusCppsTextSerializer) {
-  Exporter exporter(ExportOptions{});
+  core::ManualClock wall;
+  Exporter exporter(ExportOptions{}, nullptr, &wall);
   exporter.Apply(Util("10.140.1.10", 1'688'169'600'000, 99.5));
   exporter.Apply(Anomaly("gpu_overheat", "odd \"subject\" \\ with\nnewline", true, 1'688'169'600'000));
   core::MetricsWindow w;
@@ -245,6 +378,29 @@ TEST(ExporterTest, TextEqualsPrometheusCppsTextSerializer) {
     EXPECT_DOUBLE_EQ(a[i].second, b[i].second) << a[i].first;
   }
   EXPECT_NE(fast.find("subject=\"odd \\\"subject\\\" \\\\ with\\nnewline\""), std::string::npos) << fast;
+}
+
+}  // namespace
+}  // namespace acmetrace::exporters
+
+namespace acmetrace::exporters {
+namespace {
+
+TEST(ExportConfigTest, ScrapeIntervalAndTheDeclaredAnomalyKinds) {
+  core::Config config;
+  DeclareExportConfig(config);
+  config.Declare("process.units", "ratio", "");
+  config.Declare("process.windows_s", "60,3600", "");
+  config.Declare("detect.gpu_overheat.enabled", "true", "");
+  config.Declare("detect.gpu_overheat.open_c", "85", "");
+  config.Declare("detect.node_failure.enabled", "false", "");
+  ExportOptions o = ExportOptionsFromConfig(config);
+  EXPECT_EQ(o.scrape_interval_ms, 15'000);  // the shipped configs/prometheus/prometheus.yml
+  EXPECT_EQ(o.anomaly_kinds, (std::vector<std::string>{"gpu_overheat", "node_failure"}));
+  ASSERT_TRUE(config.Set("export.scrape_interval_s", "0.5").ok());
+  EXPECT_EQ(ExportOptionsFromConfig(config).scrape_interval_ms, 500);
+  ASSERT_TRUE(config.Set("export.scrape_interval_s", "0").ok());
+  EXPECT_THROW(ExportOptionsFromConfig(config), std::invalid_argument);
 }
 
 }  // namespace

@@ -28,7 +28,10 @@ class WindowMappingTest : public testing::Test {
       for (const auto& m : mf.metric) {
         std::vector<std::string> values;
         for (const auto& l : m.label) values.push_back(l.value);
-        if (values == labels) return mf.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+        if (values != labels) continue;
+        if (mf.type == prometheus::MetricType::Counter) return m.counter.value;
+        if (mf.type == prometheus::MetricType::Untyped) return m.untyped.value;  // a summary's quantiles
+        return m.gauge.value;
       }
     }
     return std::nan("");
@@ -77,7 +80,7 @@ TEST_F(WindowMappingTest, BaseWindowTotalsAndGaugesKeepTheirLabels) {
   EXPECT_EQ(Value("acmetrace_job_gpu_seconds_total", {"seren", "SFT", "FAILED"}), 936);
   EXPECT_EQ(Value("acmetrace_jobs_running", {"seren", "SFT"}), 2);
   EXPECT_EQ(Value("acmetrace_gpus_allocated", {"seren"}), 16);
-  EXPECT_EQ(Value("acmetrace_gpus_total", {"seren"}), 2288);
+  EXPECT_EQ(Value("acmetrace_gpus_capacity", {"seren"}), 2288);
   EXPECT_EQ(Value("acmetrace_late_records_total", {"seren"}), 1);
   EXPECT_EQ(mapping_.unmapped(), 0);
 }
@@ -137,10 +140,47 @@ TEST_F(WindowMappingTest, ANewerWindowReplacesGaugesButNotOtherClustersOrCounter
   EXPECT_EQ(Value("acmetrace_jobs_submitted_total", {"seren", "Eval"}), 4);  // counters are not removed
 }
 
+TEST_F(WindowMappingTest, KnownJobCountersOfAClusterStartAtZeroAndKeepWhatTheyHave) {
+  mapping_.Apply(Window(60, 60'000, {{"jobs_finished_total{kind=gpu,type=SFT,state=FAILED}", 3}}));
+  mapping_.CreateKnownCounters("seren");  // after a first window: what it has stays
+  mapping_.CreateKnownCounters("kalos");
+  EXPECT_EQ(Value("acmetrace_jobs_finished_total", {"seren", "gpu", "SFT", "FAILED"}), 3);
+  for (const char* cluster : {"seren", "kalos"}) {
+    EXPECT_EQ(Value("acmetrace_jobs_finished_total", {cluster, "cpu", "Pretrain", "NODE_FAIL"}), 0) << cluster;
+    EXPECT_EQ(Value("acmetrace_jobs_finished_total", {cluster, "gpu", "Debug", "TIMEOUT"}), 0) << cluster;
+    EXPECT_EQ(Value("acmetrace_jobs_submitted_total", {cluster, "MLLM"}), 0) << cluster;
+    EXPECT_EQ(Value("acmetrace_jobs_started_total", {cluster, "Eval"}), 0) << cluster;
+    EXPECT_EQ(Value("acmetrace_job_gpu_seconds_total", {cluster, "Other", "CANCELLED"}), 0) << cluster;
+    EXPECT_EQ(Value("acmetrace_late_records_total", {cluster}), 0) << cluster;
+  }
+  // 6 types x 5 states x gpu/cpu per cluster.
+  const FamilyId finished = mapping_.FamilyOf("jobs_finished_total", 60);
+  EXPECT_EQ(store_.counts(finished).series, 2 * 6 * 5 * 2);
+}
+
+TEST_F(WindowMappingTest, ZeroCountersDoNotExpireWhenTheirClusterMovesOn) {
+  SeriesStore store(StoreOptions{/*series_ttl_ms=*/60'000, 86'400'000, 20'000});
+  WindowMapping mapping(options_, store);
+  mapping.CreateKnownCounters("seren");
+  store.AdvanceClock("seren", 0);
+  store.AdvanceClock("seren", 3'600'000);  // an hour of telemetry without a NODE_FAIL
+  const FamilyId finished = mapping.FamilyOf("jobs_finished_total", 60);
+  EXPECT_EQ(store.Get(finished, store.MakeLabels(finished, {"seren", "gpu", "SFT", "NODE_FAIL"}).key), 0);
+}
+
+TEST_F(WindowMappingTest, QuantileFamiliesAreSummaries) {
+  mapping_.Apply(Window(3600, 3'600'000, {{"job_queue_seconds{q=0.5}", 1}}));
+  std::string text;
+  store_.AppendText(text);
+  EXPECT_NE(text.find("# TYPE acmetrace_job_queue_seconds summary\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("acmetrace_job_queue_seconds{cluster=\"seren\",quantile=\"0.5\"} 1\n"), std::string::npos);
+  EXPECT_EQ(text.find("acmetrace_job_queue_seconds_count"), std::string::npos);  // no _sum/_count: a rolling hour
+}
+
 TEST_F(WindowMappingTest, UnknownAndMalformedKeysAreCountedNotFatal) {
   mapping_.Apply(Window(60, 60'000, {{"no_such_metric", 1}, {"bad{key", 2}, {"gpus_total", 2288}}));
   EXPECT_EQ(mapping_.unmapped(), 2);
-  EXPECT_EQ(Value("acmetrace_gpus_total", {"seren"}), 2288);
+  EXPECT_EQ(Value("acmetrace_gpus_capacity", {"seren"}), 2288);
 }
 
 TEST_F(WindowMappingTest, EveryDocumentedProcessorKeyMapsSomewhere) {

@@ -151,7 +151,7 @@ TEST(ClusterMetricsTest, EveryMetricOfOneMinuteByHand) {
       {"jobs_pending{type=Pretrain}", 1},
       {"gpus_allocated", 0},
       {"gpus_pending", 16},
-      {"gpus_total", 2288},
+      {"gpus_total", 6},  // the GPUs the telemetry showed: 10.0.0.1's four and 10.0.0.2's two
       {"gpu_allocation_ratio", 0},
       // Totals since the start.
       {"jobs_submitted_total{type=Eval}", 1},
@@ -212,7 +212,7 @@ TEST(ClusterMetricsTest, RollingViewsMergeTheLastBaseWindows) {
   EXPECT_EQ(minute.at("jobs_pending{type=Pretrain}"), 0);
   EXPECT_EQ(minute.at("gpus_allocated"), 16);
   EXPECT_EQ(minute.at("gpus_pending"), 0);
-  EXPECT_DOUBLE_EQ(minute.at("gpu_allocation_ratio"), 16.0 / 2288);
+  EXPECT_DOUBLE_EQ(minute.at("gpu_allocation_ratio"), 16.0 / 6);
   EXPECT_EQ(minute.count("jobs_submitted{type=Eval}"), 0u);
   EXPECT_EQ(minute.at("jobs_submitted_total{type=Eval}"), 1);
   EXPECT_NEAR(minute.at("job_queue_seconds{q=0.5}"), 68, 0.68);
@@ -252,7 +252,30 @@ TEST(ClusterMetricsTest, PercentInputIsNotScaledAndLateRecordsAreCounted) {
   EXPECT_DOUBLE_EQ(m.at("node_cpu_util_percent{stat=mean}"), 130);  // Kalos CPU exceeds 100 percent
   EXPECT_EQ(m.at("late_records"), 1);
   EXPECT_EQ(m.at("late_records_total"), 1);
-  EXPECT_EQ(m.at("gpus_total"), 2416);
+  EXPECT_EQ(m.at("gpus_total"), 1);  // one GPU seen
+}
+
+TEST(ClusterMetricsTest, CapacityIsTheGpusSeenInTelemetryElseTheConfiguredSize) {
+  ProcessOptions options;  // capacity_gpus: the published seren=2288
+  ClusterMetrics metrics("seren", options);
+  std::vector<core::MetricsWindow> out;
+  // Only job events: nothing shows the cluster's size but the configuration.
+  metrics.Apply(Start(5, "A", "SFT", 8, 1), kT0, false);
+  metrics.CloseWindow(kT0, out);
+  EXPECT_EQ(AsMap(out[0]).at("gpus_total"), 2288);
+  EXPECT_DOUBLE_EQ(AsMap(out[0]).at("gpu_allocation_ratio"), 8.0 / 2288);
+  // Telemetry of two 8-GPU nodes (the last GPU of one reports only in a later sample, in another
+  // metric): 16 GPUs, and a later null sample does not shrink it.
+  metrics.Apply(Util(60, "n1", {{"GPU_UTIL", {1, 2, 3, 4, 5, 6, 7, 8}}}, {}), kT0 + 60'000, false);
+  metrics.Apply(Util(60, "n2", {{"GPU_UTIL", {1, 2, 3, 4, 5, 6, 7, kNan}}}, {}), kT0 + 60'000, false);
+  metrics.Apply(Util(75, "n2", {{"GPU_UTIL", {kNan}}, {"GPU_TEMP", {40, 40, 40, 40, 40, 40, 40, 41}}}, {}),
+                kT0 + 60'000, false);
+  metrics.Apply(Util(90, "n1", {{"GPU_UTIL", {kNan, kNan, kNan, kNan, kNan, kNan, kNan, kNan}}}, {}), kT0 + 60'000,
+                false);
+  out.clear();
+  metrics.CloseWindow(kT0 + 60'000, out);
+  EXPECT_EQ(AsMap(out[0]).at("gpus_total"), 16);
+  EXPECT_DOUBLE_EQ(AsMap(out[0]).at("gpu_allocation_ratio"), 8.0 / 16);
 }
 
 TEST(ClusterMetricsTest, JobsSeenOnlyFromTheirStartOrEndKeepGaugesSane) {
@@ -283,10 +306,16 @@ TEST(ClusterMetricsTest, SaveAndLoadRestoreEverything) {
   ASSERT_TRUE(b.Load(in));
   EXPECT_TRUE(in.at_end());
   std::vector<core::MetricsWindow> out_a, out_b;
-  a.Apply(Start(70, "B", "Pretrain", 16, 68), kT0 + 60'000, false);
-  b.Apply(Start(70, "B", "Pretrain", 16, 68), kT0 + 60'000, false);
+  // The capacity seen in telemetry is not saved (the snapshot format is unchanged): the restored
+  // instance sees it again from the next window's telemetry, where every node reports.
+  for (ClusterMetrics* m : {&a, &b}) {
+    m->Apply(Start(70, "B", "Pretrain", 16, 68), kT0 + 60'000, false);
+    m->Apply(Util(75, "10.0.0.1", {{"GPU_UTIL", {1, 1, 1, 1}}}, {}), kT0 + 60'000, false);
+    m->Apply(Util(75, "10.0.0.2", {{"GPU_UTIL", {1, 1}}}, {}), kT0 + 60'000, false);
+  }
   a.CloseWindow(kT0 + 60'000, out_a);
   b.CloseWindow(kT0 + 60'000, out_b);
+  EXPECT_EQ(AsMap(out_b[0]).at("gpus_total"), 6);
   ASSERT_EQ(out_a.size(), out_b.size());
   for (size_t i = 0; i < out_a.size(); ++i) EXPECT_EQ(out_a[i].metrics, out_b[i].metrics);
   ClusterMetrics wrong("kalos", options);

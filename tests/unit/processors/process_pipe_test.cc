@@ -82,11 +82,13 @@ TEST(ProcessPipeTest, ReplayIntoProcessOnTheReleaseFixture) {
   EXPECT_EQ(seren.at("job_gpu_seconds_total{type=Pretrain,state=CANCELLED}"), 9600);
   EXPECT_EQ(seren.at("jobs_running{type=Pretrain}"), 0);
   EXPECT_EQ(seren.at("gpus_allocated"), 0);
-  EXPECT_EQ(seren.at("gpus_total"), 2288);
+  // Capacity as the telemetry shows it: two Seren nodes of two GPUs; one Kalos pod whose GPUs 0 and 3
+  // report (index 3: four GPUs).
+  EXPECT_EQ(seren.at("gpus_total"), 4);
   EXPECT_EQ(seren.at("late_records_total"), 0);
   EXPECT_EQ(kalos.at("jobs_finished_total{kind=gpu,type=Other,state=FAILED}"), 1);
   EXPECT_EQ(kalos.at("job_gpu_seconds_total{type=Other,state=FAILED}"), 1152);
-  EXPECT_EQ(kalos.at("gpus_total"), 2416);
+  EXPECT_EQ(kalos.at("gpus_total"), 4);
 
   // The first Seren minute (00:18 +08:00): two nodes' GPU_UTIL [99,0] and [null,100]; CPU 8.101 %
   // and 43.7 % (raw fractions 0.08101 and 0.437, reported as percent).

@@ -248,7 +248,7 @@ TEST(JobTraceReaderTest, ReportsEachMalformedRowOnceWithItsLineAndReadsTheRest) 
   EXPECT_EQ(rows[1].queue_s, 1.0);
   EXPECT_EQ(errors.total(), 6);
   EXPECT_EQ(errors.counts().at({"seren", "job_trace"}), 6);
-  EXPECT_EQ(out.text(),
+  EXPECT_EQ(out.messages(),
             path + ":3: gpu_num: not a non-negative integer: 'eight'\n" +
             path + ":4: submit_time: not a time with an offset: '2023-03-01 00:00:00'\n" +
             path + ":5: row: has 4 fields, expected at least 13\n" +
@@ -272,7 +272,7 @@ TEST(JobTraceReaderTest, ReportsBadTimesAndMissingSubmitOrState) {
   JobTraceReader reader(errors);
   ASSERT_TRUE(reader.Open(path).ok());
   EXPECT_TRUE(ReadAll(reader).empty());
-  EXPECT_EQ(out.text(), path + ":2: start_time: not a time with an offset: 'yesterday'\n" +
+  EXPECT_EQ(out.messages(), path + ":2: start_time: not a time with an offset: 'yesterday'\n" +
                             path + ":3: end_time: not a time with an offset: '2023-02-30 00:00:00+08:00'\n" +
                             path + ":4: submit_time: empty\n" +
                             path + ":5: state: empty\n" +
@@ -310,7 +310,7 @@ TEST(JobTraceReaderTest, StrictModeStopsAtTheFirstMalformedRow) {
   EXPECT_EQ(rows[0].job_id, "1");
   EXPECT_EQ(errors.total(), 1);
   EXPECT_TRUE(errors.must_stop());
-  EXPECT_EQ(out.text(), path + ":3: gpu_num: not a non-negative integer: 'eight'\n");
+  EXPECT_EQ(out.messages(), path + ":3: gpu_num: not a non-negative integer: 'eight'\n");
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ TEST(PowerSourceTest, ReportsBadCellsAndTimesAndKeepsTheRest) {
   PowerSource source("seren", {path}, errors, {});
   EXPECT_EQ(Lines(source), (std::vector<std::string>{Line("GPU_C", kT, R"("Sys_Total_Power":2500)"),
                                                      Line("GPU_C", kT + 15000, R"("CPU_Power":10,"Sys_Total_Power":2510)")}));
-  const std::string text = out.text();
+  const std::string text = out.messages();
   EXPECT_EQ(text.rfind(path + ":2: CPU_Power: not a number: 'x'\n", 0), 0u) << text;
   EXPECT_NE(text.find(path + ":3: Time: "), std::string::npos) << text;
   EXPECT_EQ(errors.counts().at({"seren", "ipmi"}), 2);
@@ -145,8 +145,8 @@ TEST(PowerSourceTest, MissingOrHeaderlessFilesAreReportedNotFatal) {
   PowerSource source("seren", {missing, empty, good}, errors, {});
   EXPECT_EQ(Lines(source), (std::vector<std::string>{Line("CPU_D", kT, R"("Sys_Total_Power":546)")}));
   EXPECT_EQ(errors.total(), 2);
-  EXPECT_NE(out.text().find(missing), std::string::npos);
-  EXPECT_NE(out.text().find(empty), std::string::npos);
+  EXPECT_NE(out.messages().find(missing), std::string::npos);
+  EXPECT_NE(out.messages().find(empty), std::string::npos);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "acmetrace/core/log.h"
 #include "acmetrace/core/record_json.h"
 #include "test_files.h"
 
@@ -42,6 +44,8 @@ class VectorSource : public RecordSource {
  public:
   VectorSource(std::vector<core::Record> records, core::InputErrors* errors = nullptr, size_t error_at = SIZE_MAX)
       : records_(std::move(records)), errors_(errors), error_at_(error_at) {}
+  TraceSpan span() const override { return span_; }
+  void set_span(TraceSpan span) { span_ = span; }
   const core::Record* Next() override {
     if (next_ >= records_.size()) return nullptr;
     if (next_ == error_at_ && errors_ != nullptr) {
@@ -60,6 +64,7 @@ class VectorSource : public RecordSource {
   size_t error_at_;
   size_t next_ = 0;
   core::Status status_ = core::Status::Ok();
+  TraceSpan span_;
 };
 
 // Remembers when (on the clock) each record was written, and can act like a slow or broken sink.
@@ -74,8 +79,13 @@ class RecordingSink : public core::RecordSink {
   }
   core::Status Flush() override {
     ++flushes_;
+    flushed_at_.push_back(writes_.size());
+    if (fail_flush_) return core::Status::Error("sink: flush failed, disk full");
     return core::Status::Ok();
   }
+  // How many records had been written at each flush.
+  const std::vector<size_t>& flushed_at() const { return flushed_at_; }
+  void set_fail_flush() { fail_flush_ = true; }
   struct Write_ {
     int64_t wall_ms;
     int64_t trace_ms;
@@ -96,6 +106,8 @@ class RecordingSink : public core::RecordSink {
   int64_t cost_ms_ = 0;
   size_t fail_at_ = SIZE_MAX;
   int flushes_ = 0;
+  std::vector<size_t> flushed_at_;
+  bool fail_flush_ = false;
 };
 
 ReplayOptions Speed(double speed) {
@@ -254,6 +266,183 @@ TEST(ReplayerTest, LenientModeCountsInputErrorsAndGoesOn) {
   EXPECT_EQ(errors.total(), 1);
 }
 
+// Issue #12 point 4: a paced replay pushes out what it sent before it waits, so a reader at the
+// other end of a pipe gets each record on schedule, not when a 1 MiB buffer fills.
+TEST(ReplayerTest, PacedReplayFlushesBeforeEveryWait) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Util(kTrace0), Job(kTrace0 + 60'000), Util(kTrace0 + 60'000),
+                       Job(kTrace0 + 120'000)});
+  RecordingSink sink(clock);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(60)).Run().ok());
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{0, 0, 1'000, 1'000, 2'000}));
+  // Before the wait for the third record (2 sent), before the fifth (4 sent), and at the end.
+  EXPECT_EQ(sink.flushed_at(), (std::vector<size_t>{2, 4, 5}));
+}
+
+TEST(ReplayerTest, MaxSpeedKeepsFullBuffering) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 120'000)});
+  RecordingSink sink(clock);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(0)).Run().ok());
+  EXPECT_EQ(sink.flushed_at(), (std::vector<size_t>{3}));  // only the final flush
+}
+
+TEST(ReplayerTest, NoFlushWhenTheNextRecordIsAlreadyDue) {
+  // A sink slower than the schedule: nothing is waited for, so nothing is flushed early.
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 120'000)});
+  RecordingSink sink(clock);
+  sink.set_cost_ms(5'000);
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(60)).Run().ok());
+  EXPECT_EQ(sink.flushed_at(), (std::vector<size_t>{3}));
+}
+
+TEST(ReplayerTest, StdoutLinesAreOutBeforeTheReplayWaits) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Util(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 120'000)});
+  core::StdioSink sink(out);
+  std::vector<int> lines_at_sleep;
+  clock.OnSleep([&](int64_t) {
+    // What a reader of the file sees while the replay sleeps (the sink's own buffer is not visible).
+    std::string text;
+    char buf[4096];
+    std::FILE* reader = std::fopen(("/proc/self/fd/" + std::to_string(::fileno(out))).c_str(), "r");
+    ASSERT_NE(reader, nullptr);
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), reader)) > 0;) text.append(buf, n);
+    std::fclose(reader);
+    lines_at_sleep.push_back(static_cast<int>(std::count(text.begin(), text.end(), '\n')));
+  });
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, Speed(60)).Run().ok());
+  EXPECT_EQ(lines_at_sleep, (std::vector<int>{2, 3}));
+  std::fclose(out);
+}
+
+TEST(ReplayerTest, AFailedFlushBeforeAWaitFailsTheReplay) {
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Job(kTrace0), Job(kTrace0 + 60'000), Job(kTrace0 + 120'000)});
+  RecordingSink sink(clock);
+  sink.set_fail_flush();
+  const core::Result<ReplayStats> stats = Replayer(source, sink, clock, errors, Speed(60)).Run();
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("disk full"), std::string::npos);
+  EXPECT_EQ(sink.writes(), 1u);  // nothing more is sent into a sink that cannot flush
+}
+
+// Issue #12 point 5: progress by trace time over the replayed window, with an ETA at the speed.
+TEST(ReplayProgressTest, PercentOfTheWindowAndTimeLeftAtTheSpeed) {
+  const int64_t hour = 3'600'000;
+  ReplayProgress p = ComputeReplayProgress(kTrace0, kTrace0 + hour, kTrace0 + hour / 4, 60, false, 0);
+  ASSERT_TRUE(p.percent && p.eta_ms);
+  EXPECT_DOUBLE_EQ(*p.percent, 25.0);
+  EXPECT_EQ(*p.eta_ms, 45'000);  // 45 min of trace at x60
+  p = ComputeReplayProgress(kTrace0, kTrace0 + hour, kTrace0 + hour / 4, 3600, false, 0);
+  EXPECT_EQ(*p.eta_ms, 750);
+}
+
+TEST(ReplayProgressTest, MaxSpeedExtrapolatesTheRateSoFar) {
+  const int64_t hour = 3'600'000;
+  // A quarter of the window in 2 s of wall time: three quarters take 6 s more.
+  const ReplayProgress p = ComputeReplayProgress(kTrace0, kTrace0 + hour, kTrace0 + hour / 4, 0, false, 2'000);
+  EXPECT_EQ(p.eta_ms, 6'000);
+  EXPECT_EQ(ComputeReplayProgress(kTrace0, kTrace0 + hour, kTrace0, 0, false, 0).eta_ms, std::nullopt);
+}
+
+TEST(ReplayProgressTest, UnknownEndPausedAndPastTheEnd) {
+  const ReplayProgress unknown = ComputeReplayProgress(kTrace0, std::nullopt, kTrace0 + 5, 60, false, 10);
+  EXPECT_EQ(unknown.percent, std::nullopt);
+  EXPECT_EQ(unknown.eta_ms, std::nullopt);
+  const ReplayProgress paused = ComputeReplayProgress(kTrace0, kTrace0 + 1000, kTrace0 + 500, 60, true, 10);
+  EXPECT_EQ(paused.percent, 50.0);
+  EXPECT_EQ(paused.eta_ms, std::nullopt);
+  // The end is an estimate: a record after it stays at 100%, done.
+  const ReplayProgress past = ComputeReplayProgress(kTrace0, kTrace0 + 1000, kTrace0 + 1500, 60, false, 10);
+  EXPECT_EQ(past.percent, 100.0);
+  EXPECT_EQ(past.eta_ms, 0);
+}
+
+TEST(ReplayProgressTest, FormatsDurations) {
+  EXPECT_EQ(FormatDurationMs(0), "0:00:00");
+  EXPECT_EQ(FormatDurationMs(45'000), "0:00:45");
+  EXPECT_EQ(FormatDurationMs(3'723'000), "1:02:03");
+  EXPECT_EQ(FormatDurationMs(100 * 3'600'000LL), "100:00:00");
+}
+
+// An hour of records, one a minute, replayed at x60 on a manual clock; progress lines every 10 s.
+std::string HourOfProgress(std::optional<int64_t> window_first_ms, std::vector<ReplayStatus>* statuses) {
+  core::SetLogClock([] { return int64_t{1688212800000}; });
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  std::vector<core::Record> records;
+  for (int minute = 0; minute <= 60; ++minute) records.emplace_back(Util(kTrace0 + minute * 60'000LL));
+  VectorSource source(records);
+  source.set_span(TraceSpan{window_first_ms, kTrace0 + 3'600'000});
+  RecordingSink sink(clock);
+  Captured out;
+  ReplayOptions options = Speed(60);
+  options.progress_out = out.file();
+  options.progress_interval_ms = 10'000;
+  Replayer replayer(source, sink, clock, errors, options);
+  if (statuses != nullptr) clock.OnSleep([&](int64_t) { statuses->push_back(replayer.status()); });
+  EXPECT_TRUE(replayer.Run().ok());
+  core::SetLogClock(nullptr);
+  return out.text();
+}
+
+TEST(ReplayProgressTest, LogsTraceTimePercentAndEtaNotBytes) {
+  const std::string text = HourOfProgress(std::nullopt, nullptr);
+  // At 10 s of wall time, waiting for the record of minute 10 (ten are out), the replay is 10 min into the hour:
+  // 16.7%, 50 min left = 50 s at x60.
+  EXPECT_NE(text.find("2023-07-01T12:00:00.000Z INFO  replay: trace 2023-02-28 16:28:22+00:00  16.7%  ETA 0:00:50  "
+                      "10 records"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  50.0%  ETA 0:00:30  "), std::string::npos) << text;
+  EXPECT_NE(text.find("  100.0%  ETA 0:00:00  61 records"), std::string::npos) << text;
+}
+
+TEST(ReplayProgressTest, WindowStartsAtFromNotAtTheFirstRecord) {
+  // --from an hour before the first record: that hour counts as replayed (nothing was in it).
+  std::vector<ReplayStatus> statuses;
+  const std::string text = HourOfProgress(kTrace0 - 3'600'000, &statuses);
+  EXPECT_NE(text.find("  58.3%  ETA 0:00:50  10 records"), std::string::npos) << text;
+  ASSERT_EQ(statuses.size(), 60u);  // one wait before each record after the first
+  const ReplayStatus& at_10s = statuses[9];
+  EXPECT_EQ(at_10s.window_first_ms, kTrace0 - 3'600'000);
+  EXPECT_EQ(at_10s.window_last_ms, kTrace0 + 3'600'000);
+  EXPECT_EQ(at_10s.progress.at_ms, kTrace0 + 600'000);
+  ASSERT_TRUE(at_10s.progress.percent.has_value());
+  EXPECT_NEAR(*at_10s.progress.percent, 100.0 * (3600 + 600) / 7200, 0.01);
+}
+
+TEST(ReplayProgressTest, LogsWhileWaitingALongTimeForTheNextRecord) {
+  // Sparse records (a job ending days after the telemetry): progress lines go on during the wait, at the
+  // replay clock's position, not only when a record is sent.
+  core::SetLogClock([] { return int64_t{1688212800000}; });
+  core::ManualClock clock(0);
+  core::InputErrors errors(nullptr);
+  VectorSource source({Util(kTrace0), Job(kTrace0 + 3'600'000)});
+  source.set_span(TraceSpan{std::nullopt, kTrace0 + 3'600'000});
+  RecordingSink sink(clock);
+  Captured out;
+  ReplayOptions options = Speed(60);  // the hour takes 60 s
+  options.progress_out = out.file();
+  options.progress_interval_ms = 10'000;
+  ASSERT_TRUE(Replayer(source, sink, clock, errors, options).Run().ok());
+  core::SetLogClock(nullptr);
+  const std::string text = out.text();
+  EXPECT_NE(text.find("trace 2023-02-28 16:28:22+00:00  16.7%  ETA 0:00:50  1 records"), std::string::npos) << text;
+  EXPECT_NE(text.find("trace 2023-02-28 17:08:22+00:00  83.3%  ETA 0:00:10  1 records"), std::string::npos) << text;
+  EXPECT_NE(text.find("trace 2023-02-28 17:18:22+00:00  100.0%  ETA 0:00:00  2 records"), std::string::npos) << text;
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{0, 60'000}));  // the waking does not move the schedule
+}
+
 TEST(ParseSpeedTest, AcceptsMaxAndPositiveFactors) {
   EXPECT_EQ(ParseSpeed("max"), 0.0);
   EXPECT_EQ(ParseSpeed("60"), 60.0);
@@ -273,7 +462,9 @@ TEST(DeclareReplayConfigTest, EveryKeyIsDocumentedAndLoadsBack) {
   for (const core::ConfigKey& k : config.keys()) {
     EXPECT_EQ(k.key.rfind("replay.", 0), 0u) << k.key;
     EXPECT_FALSE(k.help.empty()) << k.key;
-    EXPECT_NE(doc.find("  # " + k.help + "\n  " + k.key.substr(7) + ": "), std::string::npos) << k.key;
+    EXPECT_NE(doc.find("  # " + k.help + "\n  # (" + k.type.Describe() + ")\n  " + k.key.substr(7) + ": "),
+              std::string::npos)
+        << k.key;
   }
   core::Config reloaded;
   DeclareReplayConfig(reloaded);
@@ -418,6 +609,57 @@ TEST_F(AcmetraceBinaryTest, FlagsOverrideTheConfigFile) {
   EXPECT_EQ(Run("--config " + Quote(config) + " replay --data " + Quote(release_)).exit_code, 2);
   const RunResult r = Run("--config " + Quote(config) + " replay --data " + Quote(release_) + " --sink null --speed max");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Issue #12 point 8: every stderr line of a run, errors and progress alike, is one log line in the chosen format.
+std::vector<std::string> LinesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  return lines;
+}
+
+bool IsTextLogLine(const std::string& line) {
+  // 2026-12-01T14:05:46.499Z INFO  replay: ...
+  if (line.size() < 33 || line[4] != '-' || line[10] != 'T' || line[23] != 'Z' || line[24] != ' ') return false;
+  const std::string level = line.substr(25, 6);
+  if (level != "DEBUG " && level != "INFO  " && level != "WARN  " && level != "ERROR ") return false;
+  return line.find(": ", 31) != std::string::npos;
+}
+
+TEST_F(AcmetraceBinaryTest, EveryStderrLineIsATextLogLine) {
+  const std::string bad = WriteFile(
+      dir_, "bad/data/job_trace/trace_seren.csv",
+      "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+      "1,u,1,eight,1,Other,FAILED,2023-03-01 00:18:22+08:00,,,,,\n");
+  const RunResult r = Run("replay --data " + Quote(dir_ + "/bad") + " --sink null");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = LinesOf(r.err);
+  ASSERT_GE(lines.size(), 2u) << r.err;  // the bad row, the summary
+  for (const std::string& line : lines) EXPECT_TRUE(IsTextLogLine(line)) << line;
+  EXPECT_NE(r.err.find(" WARN  input: " + bad + ":2: gpu_num: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" INFO  replay: 0 records"), std::string::npos) << r.err;
+  const RunResult usage = Run("replay --data " + Quote(release_) + " --sink carrier-pigeon");
+  EXPECT_EQ(usage.exit_code, 2);
+  for (const std::string& line : LinesOf(usage.err)) EXPECT_TRUE(IsTextLogLine(line)) << line;
+}
+
+TEST_F(AcmetraceBinaryTest, JsonLogFormatAndLevelApplyToEveryLine) {
+  const RunResult r = Run("--log-format json replay --data " + Quote(release_) + " --sink null --speed max");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = LinesOf(r.err);
+  ASSERT_GE(lines.size(), 2u) << r.err;  // progress and the summary
+  for (const std::string& line : lines) {
+    EXPECT_EQ(line.rfind("{\"ts\":\"", 0), 0u) << line;
+    EXPECT_NE(line.find("\",\"level\":\"info\",\"stage\":\"replay\",\"msg\":\""), std::string::npos) << line;
+    EXPECT_EQ(line.back(), '}') << line;
+  }
+  const RunResult quiet = Run("--log-level warn replay --data " + Quote(release_) + " --sink null --speed max");
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.err, "");  // nothing at warn or above
+  const RunResult bad = Run("--log-format xml replay --data " + Quote(release_) + " --sink null");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--log-format"), std::string::npos) << bad.err;
 }
 
 TEST_F(AcmetraceBinaryTest, SummaryOfTheRealSerenRow) {

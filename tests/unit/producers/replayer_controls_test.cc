@@ -6,6 +6,7 @@
 
 #include "acmetrace/core/clock.h"
 #include "acmetrace/producers/replay.h"
+#include "acmetrace/http/http_connection.h"
 #include "acmetrace/producers/replay_control.h"
 
 namespace acmetrace::producers {
@@ -221,29 +222,109 @@ TEST(ReplayerControlsTest, LagIsWallTimeBehindTheSchedule) {
   EXPECT_EQ(lag, (std::vector<int64_t>{0, 700, 700}));
 }
 
-TEST(ReplayControlServerTest, HandlesStatusAndControls) {
+// One request through the control endpoint's whole request handling (parser, query decoding,
+// routes), as bytes: (status, body).
+std::pair<int, std::string> Call(ReplayControlServer& control, const std::string& method, const std::string& target) {
+  const http::HttpHandler handler = [&control](const http::HttpRequest& r) { return control.Handle(r); };
+  const std::string raw = http::ServeHttpBytes(method + " " + target + " HTTP/1.0\r\n\r\n", handler,
+                                               ControlServerOptions(":0").limits);
+  if (raw.size() < 12) return {0, raw};
+  const size_t body = raw.find("\r\n\r\n");
+  return {std::stoi(raw.substr(9, 3)), body == std::string::npos ? "" : raw.substr(body + 4)};
+}
+
+struct ControlFixture {
   core::ManualClock clock;
-  core::InputErrors errors(nullptr);
-  RecordingSink sink(clock);
-  ReplayOptions options;
-  options.speed = 10;
-  Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
-  ReplayControlServer control(replayer);
-  auto [code, body] = control.Handle("GET", "/status");
+  core::InputErrors errors{nullptr};
+  RecordingSink sink{clock};
+  Replayer replayer;
+  ReplayControlServer control{replayer};
+  ControlFixture() : replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, Options()) {}
+  static ReplayOptions Options() {
+    ReplayOptions options;
+    options.speed = 10;
+    return options;
+  }
+};
+
+TEST(ReplayControlServerTest, HandlesStatusAndControls) {
+  ControlFixture f;
+  ReplayControlServer& control = f.control;
+  Replayer& replayer = f.replayer;
+  auto [code, body] = Call(control, "GET", "/status");
   EXPECT_EQ(code, 200);
   EXPECT_NE(body.find("\"speed\":10"), std::string::npos) << body;
   EXPECT_NE(body.find("\"records_sent\":0"), std::string::npos) << body;
-  EXPECT_EQ(control.Handle("POST", "/pause").first, 200);
+  EXPECT_EQ(Call(control, "POST", "/pause").first, 200);
   EXPECT_TRUE(replayer.status().paused);
-  EXPECT_EQ(control.Handle("POST", "/resume").first, 200);
+  EXPECT_EQ(Call(control, "POST", "/resume").first, 200);
   EXPECT_FALSE(replayer.status().paused);
-  EXPECT_EQ(control.Handle("POST", "/speed?value=max").first, 200);
+  EXPECT_EQ(Call(control, "POST", "/speed?value=max").first, 200);
   EXPECT_DOUBLE_EQ(replayer.status().speed, 0);
-  EXPECT_EQ(control.Handle("POST", "/speed?value=-3").first, 400);
-  EXPECT_EQ(control.Handle("POST", "/seek?t=2023-07-01%2008:00:00%2B08:00").first, 200);
-  EXPECT_EQ(control.Handle("POST", "/seek?t=yesterday").first, 400);
-  EXPECT_EQ(control.Handle("GET", "/pause").first, 405);
-  EXPECT_EQ(control.Handle("GET", "/nothing").first, 404);
+  EXPECT_EQ(Call(control, "POST", "/speed?value=-3").first, 400);
+  EXPECT_EQ(Call(control, "POST", "/seek?t=2023-07-01%2008:00:00%2B08:00").first, 200);
+  EXPECT_EQ(Call(control, "POST", "/seek?t=yesterday").first, 400);
+  EXPECT_EQ(Call(control, "GET", "/pause").first, 405);
+  EXPECT_EQ(Call(control, "GET", "/nothing").first, 404);
+  EXPECT_NE(body.find("\"window_end_ms\":null,\"percent\":null,\"eta_s\":null}"), std::string::npos) << body;
+}
+
+TEST(ReplayControlServerTest, BadPercentEncodingIs400AndChangesNothing) {
+  // The reproduction: std::stoi threw on %zz and the replay aborted.
+  ControlFixture f;
+  const auto [code, body] = Call(f.control, "POST", "/seek?t=%zz");
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(body, "{\"error\":\"query: t: bad percent-encoding '%zz' (expected % and two hex digits)\"}\n");
+  EXPECT_EQ(Call(f.control, "POST", "/speed?value=%2").first, 400);
+  EXPECT_DOUBLE_EQ(f.replayer.status().speed, 10);
+}
+
+TEST(ReplayControlServerTest, MissingRepeatedOrUnknownParametersAre400) {
+  ControlFixture f;
+  EXPECT_EQ(Call(f.control, "POST", "/seek"),
+            (std::pair<int, std::string>{400, "{\"error\":\"t: missing; use POST /seek?t=T\"}\n"}));
+  EXPECT_EQ(Call(f.control, "POST", "/seek?t=1&t=2"),
+            (std::pair<int, std::string>{400, "{\"error\":\"t: given more than once\"}\n"}));
+  EXPECT_EQ(Call(f.control, "POST", "/speed?value=2&value=3").first, 400);
+  EXPECT_EQ(Call(f.control, "POST", "/speed?v=2"),
+            (std::pair<int, std::string>{400, "{\"error\":\"unknown parameter 'v'; use POST /speed?value=N|max\"}\n"}));
+  EXPECT_EQ(Call(f.control, "POST", "/pause?now=1").first, 400);
+  EXPECT_EQ(Call(f.control, "GET", "/status?x").first, 400);
+  EXPECT_FALSE(f.replayer.status().paused);
+  EXPECT_DOUBLE_EQ(f.replayer.status().speed, 10);
+}
+
+TEST(ReplayControlServerTest, UnknownMethodsAre405WithAllow) {
+  ControlFixture f;
+  for (const char* method : {"DELETE", "PUT", "BREW", "OPTIONS"}) {
+    EXPECT_EQ(Call(f.control, method, "/pause").first, 405) << method;
+    EXPECT_EQ(Call(f.control, method, "/status").first, 405) << method;
+  }
+  const http::HttpHandler handler = [&f](const http::HttpRequest& r) { return f.control.Handle(r); };
+  EXPECT_NE(http::ServeHttpBytes("PUT /status HTTP/1.0\r\n\r\n", handler).find("Allow: GET, HEAD\r\n"),
+            std::string::npos);
+}
+
+TEST(ReplayControlServerTest, SeekWithoutASeekableSourceIs409) {
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  VectorSource source(ThreeJobs(), TimeRange{});
+  Replayer replayer(source, sink, clock, errors, ReplayOptions{});
+  ReplayControlServer control(replayer);
+  EXPECT_EQ(Call(control, "POST", "/seek?t=0").first, 409);
+}
+
+TEST(ReplayControlServerTest, StatusHasProgressByTraceTime) {
+  ReplayStatus s;
+  s.records = 10;
+  s.speed = 60;
+  s.window_first_ms = 1'688'169'600'000;
+  s.window_last_ms = s.window_first_ms + 3'600'000;
+  s.progress.percent = 100.0 / 3;
+  s.progress.eta_ms = 40'400;
+  const std::string json = ReplayStatusJson(s);
+  EXPECT_NE(json.find("\"window_end_ms\":1688173200000,\"percent\":33.3,\"eta_s\":40}"), std::string::npos) << json;
 }
 
 }  // namespace

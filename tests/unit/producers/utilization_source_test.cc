@@ -311,7 +311,7 @@ TEST(UtilizationSourceTest, ReportsABadCellWithFileLineAndColumnAndKeepsTheRestO
                               Record("seren", "10.140.1.10", kT + 30000, R"("GPU_UTIL":[7,8])", ""),
                               Record("seren", "10.140.1.11", kT + 30000, R"("GPU_UTIL":[9])", ""),
                           }));
-  EXPECT_EQ(out.text(), path + ":3: 10.140.1.10-1: not a number: 'oops'\n");
+  EXPECT_EQ(out.messages(), path + ":3: 10.140.1.10-1: not a number: 'oops'\n");
   EXPECT_EQ(errors.counts().at({"seren", "utilization"}), 1);
 }
 
@@ -332,7 +332,7 @@ TEST(UtilizationSourceTest, ReportsBadAndBackwardTimesAndSkipsThoseRows) {
                               Record("seren", "10.140.1.10", kT + 30000, R"("GPU_UTIL":[3])", ""),
                               Record("seren", "10.140.1.10", kT + 45000, R"("GPU_UTIL":[5])", ""),
                           }));
-  const std::string text = out.text();
+  const std::string text = out.messages();
   EXPECT_EQ(text.rfind(path + ":3: Time: ", 0), 0u) << text;
   EXPECT_NE(text.find("\n" + path + ":5: Time: "), std::string::npos) << text;
   EXPECT_EQ(errors.total(), 2);
@@ -345,7 +345,7 @@ TEST(UtilizationSourceTest, ShortRowsReadMissingCellsAsNoSample) {
   core::InputErrors errors(out.file());
   UtilizationSource source("seren", {path}, errors, {});
   EXPECT_EQ(Json(source), (std::vector<std::string>{Record("seren", "10.140.1.10", kT, R"("GPU_UTIL":[1,null])", "")}));
-  EXPECT_EQ(out.text().rfind(path + ":2: row: ", 0), 0u) << out.text();
+  EXPECT_EQ(out.messages().rfind(path + ":2: row: ", 0), 0u) << out.messages();
 }
 
 TEST(UtilizationSourceTest, FileWithoutTimeColumnIsReportedAndSkipped) {
@@ -356,7 +356,7 @@ TEST(UtilizationSourceTest, FileWithoutTimeColumnIsReportedAndSkipped) {
   core::InputErrors errors(out.file());
   UtilizationSource source("seren", {bad, good}, errors, {});
   EXPECT_EQ(Json(source), (std::vector<std::string>{Record("seren", "10.140.1.10", kT, R"("GPU_UTIL":[1])", "")}));
-  EXPECT_EQ(out.text().rfind(bad + ":1: Time: ", 0), 0u) << out.text();
+  EXPECT_EQ(out.messages().rfind(bad + ":1: Time: ", 0), 0u) << out.messages();
 }
 
 TEST(UtilizationSourceTest, HonoursTheHalfOpenRange) {
@@ -395,7 +395,7 @@ TEST(UtilizationSourceTest, ReportsBadCellsOnlyInRowsThatAreKept) {
   range.from_ms = kT + 15000;
   UtilizationSource source("seren", {path}, errors, range);
   EXPECT_EQ(Json(source), (std::vector<std::string>{Record("seren", "10.140.1.10", kT + 15000, R"("GPU_UTIL":[2])", "")}));
-  const std::string text = out.text();
+  const std::string text = out.messages();
   EXPECT_EQ(text.find("bad1"), std::string::npos) << text;
   EXPECT_EQ(text.find("bad2"), std::string::npos) << text;
   EXPECT_EQ(text.find("bad3"), std::string::npos) << text;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "acmetrace/core/config.h"
 
@@ -21,10 +22,18 @@ struct ExportOptions {
   int64_t max_series_per_metric = 20'000;
   std::string model_name = "NVIDIA A100-SXM4-80GB";
   std::string hostname_label = "Hostname";  // or "hostname"
+  std::string driver_version = "535.129.03";  // the persona's DCGM_FI_DRIVER_VERSION label (synthetic)
+  bool gr_engine_active = false;  // also serve DCGM_FI_PROF_GR_ENGINE_ACTIVE, derived from GPU_UTIL
   double ib_bytes_per_raw_unit = 1e6;
   bool input_percent = false;  // process.units == percent: ratios arrive as percent
   int64_t base_window_s = 60;   // process.windows_s' smallest: state, totals, telemetry
   int64_t hour_window_s = 3600; // the view of quantiles and failure ratio
+  // Wall time between a scraper's scrapes: a closed anomaly flag stays exposed for two of them, so
+  // a flag shorter than a scrape interval is still seen (docs/metrics.md).
+  int64_t scrape_interval_ms = 15'000;
+  // The anomaly kinds whose acmetrace_anomalies_total{cluster,kind} start at 0 when a cluster first
+  // appears: every declared detect.<kind> (from the config; empty = none pre-created).
+  std::vector<std::string> anomaly_kinds;
 };
 
 /// Declares the export.* keys (defaults and help) in config.

@@ -5,13 +5,17 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <prometheus/metric_family.h>
 
+#include "acmetrace/core/clock.h"
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/record.h"
 #include "acmetrace/exporters/dcgm_persona.h"
@@ -26,12 +30,15 @@ namespace acmetrace::exporters {
 class Exporter {
  public:
   /// errors, if given, is read at each scrape for acmetrace_input_errors_total (it must outlive
-  /// the exporter).
-  explicit Exporter(ExportOptions options, const core::InputErrors* errors = nullptr);
+  /// the exporter). wall_clock (default: a steady clock of the exporter's own) times how long a
+  /// closed anomaly flag stays exposed to scrapers; it must outlive the exporter.
+  explicit Exporter(ExportOptions options, const core::InputErrors* errors = nullptr,
+                    core::Clock* wall_clock = nullptr);
 
   /// Applies one record of any topic: acme.metrics windows, acme.anomalies, acme.util (persona);
   /// every record moves its cluster's event-time clock (expiry) and trace time, and counts in
-  /// acmetrace_records_total{stage="export"}.
+  /// acmetrace_records_total{stage="export"}. A cluster's first record creates its known counter
+  /// label sets at 0 (anomaly kinds, input-error kinds, job types x states).
   void Apply(const core::Record& record);
   /// Telemetry from several partitions: no acme.util record before ts_ms is still to come (the
   /// lowest of the util partitions' times). A cluster's expiry clock follows its newest util
@@ -39,6 +46,10 @@ class Exporter {
   /// other's nodes: expiry depends on the data, not on the order partitions arrive in. Without a
   /// call the bound is +infinity (one ordered input: a queue, stdin). Only rises.
   void AdvanceTelemetryBound(int64_t ts_ms);
+
+  /// Moves the closed anomaly flags on by the wall clock: a flag shown at 1 for two scrape
+  /// intervals turns 0, one closed two scrape intervals ago goes. Scrapes call it; so does Apply.
+  void Tick();
 
   /// Adds n to acmetrace_records_total{stage,topic} (the other stages of an in-process run).
   void CountRecords(std::string_view stage, std::string_view topic, int64_t n);
@@ -49,11 +60,18 @@ class Exporter {
 
   /// Everything (target empty) or one node's persona series (target "NODE" or "CLUSTER/NODE").
   std::vector<prometheus::MetricFamily> Collect(std::string_view target = {});
-  /// The text exposition format (0.0.4) of Collect(target), rendered from pre-rendered labels (the
-  /// same text prometheus-cpp's TextSerializer writes for Collect, 20x faster); no timestamps.
+  /// The state as text exposition format (0.0.4): what the records made, the same for the same
+  /// records (--metrics-out); closed anomaly flags kept for scrapers are not in it. Rendered from
+  /// pre-rendered labels (the same text prometheus-cpp's TextSerializer writes for Collect, 20x
+  /// faster); no timestamps.
   std::string Exposition(std::string_view target = {});
+  /// What a scrape of /metrics serves: Tick, then the state with the closed flags still shown, and
+  /// (target empty) acmetrace_build_info and the process_* series read from /proc now.
+  std::string ScrapeExposition(std::string_view target = {});
   /// Prometheus HTTP service discovery: one target group per cluster, the nodes as targets.
   std::string TargetsJson() const;
+  /// True once a record has been applied (the server's /-/ready).
+  bool ready() const { return applied_.load(std::memory_order_relaxed); }
 
   SeriesStore& store() { return store_; }
   const WindowMapping& mapping() const { return mapping_; }
@@ -62,11 +80,24 @@ class Exporter {
   FamilyId anomalies_total_family() const { return anomalies_total_; }
 
  private:
+  // What a flag shows a scraper: open, or closed and kept (1 until shown for two scrape
+  // intervals, then 0 until two intervals after its close).
+  struct FlagView {
+    bool open = false;
+    bool zero = false;           // closed and already turned 0
+    int64_t shown_since_ms = 0;  // wall time it was last set to 1
+    int64_t closed_at_ms = 0;    // wall time of its close (when not open)
+  };
   void ApplyAnomaly(const core::AnomalyEvent& a);
+  void TickLocked(int64_t now_ms);
+  void NoteCluster(std::string_view cluster);
   void RefreshSelfMetrics();
+  std::string Render(std::string_view target, bool scrape_view);
 
   ExportOptions options_;
   const core::InputErrors* errors_;
+  std::unique_ptr<core::Clock> own_clock_;
+  core::Clock* wall_clock_;
   SeriesStore store_;
   WindowMapping mapping_;
   DcgmPersona persona_;
@@ -78,7 +109,11 @@ class Exporter {
   FamilyId replay_speed_;
   FamilyId replay_lag_;
   std::atomic<size_t> last_size_{1 << 16};
-  std::mutex apply_mutex_;  // one Apply at a time (the mapping and persona keep scratch state)
+  std::atomic<bool> applied_{false};
+  std::mutex apply_mutex_;  // one Apply at a time (the mapping and persona keep scratch state); guards flags_, clusters_
+  std::unordered_map<std::string, FlagView> flags_;  // anomaly_active key -> what it shows
+  size_t closed_flags_ = 0;                          // of flags_, closed and still shown
+  std::set<std::string, std::less<>> clusters_;      // clusters whose counters were created at 0
   std::mutex self_mutex_;   // guards the two maps below
   std::map<std::string, int64_t, std::less<>> records_;       // "stage\x1ftopic" -> count
   std::map<std::string, int64_t, std::less<>> trace_time_ms_; // cluster -> newest event time

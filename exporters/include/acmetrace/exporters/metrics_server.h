@@ -1,5 +1,6 @@
-// The HTTP side: /metrics (everything, or ?target=NODE for one node's persona series) and
-// /targets (HTTP service discovery), on prometheus-cpp's Exposer, with optional basic auth.
+// The HTTP side: /metrics (everything, or ?target=NODE for one node's persona series), /targets
+// (HTTP service discovery), /, /-/healthy and /-/ready, on the shared HTTP server (acmetrace::http),
+// with optional basic auth.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +9,28 @@
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/exporters/exporter.h"
+#include "acmetrace/http/http_message.h"
 
 namespace acmetrace::exporters {
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:9400";  // port 0 picks a free one
+  std::string listen = "127.0.0.1:9400";  // HOST:PORT or :PORT (every interface); port 0 picks a free one
   std::string basic_auth_user;           // empty = no authentication
   std::string basic_auth_password;
-  int threads = 4;
+  int threads = 4;  // requests answered at once (a rendering runs on one of them)
   /// Scrapes of everything within this many ms of a rendering share it (and its gzip), so
-  /// concurrent scrapers cost one rendering; 0 = render each scrape unless nothing changed.
+  /// concurrent scrapers cost one rendering; 0 = render each scrape.
   int64_t render_cache_ms = 1000;
+  /// Connections open at once; one more is answered 503 and closed.
+  int max_connections = 64;
+  /// A client has this long to send a whole request; a stalled one is closed, others are served.
+  int64_t request_timeout_ms = 10'000;
 };
 
-/// Serves an Exporter over HTTP: GET /metrics (gzip if asked), /metrics?target=NODE, /targets.
-/// prometheus-cpp's Exposer hosts the server (civetweb); the requests are answered in its
-/// begin_request hook, because a Collectable cannot see the query string (?target=) and the
-/// Exposer's TextSerializer takes ~100 ms for the 31,000 series of Seren's persona. Start and Stop from one thread; serving runs on the Exposer's
-/// worker threads. Thread-safe for its users once started.
+/// Serves an Exporter over HTTP: GET /metrics (gzip if asked), /metrics?target=NODE, /targets,
+/// / (a page of links), /-/healthy, /-/ready (503 until a record is applied). Basic auth, when
+/// set, guards /metrics and /targets. Start and Stop from one thread; requests are answered on the
+/// server's threads. Thread-safe for its users once started.
 class MetricsServer {
  public:
   MetricsServer(Exporter& exporter, ServerOptions options);
@@ -33,7 +38,8 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  /// Binds and starts serving; an error names the address (in use, not an address, ...).
+  /// Binds and starts serving; an error is one line naming the address ("cannot listen on
+  /// 127.0.0.1:9400: address already in use").
   core::Status Start();
   void Stop();
   /// The bound port (after Start), and "http://HOST:PORT/metrics".
@@ -44,16 +50,22 @@ class MetricsServer {
   /// The body of /metrics (target empty) or /metrics?target=, gzipped if asked; renderings of
   /// everything are shared within render_cache_ms. Thread-safe.
   std::shared_ptr<const std::string> Render(const std::string& target, bool gzip);
+  /// Answers one parsed request (the server's handler; for tests and the fuzzer). Thread-safe.
+  http::HttpResponse Handle(const http::HttpRequest& request);
 
  private:
   struct Impl;
   Exporter& exporter_;
   ServerOptions options_;
+  std::string expected_auth_;  // "Basic ..." or empty
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
 
 /// "Basic base64(user:password)" as a client sends it (tests and the auth check share it).
 std::string BasicAuthHeader(const std::string& user, const std::string& password);
+
+/// Whether an Accept-Encoding value accepts gzip (listed, or "*", without q=0).
+bool AcceptsGzip(std::string_view accept_encoding);
 
 }  // namespace acmetrace::exporters

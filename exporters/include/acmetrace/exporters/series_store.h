@@ -18,7 +18,9 @@
 
 namespace acmetrace::exporters {
 
-enum class SeriesType { kGauge, kCounter };
+// kSummary: quantile samples only (label `quantile`), no _sum or _count: the processors' quantiles
+// are over a rolling hour, as a client library's summary quantiles are over a sliding window.
+enum class SeriesType { kGauge, kCounter, kSummary };
 
 /// Which time-to-live a family's series expire by.
 enum class Expiry {
@@ -120,6 +122,11 @@ class SeriesStore {
   /// The value of a series, or nullopt-like NaN if absent.
   double Get(FamilyId family, std::string_view key) const;
   bool Remove(FamilyId family, std::string_view key);
+  /// Sets the value of an existing series, keeping its event time (false if absent).
+  bool SetValue(FamilyId family, std::string_view key, double value);
+  /// Marks a series as shown to scrapers only (a closed anomaly flag kept for a few scrapes): the
+  /// state exposition (AppendText with scrape_view false, --metrics-out) leaves it out. False if absent.
+  bool SetScrapeOnly(FamilyId family, std::string_view key, bool scrape_only);
   /// Removes the family's series of cluster last set before ts_ms (a window record replaces the
   /// series it feeds: what it no longer has goes).
   void RemoveSetBefore(FamilyId family, std::string_view cluster, int64_t ts_ms);
@@ -142,8 +149,9 @@ class SeriesStore {
   /// expired per metric) are appended when target is empty. No sample timestamps.
   std::vector<prometheus::MetricFamily> Collect(std::string_view target = {}) const;
   /// The same as text (exposition format 0.0.4, what prometheus-cpp's TextSerializer writes for
-  /// Collect(target)), appended to out, rendered directly from the pre-rendered labels.
-  void AppendText(std::string& out, std::string_view target = {}) const;
+  /// Collect(target)), appended to out, rendered directly from the pre-rendered labels. Series
+  /// marked SetScrapeOnly are included only in the scrape view.
+  void AppendText(std::string& out, std::string_view target = {}, bool scrape_view = true) const;
   /// Changes with every mutation (a rendering of an unchanged store can be reused).
   uint64_t generation() const;
   /// Every target (node) with per-target series, by cluster.
@@ -166,6 +174,7 @@ class SeriesStore {
     std::string cluster;
     std::string target;
     Family* family = nullptr;
+    bool scrape_only = false;
   };
   struct Family {
     FamilySpec spec;

@@ -23,6 +23,11 @@ struct MetricKey {
 /// Parses "name" or "name{l=v,...}"; false if malformed (unbalanced brace, label without '=').
 bool ParseMetricKey(std::string_view key, MetricKey& out);
 
+/// The job types and final states of the release (docs/synth.md; the synthesizer writes the same):
+/// the label sets of the job counters that exist at 0 from a cluster's first record.
+inline constexpr std::string_view kJobTypes[] = {"Pretrain", "Eval", "SFT", "MLLM", "Debug", "Other"};
+inline constexpr std::string_view kJobStates[] = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL"};
+
 /// Applies acme.metrics windows to a SeriesStore. Not thread-safe itself (one consuming thread).
 class WindowMapping {
  public:
@@ -31,6 +36,9 @@ class WindowMapping {
   /// ignored) and removes the cluster's series of those gauge families the window no longer has.
   /// Keys that map to nothing are counted in unmapped().
   void Apply(const core::MetricsWindow& window);
+  /// Creates the cluster's job and record counters at 0 for every known label set (job types x
+  /// states x gpu/cpu), leaving existing ones as they are.
+  void CreateKnownCounters(std::string_view cluster);
   /// The family a key name feeds in a view (-1 if none), for tests.
   FamilyId FamilyOf(std::string_view name, int64_t window_s) const;
   int64_t unmapped() const { return unmapped_; }

@@ -2,6 +2,7 @@
 // topics and readers (RecordInput) of some topics, over in-process queues or Kafka.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ class InProcessTransport : public Transport {
 /// kafka.progress_interval_ms of trace time for an ordered writer).
 class KafkaTransport : public Transport {
  public:
-  explicit KafkaTransport(kafka::KafkaSettings settings) : settings_(std::move(settings)) {}
+  /// log: where the Kafka clients report (topics created, broker errors).
+  KafkaTransport(kafka::KafkaSettings settings, std::FILE* log) : settings_(std::move(settings)), log_(log) {}
   core::Result<std::unique_ptr<core::RecordInput>> Reader(const std::vector<std::string>& topics) override;
   core::Result<std::unique_ptr<core::RecordSink>> Writer(const std::vector<std::string>& topics, bool ordered) override;
   void Cancel() override {}  // its reads and writes time out by themselves
@@ -62,6 +64,7 @@ class KafkaTransport : public Transport {
  private:
   core::Status EnsureTopics();
   kafka::KafkaSettings settings_;
+  std::FILE* log_;
   bool topics_ensured_ = false;
 };
 

@@ -99,7 +99,9 @@ namespace acmetrace::pipeline {
 /// The embedded default data set of `acmetrace run` without --data: run.default_days of both
 /// clusters at run.default_scale with injected faults, synthesized once into run.cache_dir (or
 /// $XDG_CACHE_HOME/acmetrace, ~/.cache/acmetrace) and reused. Returns the data directory.
-core::Result<std::string> PrepareDefaultData(const core::Config& config, std::FILE* log);
+/// log gets one line when it synthesizes.
+core::Result<std::string> PrepareDefaultData(const core::Config& config,
+                                             const std::function<void(const std::string&)>& log);
 
 }  // namespace acmetrace::pipeline
 

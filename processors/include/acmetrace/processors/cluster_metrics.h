@@ -177,6 +177,11 @@ class ClusterMetrics {
   std::map<std::string, double> gpu_seconds_total_;
   int64_t records_total_ = 0;
   int64_t late_total_ = 0;
+  // Capacity as the data shows it: per node, the GPUs that ever had a sample (highest index + 1), and
+  // their sum. gpus_total is this sum once telemetry was seen, else process.capacity_gpus (the
+  // published size: job-only replays). Not saved with the state: seen again after a restore.
+  std::unordered_map<std::string, int64_t> gpus_seen_per_node_;
+  int64_t gpus_seen_ = 0;
 };
 
 }  // namespace acmetrace::processors

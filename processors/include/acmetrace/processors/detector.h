@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,13 @@ class Detector {
 /// Declares every detector's keys (detect.<kind>.*: thresholds, windows, hysteresis) in config.
 void DeclareDetectorConfig(core::Config& config);
 
-/// One detector per enabled kind, configured from config, in a fixed order.
+/// Reads every enabled kind's settings from config now (start-up: a wrong value throws
+/// std::invalid_argument "WHERE: KEY: reason") and returns what makes one cluster's detectors with
+/// them, one per enabled kind in a fixed order. The factory reads no config and never throws, so it is
+/// safe to call on the processor's thread whenever a cluster first appears.
+std::function<std::vector<std::unique_ptr<Detector>>()> MakeDetectorFactory(const core::Config& config);
+
+/// MakeDetectorFactory(config)(): one cluster's detectors.
 std::vector<std::unique_ptr<Detector>> MakeDetectors(const core::Config& config);
 
 }  // namespace acmetrace::processors

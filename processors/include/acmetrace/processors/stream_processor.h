@@ -100,10 +100,6 @@ class StreamProcessor {
   /// ts_ms any more, so its watermark moves as for a record of that time (kNoTime: only the offset
   /// counts as consumed). Not counted as a record.
   core::Status Progress(int partition, int64_t offset, int64_t ts_ms);
-  /// No input partition holds a record before ts_ms any more (a reader that merges its partitions
-  /// in event-time order knows it): each counts as having seen ts_ms, and the watermark moves on
-  /// without waiting for the next record of a sparse partition.
-  core::Status AdvanceInputs(int64_t ts_ms);
   /// Gives record the storage of a record already processed (or leaves it as it is): a parser
   /// that parses into it then allocates little.
   void ReuseRecord(core::Record& record);

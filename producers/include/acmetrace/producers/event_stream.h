@@ -45,6 +45,9 @@ class EventStream : public RecordSource {
   const core::Record* Next() override;
   int64_t bytes_read() const override;
   int64_t bytes_total() const override;
+  /// --from and --to where given; the end otherwise estimated from the files' last rows
+  /// (EstimateLastTimeMs).
+  TraceSpan span() const override { return span_; }
   core::Status status() const override;
 
   /// Job events that arrived behind the stream by more than the reorder window.
@@ -57,6 +60,7 @@ class EventStream : public RecordSource {
   std::vector<const core::Record*> heads_;
   size_t emitted_ = SIZE_MAX;  // source whose head was handed out last
   bool started_ = false;
+  TraceSpan span_;
 };
 
 }  // namespace acmetrace::producers

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "acmetrace/core/record.h"
 #include "acmetrace/core/status.h"
@@ -16,6 +17,12 @@ struct TimeRange {
   bool Contains(int64_t ts_ms) const { return ts_ms >= from_ms && ts_ms < to_ms; }
 };
 
+/// The trace time a source will cover, for progress: known or cheaply estimated when it opens.
+struct TraceSpan {
+  std::optional<int64_t> first_ms;  // where the replayed window starts (--from), if known before reading
+  std::optional<int64_t> last_ms;   // the last record's time (estimated, or --to), if known
+};
+
 /// A stream of records in event-time order. Not thread-safe.
 class RecordSource {
  public:
@@ -27,6 +34,8 @@ class RecordSource {
   virtual int64_t bytes_read() const = 0;
   /// Total bytes of input, for progress (0 if unknown).
   virtual int64_t bytes_total() const = 0;
+  /// The trace time this source covers (progress by trace time); unknown by default.
+  virtual TraceSpan span() const { return {}; }
   virtual core::Status status() const = 0;
 };
 

@@ -24,6 +24,10 @@ namespace acmetrace::producers {
 /// Declares the replay.* configuration keys (defaults and help) in config.
 void DeclareReplayConfig(core::Config& config);
 
+/// What replay.speed and run.default_speed accept: max, or trace seconds per wall second in
+/// [0.001, 1e9] (slower never gets anywhere; faster is max).
+core::ConfigType SpeedType();
+
 /// Parses "max" (0) or a positive factor; nullopt if neither.
 std::optional<double> ParseSpeed(std::string_view text);
 
@@ -41,9 +45,9 @@ struct ReplayOptions {
   std::optional<int64_t> start_at_ms;      // the clock's NowMs() at which to start (lockstep replayers)
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
-  int64_t progress_interval_ms = 10'000;   // plain log lines when not on a terminal (0 = none)
+  int64_t progress_interval_ms = 10'000;   // log lines (core/log.h) when not on a terminal (0 = none)
   std::FILE* progress_out = nullptr;       // nullptr = no progress
-  bool progress_tty = false;               // redraw one line instead of logging
+  bool progress_tty = false;               // redraw one line instead of logging (text log format only)
 };
 
 /// What a replay did.
@@ -58,6 +62,22 @@ struct ReplayStats {
   int64_t loops = 0;
 };
 
+/// How far a replay is by trace time over its window, and the wall time left at the current speed.
+struct ReplayProgress {
+  int64_t at_ms = 0;              // the trace time the replay is at: the last record sent, or while it waits, its clock
+  std::optional<double> percent;  // of the window's trace time replayed (0..100); nullopt: end unknown
+  std::optional<int64_t> eta_ms;  // wall ms to the window's end; nullopt: unknown (paused, end or rate unknown)
+};
+
+/// Progress when the last record sent has trace time trace_ms, in the window [first_ms, last_ms]
+/// (last_ms nullopt if unknown). Paced (speed > 0) the time left is the trace time left over the
+/// speed; at max speed (0) it is extrapolated from the trace time covered in elapsed_wall_ms. Pure.
+ReplayProgress ComputeReplayProgress(int64_t first_ms, std::optional<int64_t> last_ms, int64_t trace_ms,
+                                     double speed, bool paused, int64_t elapsed_wall_ms);
+
+/// "1:02:03" (hours unbounded), for ETAs.
+std::string FormatDurationMs(int64_t ms);
+
 /// A live view of a replay, for the control endpoint and progress lines.
 struct ReplayStatus {
   int64_t trace_ms = 0;       // trace time of the last record sent (0 before the first)
@@ -68,6 +88,9 @@ struct ReplayStatus {
   int64_t records = 0;
   int64_t lag_ms = 0;           // wall ms the replay runs behind its schedule now (paced replays)
   int64_t max_lateness_ms = 0;
+  int64_t window_first_ms = 0;  // the replayed window by trace time (0 = not known yet)
+  int64_t window_last_ms = 0;   // its end: --to, or the data's last time (0 = unknown)
+  ReplayProgress progress;
 };
 
 /// Opens a source over a trace-time range (for seek and loop).
@@ -97,8 +120,12 @@ class Replayer {
   ReplayStatus status() const;
 
  private:
-  bool WaitUntilDue(int64_t ts_ms, int64_t& due_ms);  // false if a seek or stop interrupted
-  void Progress(int64_t now_ms, bool final);
+  // False if a seek or stop interrupted, or flushing failed (flush_status_). Flushes the sink
+  // before it sleeps: what was sent before a wait must reach the reader before the wait, not a
+  // buffer's worth later.
+  bool WaitUntilDue(int64_t ts_ms, int64_t& due_ms);
+  void FlushBeforeWait();
+  void Progress(int64_t now_ms, bool final, bool waiting = false);
   core::Status Reopen(TimeRange range);
 
   SourceFactory factory_;
@@ -121,6 +148,14 @@ class Replayer {
   bool running_ = false;
   int64_t wall0_ms_ = 0;
   int64_t next_progress_ms_ = 0;
+  bool unflushed_ = false;          // records written since the sink's last flush
+  core::Status flush_status_ = core::Status::Ok();
+  TraceSpan span_;                  // of the source, at the start
+  std::optional<int64_t> window_first_ms_;  // the window's start: --from, else the first record's time
+  int64_t progress_trace_ms_ = 0;   // trace time of the last record sent, before any loop offset
+  int64_t loop_offset_ms_ = 0;      // trace time added to this pass's records (--loop)
+  bool waiting_ = false;            // in WaitUntilDue's sleep (or its progress line): all that is due is out
+  int64_t progress_interval_ms_ = 0;  // 0 = no progress lines (Run's thread only)
 };
 
 }  // namespace acmetrace::producers

@@ -39,10 +39,6 @@ struct ReaderEvent {
   std::string_view topic;                // kPartitionEnd
   int32_t partition = -1;
   int64_t offset = -1;                   // kPartitionEnd: the end offset reached
-  // kRecord: no assigned partition still holds a record with an earlier trace time (the merge
-  // guarantees it while every partition that has records has shown its next one); kNoTraceTs if
-  // that is not known.
-  int64_t pending_low_ts = kNoTraceTs;
 };
 
 /// Reads assigned partitions (no consumer-group assignment, nothing committed): the caller says

@@ -17,7 +17,8 @@ namespace acmetrace::kafka {
 /// What the producer did. Every produced record gets exactly one delivery report:
 /// after a successful Flush, delivered == produced and failed == 0.
 struct DeliveryCounts {
-  int64_t produced = 0;          // accepted into the local queue
+  int64_t produced = 0;          // accepted into the local queue (records and stream markers)
+  int64_t markers = 0;           // of which stream markers (DeclareStream)
   int64_t delivered = 0;         // delivery reports: acknowledged by the broker (acks=all)
   int64_t failed = 0;            // delivery reports: given up (kafka.delivery_timeout_ms, fatal error)
   int64_t queue_full_waits = 0;  // times the local queue was full and Write waited (backpressure)

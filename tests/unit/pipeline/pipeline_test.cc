@@ -90,7 +90,7 @@ TEST(ExportStageTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
   const std::string text = exporter.Exposition();
   EXPECT_NE(text.find("acmetrace_anomaly_active{cluster=\"seren\",kind=\"gpu_overheat\",subject=\"n1-3\"} 1"),
             std::string::npos);
-  EXPECT_NE(text.find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_gpus_capacity{cluster=\"seren\"} 2288"), std::string::npos);
   EXPECT_NE(text.find("acmetrace_input_errors_total{cluster=\"\",kind=\"record\"} 1"), std::string::npos);
 }
 
@@ -121,7 +121,7 @@ TEST(ExportStageTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
   EXPECT_EQ(errors.total(), 1);
   EXPECT_NE(errors.first().find("stdin:1:"), std::string::npos) << errors.first();
   EXPECT_NE(errors.first().find("line longer than 64 MiB: skipped"), std::string::npos) << errors.first();
-  EXPECT_NE(exporter.Exposition().find("acmetrace_gpus_total{cluster=\"seren\"} 2288"), std::string::npos);
+  EXPECT_NE(exporter.Exposition().find("acmetrace_gpus_capacity{cluster=\"seren\"} 2288"), std::string::npos);
 }
 
 }  // namespace

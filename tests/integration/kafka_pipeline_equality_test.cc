@@ -1,0 +1,129 @@
+// The same answer on every path (#10): on a freshly started broker with several partitions per
+// topic, `run --brokers` at full speed and paced, and replay, process and export as separate
+// processes started together (with a second process instance joining halfway), end in exactly the
+// state of the in-process `run` on the same data: the exposition of every series, bar the
+// replay's own progress gauges, which only a process that replays itself has.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "kafka_test_support.h"
+
+namespace acmetrace::kafka::testing {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The exposition's sample lines, sorted (series order within a family is not part of the format),
+// without what describes the running processes rather than the data: the replay's progress gauges,
+// records counted per stage (each process counts only its own stages) and the series count of
+// families only a replaying process has.
+std::vector<std::string> State(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("acmetrace_replay_", 0) == 0 || line.rfind("acmetrace_records_total", 0) == 0 ||
+        line.rfind("acmetrace_series{metric=\"acmetrace_replay_", 0) == 0 ||
+        line.rfind("acmetrace_series{metric=\"acmetrace_records_total\"}", 0) == 0 || line.rfind("process_", 0) == 0) {
+      continue;
+    }
+    lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// Lines in one state and not the other, for the failure message.
+std::string Difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> only_a, only_b;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only_a));
+  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(only_b));
+  std::string out;
+  for (size_t i = 0; i < only_a.size() && i < 10; ++i) out += "\n  expected: " + only_a[i];
+  for (size_t i = 0; i < only_b.size() && i < 10; ++i) out += "\n  got:      " + only_b[i];
+  return out;
+}
+
+class KafkaPipelineEqualityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshDir("kafka_equality");
+    // Two clusters with injected faults: job events, telemetry of every metric, anomalies.
+    CommandResult synth = RunCommand(std::string(Binary()) + " synth --out " + dir_ +
+                                     "/data --clusters seren,kalos --days 1 --scale 0.01 --seed 29 --inject-faults");
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+    // Three partitions per topic; a short idleness timeout would hide a watermark that runs ahead,
+    // so it stays long.
+    std::ofstream(dir_ + "/acmetrace.yaml") << "kafka:\n  partitions: 3\n  linger_ms: 5\n";
+    CommandResult local = RunCommand(Run() + " --speed max --metrics-out " + dir_ + "/in-process.prom");
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    EXPECT_NE(local.err.find("(0 late)"), std::string::npos) << local.err;
+    expected_ = State(Slurp(dir_ + "/in-process.prom"));
+    ASSERT_GT(expected_.size(), 500u);
+  }
+  std::string Acmetrace() const { return std::string(Binary()) + " --config " + dir_ + "/acmetrace.yaml"; }
+  std::string Run() const {
+    return Acmetrace() + " run --data " + dir_ + "/data --until-end --listen 127.0.0.1:0";
+  }
+
+  std::string dir_;
+  std::vector<std::string> expected_;
+};
+
+TEST_F(KafkaPipelineEqualityTest, RunOverKafkaAndThreeProcessesEndInTheInProcessState) {
+  OwnBroker broker;  // freshly started: the stages race topic creation and the first records
+  const std::string& brokers = broker.bootstrap();
+  ASSERT_FALSE(brokers.empty()) << "could not start a broker (scripts/kafka-local)";
+
+  // Three processes started together, as docker/compose.yaml runs them; a second processor joins
+  // the group halfway through the replay and takes a cluster over from the first's snapshot.
+  const std::string common = Acmetrace();
+  BackgroundCommand process_a(common + " process --source kafka --sink kafka --brokers " + brokers +
+                                  " --group equality --state-dir " + dir_ + "/state --until-end",
+                              dir_ + "/process-a.out", dir_ + "/process-a.err");
+  BackgroundCommand exporter(common + " export --source kafka --brokers " + brokers +
+                                 " --until-end --listen 127.0.0.1:0 --metrics-out " + dir_ + "/export.prom",
+                             dir_ + "/export.out", dir_ + "/export.err");
+  BackgroundCommand replay(common + " replay --data " + dir_ + "/data --sink kafka --speed 14400 --brokers " + brokers,
+                           dir_ + "/replay.out", dir_ + "/replay.err");
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // integration test: the join must come mid-replay
+  BackgroundCommand process_b(common + " process --source kafka --sink kafka --brokers " + brokers +
+                                  " --group equality --state-dir " + dir_ + "/state --until-end",
+                              dir_ + "/process-b.out", dir_ + "/process-b.err");
+  EXPECT_EQ(replay.Wait(), 0) << Slurp(dir_ + "/replay.err");
+  EXPECT_EQ(process_a.Wait(), 0) << Slurp(dir_ + "/process-a.err");
+  EXPECT_EQ(process_b.Wait(), 0) << Slurp(dir_ + "/process-b.err");
+  ASSERT_EQ(exporter.Wait(), 0) << Slurp(dir_ + "/export.err");
+  for (const char* err : {"/process-a.err", "/process-b.err"}) {
+    EXPECT_NE(Slurp(dir_ + err).find(" 0 late,"), std::string::npos) << Slurp(dir_ + err);
+  }
+  // The joining instance took a cluster over (from the first one's snapshot) while records were still coming.
+  EXPECT_NE(Slurp(dir_ + "/process-b.err").find("owns "), std::string::npos) << Slurp(dir_ + "/process-b.err");
+  const std::vector<std::string> three = State(Slurp(dir_ + "/export.prom"));
+  EXPECT_EQ(three, expected_) << "three processes:" << Difference(expected_, three);
+
+  // run --brokers reads only what it writes itself, so the topics' earlier contents do not matter.
+  for (const char* speed : {"max", "7200"}) {
+    const std::string out = dir_ + "/kafka-" + speed + ".prom";
+    CommandResult run = RunCommand(Run() + " --brokers " + brokers + " --speed " + speed + " --metrics-out " + out);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.err.find("(0 late)"), std::string::npos) << run.err;
+    const std::vector<std::string> got = State(Slurp(out));
+    EXPECT_EQ(got, expected_) << "run --brokers --speed " << speed << ":" << Difference(expected_, got);
+  }
+}
+
+}  // namespace
+}  // namespace acmetrace::kafka::testing

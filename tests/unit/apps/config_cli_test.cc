@@ -1,0 +1,172 @@
+// The binary's configuration as a user meets it: a wrong value in a file, a flag or an environment
+// variable is one line naming where it came from, exit 2, before anything is opened or started.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "test_files.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+// This test's directory, made fresh once per test (TestDir() empties it on every call).
+std::string Scratch() {
+  static std::string dir, test;
+  const std::string name = testing::UnitTest::GetInstance()->current_test_info()->name();
+  if (name != test) {
+    test = name;
+    dir = acmetrace::TestDir();
+  }
+  return dir;
+}
+
+// Runs `env_prefix acmetrace args` through the shell, stdin from /dev/null.
+Outcome RunBinary(const std::string& args, const std::string& env_prefix = "") {
+  const std::string err_path = Scratch() + "/stderr.txt";
+  const std::string command =
+      env_prefix + " " + std::string(ACMETRACE_BINARY) + " " + args + " < /dev/null 2>" + err_path;
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  std::ifstream in(err_path);
+  std::stringstream err;
+  err << in.rdbuf();
+  return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+}
+
+const std::string kData = std::string(ACMETRACE_FIXTURES) + "/release";
+
+std::string WriteConfig(const std::string& text) {
+  static int n = 0;
+  return acmetrace::WriteFile(Scratch(), "config" + std::to_string(++n) + ".yaml", text);
+}
+
+TEST(ConfigCliTest, ABadDetectorKeyStopsRunBeforeAnythingRuns) {
+  // The reproduction: this used to abort (exit 134) once the replay had started.
+  const std::string path = WriteConfig("# thresholds\ndetect:\n  gpu_overheat.open_c: abc\n");
+  const Outcome o = RunBinary("--config " + path + " run --data " + kData + " --listen 127.0.0.1:0 --until-end");
+  EXPECT_EQ(o.exit_code, 2);
+  // The only output: no "listening on", no "replaying", no progress.
+  EXPECT_EQ(o.err, "acmetrace: " + path + ":3: detect.gpu_overheat.open_c: not a number: 'abc'\n");
+  EXPECT_EQ(o.out, "");
+}
+
+TEST(ConfigCliTest, ABadKeyOfEachSectionStopsEachCommand) {
+  struct Case {
+    const char* yaml;
+    std::string command;
+    const char* error;  // after "FILE:"
+  };
+  const Case cases[] = {
+      {"process:\n  windows_s: 60,abc\n", "process", "2: process.windows_s: item 2 of 2: not an integer: 'abc'"},
+      {"detect:\n  util_drop.open_share: 1.5\n", "process", "2: detect.util_drop.open_share: must be <= 1, got 1.5"},
+      {"replay:\n  sink: file\n", "replay --data " + kData, "2: replay.sink: expected stdout, null or kafka, got 'file'"},
+      {"kafka:\n  linger_ms: -1\n", "replay --data " + kData + " --sink null",
+       "2: kafka.linger_ms: must be >= 0, got -1"},
+      {"export:\n  http_threads: 0\n", "export --listen 127.0.0.1:0 --until-end",
+       "2: export.http_threads: must be >= 1, got 0"},
+      {"run:\n  queue_capacity: 0\n", "run --data " + kData + " --listen 127.0.0.1:0 --until-end",
+       "2: run.queue_capacity: must be >= 1, got 0"},
+      {"synth:\n  scale: 0\n", "synth --out " + Scratch() + "/synth", "2: synth.scale: must be > 0, got 0"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = WriteConfig(c.yaml);
+    const Outcome o = RunBinary("--config " + path + " " + c.command);
+    EXPECT_EQ(o.exit_code, 2) << c.yaml;
+    EXPECT_EQ(o.err, "acmetrace: " + path + ":" + c.error + "\n") << c.yaml;
+    EXPECT_EQ(o.out, "") << c.yaml;
+  }
+}
+
+TEST(ConfigCliTest, EveryWrongValueOfTheFileIsReportedAtOnce) {
+  // The table: out-of-range values that were accepted silently, and step_s 0 that never ended.
+  const std::string path = WriteConfig(
+      "detect:\n"
+      "  failure_burst.step_s: 0\n"
+      "  queue_backlog.step_s: 0\n"
+      "  gpu_overheat.open_for_s: -30\n"
+      "  failure_burst.windows_s: 0,-5,abc\n"
+      "run:\n"
+      "  queue_capacity: 0\n");
+  const Outcome o = RunBinary("--config " + path + " run --data " + kData + " --listen 127.0.0.1:0 --until-end");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: " + path + ":4: detect.gpu_overheat.open_for_s: must be >= 0, got -30\n" +
+                       "acmetrace: " + path + ":2: detect.failure_burst.step_s: must be >= 1, got 0\n" +
+                       "acmetrace: " + path + ":5: detect.failure_burst.windows_s: item 1 of 3: must be > 0, got 0\n" +
+                       "acmetrace: " + path + ":3: detect.queue_backlog.step_s: must be >= 1, got 0\n" +
+                       "acmetrace: " + path + ":7: run.queue_capacity: must be >= 1, got 0\n");
+}
+
+TEST(ConfigCliTest, MalformedYamlIsOneLineWithItsLine) {
+  const std::string path = WriteConfig("replay:\n  speed: 60\n  clusters: [seren\n");
+  const Outcome o = RunBinary("--config " + path + " replay --data " + kData + " --sink null");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err.rfind("acmetrace: " + path + ":", 0), 0u) << o.err;
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << o.err;
+}
+
+TEST(ConfigCliTest, ABadFlagIsNamedByTheFlag) {
+  for (const std::string& sub : {"replay --data " + kData + " --sink null", "run --data " + kData + " --until-end"}) {
+    Outcome o = RunBinary(sub + " --speed 0");
+    EXPECT_EQ(o.exit_code, 2) << sub;
+    EXPECT_EQ(o.err, "acmetrace: --speed: not max or a number in [0.001, 1000000000]: '0'\n") << sub;
+    o = RunBinary(sub + " --speed abc");
+    EXPECT_EQ(o.exit_code, 2) << sub;
+    EXPECT_EQ(o.err, "acmetrace: --speed: not max or a number in [0.001, 1000000000]: 'abc'\n") << sub;
+  }
+  Outcome o = RunBinary("replay --data " + kData + " --shard 2/2");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: --shard: expected i/n with 0 <= i < n <= 1000000, got '2/2'\n");
+  o = RunBinary("export --listen nonsense --until-end");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: --listen: expected HOST:PORT, got 'nonsense'\n");
+  o = RunBinary("synth --out " + Scratch() + "/s --days 0");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: --days: must be >= 1, got 0\n");
+}
+
+TEST(ConfigCliTest, ABadEnvironmentVariableIsNamedByTheVariable) {
+  Outcome o = RunBinary("replay --data " + kData + " --sink null", "env ACMETRACE_REPLAY_SPEED=abc");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: ACMETRACE_REPLAY_SPEED: not max or a number in [0.001, 1000000000]: 'abc'\n");
+  o = RunBinary("process", "env ACMETRACE_DETECT_GPU_OVERHEAT_OPEN_C=hot");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: ACMETRACE_DETECT_GPU_OVERHEAT_OPEN_C: not a number: 'hot'\n");
+  // Another tool's variable with the kafka prefix is not taken for a misspelt key.
+  EXPECT_EQ(RunBinary("replay --data " + kData + " --sink null", "env ACMETRACE_KAFKA_HOME=/tmp").exit_code, 0);
+  o = RunBinary("replay --data " + kData + " --sink null", "env ACMETRACE_REPLAY_SPEEED=60");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: ACMETRACE_REPLAY_SPEEED: no such configuration key (see `acmetrace config`)\n");
+}
+
+TEST(ConfigCliTest, FlagBeatsEnvironmentBeatsFile) {
+  // Judged by which value is checked: the losing one is wrong, so exit 0 proves the winner was used.
+  const std::string bad_file = WriteConfig("replay:\n  sink: file\n");
+  const std::string replay = "replay --data " + kData;
+  EXPECT_EQ(RunBinary("--config " + bad_file + " " + replay).exit_code, 2);
+  EXPECT_EQ(RunBinary("--config " + bad_file + " " + replay, "env ACMETRACE_REPLAY_SINK=null").exit_code, 0);
+  EXPECT_EQ(RunBinary(replay + " --sink null", "env ACMETRACE_REPLAY_SINK=file").exit_code, 0);
+  const Outcome o = RunBinary("--config " + bad_file + " " + replay, "env ACMETRACE_REPLAY_SINK=nowhere");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err, "acmetrace: ACMETRACE_REPLAY_SINK: expected stdout, null or kafka, got 'nowhere'\n");
+  // And the value that wins is the one used: stdout sink writes records, null writes none.
+  const std::string stdout_file = WriteConfig("replay:\n  sink: stdout\n");
+  EXPECT_NE(RunBinary("--config " + stdout_file + " " + replay).out, "");
+  EXPECT_EQ(RunBinary("--config " + stdout_file + " " + replay, "env ACMETRACE_REPLAY_SINK=null").out, "");
+  EXPECT_NE(RunBinary("--config " + stdout_file + " " + replay + " --sink stdout", "env ACMETRACE_REPLAY_SINK=null").out, "");
+}
+
+}  // namespace

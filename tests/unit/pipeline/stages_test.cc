@@ -1,0 +1,205 @@
+// The stage runners over a scripted input: what arrives in what order must not change the answer,
+// and an input ends only when every writer of every partition has ended.
+#include "acmetrace/pipeline/stages.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "acmetrace/core/record_json.h"
+
+namespace acmetrace::pipeline {
+namespace {
+
+using Kind = core::InputItem::Kind;
+constexpr int64_t kT0 = 1'688'169'600'000;  // 2023-07-01 00:00 UTC
+
+// A RecordInput that hands over a fixed list of items, then nothing; it notes a read past its end.
+class ScriptedInput : public core::RecordInput {
+ public:
+  struct Step {
+    Kind kind;
+    int partition;
+    core::Record record;          // kRecord
+    std::string clusters;         // kEnded
+    int64_t ts_ms = core::InputItem::kNoTs;  // kProgress
+  };
+  ScriptedInput(std::vector<core::InputPartition> partitions, std::deque<Step> steps, std::atomic<bool>& stop)
+      : partitions_(std::move(partitions)), steps_(std::move(steps)), stop_(stop) {}
+  const std::vector<core::InputPartition>& partitions() const override { return partitions_; }
+  core::Result<core::InputItem> Next(int) override {
+    core::InputItem item;
+    if (steps_.empty()) {
+      read_past_end_ = true;
+      stop_.store(true);  // the runner did not see the end: stop it rather than hang the test
+      return item;
+    }
+    current_ = std::move(steps_.front());
+    steps_.pop_front();
+    item.kind = current_.kind;
+    item.partition = current_.partition;
+    item.offset = offset_++;
+    if (current_.kind == Kind::kRecord) {
+      item.record = &current_.record;
+      item.ts_ms = core::TimestampMsOf(current_.record);
+    }
+    if (current_.kind == Kind::kProgress) item.ts_ms = current_.ts_ms;
+    item.clusters = current_.clusters;
+    return item;
+  }
+  bool read_past_end() const { return read_past_end_; }
+
+ private:
+  std::vector<core::InputPartition> partitions_;
+  std::deque<Step> steps_;
+  std::atomic<bool>& stop_;
+  Step current_{Kind::kNothing, 0, core::Record{}, "", core::InputItem::kNoTs};
+  int64_t offset_ = 0;
+  bool read_past_end_ = false;
+};
+
+class CaptureSink : public core::RecordSink {
+ public:
+  core::Status Write(const core::Record& record) override {
+    std::string json;
+    core::AppendRecordJson(json, record);
+    lines.push_back(json);
+    return core::Status::Ok();
+  }
+  core::Status Flush() override { return core::Status::Ok(); }
+  core::Status End(const std::vector<std::string>& clusters) override {
+    ended_with = clusters;
+    ended = true;
+    return core::Status::Ok();
+  }
+  std::vector<std::string> lines;
+  std::vector<std::string> ended_with;
+  bool ended = false;
+};
+
+core::Record Util(int64_t t_ms) {
+  core::UtilSample s;
+  s.cluster = "seren";
+  s.node = "n1";
+  s.ts_ms = t_ms;
+  s.gpu.push_back({core::InternName("GPU_UTIL"), {50.0}});
+  return s;
+}
+
+core::Record Submit(int64_t t_ms) {
+  core::JobEvent j;
+  j.cluster = "seren";
+  j.event = core::JobEventKind::kSubmit;
+  j.ts_ms = t_ms;
+  j.job_id = "j1";
+  j.user = "u1";
+  j.type = "Other";
+  j.gpu_num = 8;
+  j.node_num = 1;
+  return j;
+}
+
+const std::vector<core::InputPartition> kInputs = {{"acme.jobs/0", "acme.jobs", "acme.jobs[0]"},
+                                                   {"acme.util/0", "acme.util", "acme.util[0]"}};
+
+// Runs the process stage over steps; returns its output lines.
+std::vector<std::string> Process(std::deque<ScriptedInput::Step> steps, processors::ProcessStats* stats,
+                                 bool* read_past_end = nullptr) {
+  std::atomic<bool> stop{false};
+  ScriptedInput input(kInputs, std::move(steps), stop);
+  CaptureSink sink;
+  processors::ProcessOptions options;
+  options.allowed_lateness_ms = 30'000;
+  processors::StreamProcessor processor(options, sink, nullptr);
+  core::InputErrors errors(nullptr);
+  OwnAllClusters all;
+  EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
+  *stats = processor.stats();
+  if (read_past_end != nullptr) *read_past_end = input.read_past_end();
+  EXPECT_TRUE(sink.ended);
+  return sink.lines;
+}
+
+TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWriterIsLive) {
+  // The jobs partition is caught up early (its writer has not delivered yet) while the util
+  // partition runs ten minutes ahead; then the job event at 30 s arrives. It is late only if the
+  // caught-up partition had stopped holding the watermark (the bug of a concurrent replay).
+  std::deque<ScriptedInput::Step> live = {{Kind::kCaughtUp, 0, {}, ""}};
+  for (int64_t t = 0; t <= 600'000; t += 15'000) live.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  live.push_back({Kind::kCaughtUp, 1, {}, ""});
+  live.push_back({Kind::kRecord, 0, Submit(kT0 + 30'000), ""});
+  live.push_back({Kind::kEnded, 0, {}, "seren"});
+  live.push_back({Kind::kEnded, 1, {}, "seren"});
+  processors::ProcessStats live_stats;
+  const std::vector<std::string> got = Process(live, &live_stats);
+  EXPECT_EQ(live_stats.late, 0);
+
+  // The same records in trace-time order give the same windows.
+  std::deque<ScriptedInput::Step> ordered;
+  for (int64_t t = 0; t <= 600'000; t += 15'000) {
+    ordered.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+    if (t == 30'000) ordered.push_back({Kind::kRecord, 0, Submit(kT0 + 30'000), ""});
+  }
+  ordered.push_back({Kind::kEnded, 0, {}, "seren"});
+  ordered.push_back({Kind::kEnded, 1, {}, "seren"});
+  processors::ProcessStats ordered_stats;
+  EXPECT_EQ(got, Process(ordered, &ordered_stats));
+  EXPECT_EQ(ordered_stats.late, 0);
+}
+
+TEST(ProcessStageTest, AProgressMarkerLetsAQuietPartitionsWindowsClose) {
+  // Without the marker the quiet jobs partition holds every window open until the end.
+  std::deque<ScriptedInput::Step> steps;
+  for (int64_t t = 0; t <= 300'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  steps.push_back({Kind::kProgress, 0, {}, "", kT0 + 300'000});
+  std::atomic<bool> stop{false};
+  ScriptedInput input(kInputs, steps, stop);
+  CaptureSink sink;
+  processors::ProcessOptions options;
+  options.allowed_lateness_ms = 30'000;
+  processors::StreamProcessor processor(options, sink, nullptr);
+  core::InputErrors errors(nullptr);
+  OwnAllClusters all;
+  EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
+  EXPECT_TRUE(input.read_past_end());  // no end markers: it was stopped, not ended
+  EXPECT_FALSE(sink.ended);
+  // Windows up to 300 s - 30 s of lateness closed while the input was still open.
+  EXPECT_GE(processor.stats().windows, 4);
+}
+
+TEST(ExportStageTest, OneWritersEndMarkerDoesNotEndAPartitionAnotherStillWrites) {
+  // Two processor instances write acme.metrics: kalos's ends first; seren's writer still has a
+  // window to write into the same partition.
+  auto window = [](const std::string& cluster, int64_t end_ms, double records) {
+    core::MetricsWindow w;
+    w.cluster = cluster;
+    w.window_s = 60;
+    w.start_ms = end_ms - 60'000;
+    w.end_ms = end_ms;
+    w.ts_ms = end_ms;
+    w.metrics.push_back({"records_total", records});
+    return core::Record(w);
+  };
+  const std::vector<core::InputPartition> partitions = {{"acme.metrics/0", "acme.metrics", "acme.metrics[0]"},
+                                                        {"acme.metrics/1", "acme.metrics", "acme.metrics[1]"}};
+  std::deque<ScriptedInput::Step> steps = {
+      {Kind::kEnded, 1, {}, "seren"},
+      {Kind::kEnded, 1, {}, "kalos"},
+      {Kind::kRecord, 0, window("seren", kT0 + 60'000, 1), ""},
+      {Kind::kRecord, 0, window("kalos", kT0 + 60'000, 2), ""},
+      {Kind::kEnded, 0, {}, "kalos"},
+      {Kind::kRecord, 0, window("seren", kT0 + 120'000, 7), ""},
+      {Kind::kEnded, 0, {}, "seren"},
+  };
+  std::atomic<bool> stop{false};
+  ScriptedInput input(partitions, steps, stop);
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  ASSERT_TRUE(RunExportStage(input, exporter, errors, StageOptions{}, stop).ok());
+  EXPECT_FALSE(input.read_past_end()) << "the stage did not see its input end";
+  EXPECT_NE(exporter.Exposition().find("acmetrace_cluster_records_total{cluster=\"seren\"} 7"), std::string::npos)
+      << exporter.Exposition();
+}
+
+}  // namespace
+}  // namespace acmetrace::pipeline
