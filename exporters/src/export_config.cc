@@ -60,7 +60,7 @@ void DeclareExportConfig(core::Config& config) {
                  "wall seconds between the scrapes of the slowest scraper (configs/prometheus: 15): a closed anomaly "
                  "flag stays exposed for two of them (value 1 until it was shown for two, then 0), so no flag falls "
                  "between scrapes",
-                 ConfigType::Int(1, 86'400));
+                 ConfigType::PositiveSeconds());
   config.Declare("export.hour_window_s", "3600",
                  "the process.windows_s view the last-hour quantiles and failure ratio are taken from",
                  ConfigType::Int(1, core::kMaxConfigSeconds));

@@ -18,13 +18,6 @@
 namespace acmetrace::kafka::testing {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(KafkaBrokerRestartTest, NoRecordLostNoneDuplicated) {
   OwnBroker broker;
   ASSERT_FALSE(broker.bootstrap().empty());
@@ -45,7 +38,7 @@ TEST(KafkaBrokerRestartTest, NoRecordLostNoneDuplicated) {
   std::this_thread::sleep_for(std::chrono::seconds(4));
   ASSERT_TRUE(broker.Start());
   const int exit_code = run.Wait();
-  const std::string err = ReadAll(dir + "/replay.err");
+  const std::string err = ReadFile(dir + "/replay.err");
   ASSERT_EQ(exit_code, 0) << err;
   const auto n = static_cast<int64_t>(expected.size());
   EXPECT_EQ(NumberBefore(err, "records produced"), n) << err;

@@ -17,13 +17,6 @@
 namespace acmetrace::kafka::testing {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The exposition's sample lines, sorted (series order within a family is not part of the format),
 // without what describes the running processes rather than the data: the replay's progress gauges,
 // records counted per stage (each process counts only its own stages) and the series count of
@@ -70,7 +63,7 @@ class KafkaPipelineEqualityTest : public ::testing::Test {
     CommandResult local = RunCommand(Run() + " --speed max --metrics-out " + dir_ + "/in-process.prom");
     ASSERT_EQ(local.exit_code, 0) << local.err;
     EXPECT_NE(local.err.find("(0 late)"), std::string::npos) << local.err;
-    expected_ = State(Slurp(dir_ + "/in-process.prom"));
+    expected_ = State(ReadFile(dir_ + "/in-process.prom"));
     ASSERT_GT(expected_.size(), 500u);
   }
   std::string Acmetrace() const { return std::string(Binary()) + " --config " + dir_ + "/acmetrace.yaml"; }
@@ -102,16 +95,16 @@ TEST_F(KafkaPipelineEqualityTest, RunOverKafkaAndThreeProcessesEndInTheInProcess
   BackgroundCommand process_b(common + " process --source kafka --sink kafka --brokers " + brokers +
                                   " --group equality --state-dir " + dir_ + "/state --until-end",
                               dir_ + "/process-b.out", dir_ + "/process-b.err");
-  EXPECT_EQ(replay.Wait(), 0) << Slurp(dir_ + "/replay.err");
-  EXPECT_EQ(process_a.Wait(), 0) << Slurp(dir_ + "/process-a.err");
-  EXPECT_EQ(process_b.Wait(), 0) << Slurp(dir_ + "/process-b.err");
-  ASSERT_EQ(exporter.Wait(), 0) << Slurp(dir_ + "/export.err");
+  EXPECT_EQ(replay.Wait(), 0) << ReadFile(dir_ + "/replay.err");
+  EXPECT_EQ(process_a.Wait(), 0) << ReadFile(dir_ + "/process-a.err");
+  EXPECT_EQ(process_b.Wait(), 0) << ReadFile(dir_ + "/process-b.err");
+  ASSERT_EQ(exporter.Wait(), 0) << ReadFile(dir_ + "/export.err");
   for (const char* err : {"/process-a.err", "/process-b.err"}) {
-    EXPECT_NE(Slurp(dir_ + err).find(" 0 late,"), std::string::npos) << Slurp(dir_ + err);
+    EXPECT_NE(ReadFile(dir_ + err).find(" 0 late,"), std::string::npos) << ReadFile(dir_ + err);
   }
   // The joining instance took a cluster over (from the first one's snapshot) while records were still coming.
-  EXPECT_NE(Slurp(dir_ + "/process-b.err").find("owns "), std::string::npos) << Slurp(dir_ + "/process-b.err");
-  const std::vector<std::string> three = State(Slurp(dir_ + "/export.prom"));
+  EXPECT_NE(ReadFile(dir_ + "/process-b.err").find("owns "), std::string::npos) << ReadFile(dir_ + "/process-b.err");
+  const std::vector<std::string> three = State(ReadFile(dir_ + "/export.prom"));
   EXPECT_EQ(three, expected_) << "three processes:" << Difference(expected_, three);
 
   // run --brokers reads only what it writes itself, so the topics' earlier contents do not matter.
@@ -120,7 +113,7 @@ TEST_F(KafkaPipelineEqualityTest, RunOverKafkaAndThreeProcessesEndInTheInProcess
     CommandResult run = RunCommand(Run() + " --brokers " + brokers + " --speed " + speed + " --metrics-out " + out);
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_NE(run.err.find("(0 late)"), std::string::npos) << run.err;
-    const std::vector<std::string> got = State(Slurp(out));
+    const std::vector<std::string> got = State(ReadFile(out));
     EXPECT_EQ(got, expected_) << "run --brokers --speed " << speed << ":" << Difference(expected_, got);
   }
 }

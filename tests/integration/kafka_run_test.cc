@@ -12,13 +12,6 @@
 namespace acmetrace::kafka::testing {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The sample lines of the families whose names start with prefix.
 std::map<std::string, std::string> Lines(const std::string& text, const std::string& prefix) {
   std::map<std::string, std::string> out;
@@ -49,8 +42,8 @@ TEST(KafkaRunTest, EveryHopThroughKafkaExportsWhatTheInProcessRunExports) {
     EXPECT_NE(kafka_run.err.find("every hop through Kafka"), std::string::npos) << kafka_run.err;
     CommandResult local_run = RunCommand(common + dir + "/local.prom");
     ASSERT_EQ(local_run.exit_code, 0) << local_run.err;
-    const std::string kafka_text = Slurp(dir + "/kafka.prom");
-    const std::string local_text = Slurp(dir + "/local.prom");
+    const std::string kafka_text = ReadFile(dir + "/kafka.prom");
+    const std::string local_text = ReadFile(dir + "/local.prom");
     for (const char* family : {"acmetrace_jobs_submitted_total", "acmetrace_jobs_started_total",
                                "acmetrace_jobs_finished_total", "acmetrace_job_gpu_seconds_total"}) {
       const auto via_kafka = Lines(kafka_text, std::string(family) + "{");

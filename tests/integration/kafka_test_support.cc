@@ -23,7 +23,7 @@
 namespace acmetrace::kafka::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
+std::string ReadWhole(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
@@ -46,8 +46,8 @@ CommandResult RunCommand(const std::string& command) {
   const int status = std::system(full.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadFile(base + ".out");
-  r.err = ReadFile(base + ".err");
+  r.out = ReadWhole(base + ".out");
+  r.err = ReadWhole(base + ".err");
   std::remove((base + ".out").c_str());
   std::remove((base + ".err").c_str());
   return r;
@@ -82,7 +82,7 @@ int BackgroundCommand::Wait() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::string SharedBroker() { return Trim(ReadFile(ACMETRACE_KAFKA_BOOTSTRAP_FILE)); }
+std::string SharedBroker() { return Trim(ReadWhole(ACMETRACE_KAFKA_BOOTSTRAP_FILE)); }
 
 OwnBroker::OwnBroker() {
   CommandResult r = RunCommand(KafkaLocal() + " --port 0 start");
@@ -105,6 +105,8 @@ bool OwnBroker::Start() {
   if (r.exit_code != 0) ADD_FAILURE() << "restart failed:\n" << r.err;
   return r.exit_code == 0;
 }
+
+std::string ReadFile(const std::string& path) { return ReadWhole(path); }
 
 std::string FreshDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "acmetrace-it-" + std::to_string(::getpid()) + "-" + name;

@@ -62,6 +62,9 @@ class OwnBroker {
   int port_ = 0;
 };
 
+/// The whole content of a file ("" if it cannot be read).
+std::string ReadFile(const std::string& path);
+
 /// A fresh empty directory under the test temp dir.
 std::string FreshDir(const std::string& name);
 

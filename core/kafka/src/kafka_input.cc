@@ -5,17 +5,9 @@
 #include <utility>
 
 #include "acmetrace/kafka/kafka_partition_reader.h"
+#include "rdkafka_handles.h"
 
 namespace acmetrace::kafka {
-namespace {
-
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 struct KafkaInput::Impl {
   KafkaInputOptions options;
   std::unique_ptr<KafkaPartitionReader> reader;
@@ -111,7 +103,7 @@ core::Result<std::vector<int64_t>> KafkaInput::Ends() {
 core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
   Impl& s = *impl_;
   core::InputItem item;
-  if (const int idle = s.DueIdle(SteadyNowMs()); idle >= 0) {
+  if (const int idle = s.DueIdle(internal::SteadyNowMs()); idle >= 0) {
     item.kind = core::InputItem::Kind::kIdle;
     item.partition = idle;
     return item;
@@ -125,7 +117,7 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
     item.kind = core::InputItem::Kind::kCaughtUp;
     item.offset = e.offset;
     int64_t& since = s.caught_up_since[static_cast<size_t>(item.partition)];
-    if (since < 0) since = SteadyNowMs();
+    if (since < 0) since = internal::SteadyNowMs();
     return item;
   }
   if (e.kind != ReaderEvent::Kind::kRecord) return item;

@@ -13,11 +13,6 @@
 namespace acmetrace::kafka {
 namespace {
 
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // How long Next holds the other partitions back for one that has records but has not delivered its
 // next one; longer for its first after an assignment (the start offset is looked up first).
 constexpr int64_t kMaxWaitMs = 500;
@@ -201,7 +196,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       q.at_end = true;
       q.delivered = true;
-      q.recheck_ms = SteadyNowMs() + kRecheckMs;
+      q.recheck_ms = internal::SteadyNowMs() + kRecheckMs;
       q.waiting_since = -1;
       ReaderEvent e;
       e.kind = ReaderEvent::Kind::kPartitionEnd;
@@ -245,9 +240,9 @@ ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q) {
 core::Result<ReaderEvent> KafkaPartitionReader::Next(int timeout_ms) {
   Impl& s = *impl_;
   s.current.reset();
-  const int64_t deadline = SteadyNowMs() + timeout_ms;
+  const int64_t deadline = internal::SteadyNowMs() + timeout_ms;
   for (;;) {
-    const int64_t now = SteadyNowMs();
+    const int64_t now = internal::SteadyNowMs();
     if (now >= s.next_client_poll_ms) {  // the client's own events (partition messages have their queues)
       s.next_client_poll_ms = now + kRecheckMs;
       internal::MessageHandle m(rd_kafka_consumer_poll(s.consumer.get(), 0));

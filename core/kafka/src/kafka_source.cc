@@ -9,15 +9,6 @@
 #include "rdkafka_handles.h"
 
 namespace acmetrace::kafka {
-namespace {
-
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 struct KafkaSource::Impl {
   explicit Impl(std::FILE* log) : state(log) {}
 
@@ -80,9 +71,9 @@ core::Result<const FramedRecord*> KafkaSource::Next(int timeout_ms) {
   Impl& s = *impl_;
   s.current.reset();
   if (s.at_end || s.closed) return static_cast<const FramedRecord*>(nullptr);
-  const int64_t deadline = SteadyNowMs() + timeout_ms;
+  const int64_t deadline = internal::SteadyNowMs() + timeout_ms;
   for (;;) {
-    const int64_t left = std::max<int64_t>(deadline - SteadyNowMs(), 0);
+    const int64_t left = std::max<int64_t>(deadline - internal::SteadyNowMs(), 0);
     internal::MessageHandle m(rd_kafka_consumer_poll(s.consumer.get(), static_cast<int>(left)));
     if (s.state.fatal()) return core::Status::Error("kafka consumer fatal error: " + s.state.fatal_message());
     if (!m) {

@@ -12,11 +12,6 @@ namespace {
 
 constexpr int64_t kRepeatQuietMs = 10'000;
 
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 ClientState& StateOf(const rd_kafka_t* rk) { return *static_cast<ClientState*>(rd_kafka_opaque(rk)); }
 
 void ErrorCallback(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
@@ -180,6 +175,11 @@ int64_t TraceTsOf(rd_kafka_message_t* m) {
 std::string_view MarkerOf(rd_kafka_message_t* m) {
   if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither
   return HeaderOf(m, kMarkerHeader);
+}
+
+int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace acmetrace::kafka::internal

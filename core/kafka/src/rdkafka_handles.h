@@ -93,6 +93,9 @@ core::Result<KafkaHandle> CreateClient(const Properties& properties, ClientRole 
 /// Waits until a broker answers a metadata request, up to timeout_ms; the error names the brokers,
 /// the config key and the last connection error. Serves the main queue's callbacks while it waits,
 /// so call it before rd_kafka_poll_set_consumer.
+/// Milliseconds of the steady clock (for the clients' timeouts and waits).
+int64_t SteadyNowMs();
+
 /// The message's trace_ts_ms header (kNoTraceTs if absent or not a whole number).
 int64_t TraceTsOf(rd_kafka_message_t* m);
 /// The message's stream marker (kafka_message.h): its acmetrace_marker header if it has neither key

@@ -30,6 +30,24 @@ std::string Scratch() {
   return dir;
 }
 
+// stderr without each line's log prefix (core/log.h: "2026-12-01T15:21:10.909Z ERROR "), so the
+// messages compare exactly; a line without the prefix is kept whole (and then fails the comparison).
+std::string WithoutLogPrefix(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t z = line.find("Z ");
+    if (z == 23 && line.size() > 25) {
+      const size_t level_end = line.find(' ', z + 2);
+      const size_t message = line.find_first_not_of(' ', level_end);
+      if (level_end != std::string::npos && message != std::string::npos) line = line.substr(message);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 // Runs `env_prefix acmetrace args` through the shell, stdin from /dev/null.
 Outcome RunBinary(const std::string& args, const std::string& env_prefix = "") {
   const std::string err_path = Scratch() + "/stderr.txt";
@@ -44,7 +62,7 @@ Outcome RunBinary(const std::string& args, const std::string& env_prefix = "") {
   std::ifstream in(err_path);
   std::stringstream err;
   err << in.rdbuf();
-  return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+  return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, WithoutLogPrefix(err.str())};
 }
 
 const std::string kData = std::string(ACMETRACE_FIXTURES) + "/release";

@@ -102,9 +102,15 @@ core::Record Submit(int64_t t_ms) {
 const std::vector<core::InputPartition> kInputs = {{"acme.jobs/0", "acme.jobs", "acme.jobs[0]"},
                                                    {"acme.util/0", "acme.util", "acme.util[0]"}};
 
-// Runs the process stage over steps; returns its output lines.
-std::vector<std::string> Process(std::deque<ScriptedInput::Step> steps, processors::ProcessStats* stats,
-                                 bool* read_past_end = nullptr) {
+// What a process stage did over a scripted input.
+struct ProcessRun {
+  std::vector<std::string> lines;  // its output
+  processors::ProcessStats stats;
+  bool ended = false;          // it ended its output stream (the input ended)
+  bool read_past_end = false;  // it read on after the script: it was stopped, not ended
+};
+
+ProcessRun Process(std::deque<ScriptedInput::Step> steps) {
   std::atomic<bool> stop{false};
   ScriptedInput input(kInputs, std::move(steps), stop);
   CaptureSink sink;
@@ -114,10 +120,7 @@ std::vector<std::string> Process(std::deque<ScriptedInput::Step> steps, processo
   core::InputErrors errors(nullptr);
   OwnAllClusters all;
   EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
-  *stats = processor.stats();
-  if (read_past_end != nullptr) *read_past_end = input.read_past_end();
-  EXPECT_TRUE(sink.ended);
-  return sink.lines;
+  return ProcessRun{sink.lines, processor.stats(), sink.ended, input.read_past_end()};
 }
 
 TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWriterIsLive) {
@@ -130,9 +133,9 @@ TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWrite
   live.push_back({Kind::kRecord, 0, Submit(kT0 + 30'000), ""});
   live.push_back({Kind::kEnded, 0, {}, "seren"});
   live.push_back({Kind::kEnded, 1, {}, "seren"});
-  processors::ProcessStats live_stats;
-  const std::vector<std::string> got = Process(live, &live_stats);
-  EXPECT_EQ(live_stats.late, 0);
+  const ProcessRun got = Process(live);
+  EXPECT_TRUE(got.ended);
+  EXPECT_EQ(got.stats.late, 0);
 
   // The same records in trace-time order give the same windows.
   std::deque<ScriptedInput::Step> ordered;
@@ -142,9 +145,9 @@ TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWrite
   }
   ordered.push_back({Kind::kEnded, 0, {}, "seren"});
   ordered.push_back({Kind::kEnded, 1, {}, "seren"});
-  processors::ProcessStats ordered_stats;
-  EXPECT_EQ(got, Process(ordered, &ordered_stats));
-  EXPECT_EQ(ordered_stats.late, 0);
+  const ProcessRun expected = Process(ordered);
+  EXPECT_EQ(got.lines, expected.lines);
+  EXPECT_EQ(expected.stats.late, 0);
 }
 
 TEST(ProcessStageTest, AProgressMarkerLetsAQuietPartitionsWindowsClose) {
@@ -152,19 +155,11 @@ TEST(ProcessStageTest, AProgressMarkerLetsAQuietPartitionsWindowsClose) {
   std::deque<ScriptedInput::Step> steps;
   for (int64_t t = 0; t <= 300'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
   steps.push_back({Kind::kProgress, 0, {}, "", kT0 + 300'000});
-  std::atomic<bool> stop{false};
-  ScriptedInput input(kInputs, steps, stop);
-  CaptureSink sink;
-  processors::ProcessOptions options;
-  options.allowed_lateness_ms = 30'000;
-  processors::StreamProcessor processor(options, sink, nullptr);
-  core::InputErrors errors(nullptr);
-  OwnAllClusters all;
-  EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
-  EXPECT_TRUE(input.read_past_end());  // no end markers: it was stopped, not ended
-  EXPECT_FALSE(sink.ended);
+  const ProcessRun run = Process(steps);
+  EXPECT_TRUE(run.read_past_end);  // no end markers: it was stopped, not ended
+  EXPECT_FALSE(run.ended);
   // Windows up to 300 s - 30 s of lateness closed while the input was still open.
-  EXPECT_GE(processor.stats().windows, 4);
+  EXPECT_GE(run.stats.windows, 4);
 }
 
 TEST(ExportStageTest, OneWritersEndMarkerDoesNotEndAPartitionAnotherStillWrites) {
