@@ -69,37 +69,6 @@ void MergeMap(std::map<std::string, V>& into, const std::map<std::string, V>& fr
   for (const auto& [k, v] : from) into[k] += v;
 }
 
-void SaveCounts(StateWriter& out, const std::map<std::string, int64_t>& m) {
-  out.U64(m.size());
-  for (const auto& [k, v] : m) {
-    out.Str(k);
-    out.I64(v);
-  }
-}
-void LoadCounts(StateReader& in, std::map<std::string, int64_t>& m) {
-  m.clear();
-  const uint64_t n = in.Count(16);
-  for (uint64_t i = 0; i < n && in.ok(); ++i) {
-    std::string k = in.Str();
-    m[std::move(k)] = in.I64();
-  }
-}
-void SaveSums(StateWriter& out, const std::map<std::string, double>& m) {
-  out.U64(m.size());
-  for (const auto& [k, v] : m) {
-    out.Str(k);
-    out.F64(v);
-  }
-}
-void LoadSums(StateReader& in, std::map<std::string, double>& m) {
-  m.clear();
-  const uint64_t n = in.Count(16);
-  for (uint64_t i = 0; i < n && in.ok(); ++i) {
-    std::string k = in.Str();
-    m[std::move(k)] = in.F64();
-  }
-}
-
 }  // namespace
 
 std::string_view QuantityMetricName(Quantity q) {
@@ -174,71 +143,11 @@ void WindowAggregate::Merge(const WindowAggregate& o, bool with_sketches) {
   }
 }
 
-void WindowAggregate::Save(StateWriter& out) const {
-  out.I64(records);
-  out.I64(late_records);
-  SaveCounts(out, submitted);
-  SaveCounts(out, started);
-  SaveCounts(out, finished);
-  SaveSums(out, gpu_seconds);
-  out.I64(gpu_jobs_finished);
-  out.I64(gpu_jobs_failed);
-  queue_s.Save(out);
-  duration_s.Save(out);
-  for (const Distribution& d : quantities) {
-    out.U64(d.count);
-    out.F64(d.sum);
-    d.sketch.Save(out);
-  }
-  out.U64(per_time.size());
-  for (const auto& [t, v] : per_time) {
-    out.I64(t);
-    for (double x : {v.gpus_idle, v.gpus_reporting, v.gpu_power_w, v.power_samples, v.ib_send, v.ib_send_samples,
-                     v.ib_receive, v.ib_receive_samples}) {
-      out.F64(x);
-    }
-  }
-  out.F64(gpu_temp_max);
-  out.U64(ipmi_power.size());
-  for (const auto& [model, v] : ipmi_power) {
-    out.Str(model);
-    out.F64(v.first);
-    out.I64(v.second);
-  }
-}
+void WindowAggregate::Save(StateWriter& out) const { out(*this); }
 
 bool WindowAggregate::Load(StateReader& in, double accuracy) {
   *this = WindowAggregate(accuracy);
-  records = in.I64();
-  late_records = in.I64();
-  LoadCounts(in, submitted);
-  LoadCounts(in, started);
-  LoadCounts(in, finished);
-  LoadSums(in, gpu_seconds);
-  gpu_jobs_finished = in.I64();
-  gpu_jobs_failed = in.I64();
-  if (!queue_s.Load(in) || !duration_s.Load(in)) return false;
-  for (Distribution& d : quantities) {
-    d.count = in.U64();
-    d.sum = in.F64();
-    if (!d.sketch.Load(in)) return false;
-  }
-  const uint64_t times = in.Count(72);
-  for (uint64_t i = 0; i < times && in.ok(); ++i) {
-    TimeTotals& v = per_time[in.I64()];
-    for (double* x : {&v.gpus_idle, &v.gpus_reporting, &v.gpu_power_w, &v.power_samples, &v.ib_send,
-                      &v.ib_send_samples, &v.ib_receive, &v.ib_receive_samples}) {
-      *x = in.F64();
-    }
-  }
-  gpu_temp_max = in.F64();
-  const uint64_t models = in.Count(24);
-  for (uint64_t i = 0; i < models && in.ok(); ++i) {
-    std::string model = in.Str();
-    auto& v = ipmi_power[std::move(model)];
-    v.first = in.F64();
-    v.second = in.I64();
-  }
+  in(*this);
   return in.ok();
 }
 
@@ -586,65 +495,24 @@ void ClusterMetrics::CloseWindow(int64_t start_ms, std::vector<core::MetricsWind
   }
 }
 
-void ClusterMetrics::Save(StateWriter& out) const {
-  out.Str(cluster_);
-  out.U64(closed_.size());
-  for (const auto& [start, w] : closed_) {
-    out.I64(start);
-    w.Save(out);
+template <class Io, class Self>
+void ClusterMetrics::Fields(Io& io, Self& m) {
+  // The open window is not saved: a snapshot is taken between windows.
+  if constexpr (Io::kReading) {
+    std::string cluster;
+    io(cluster);
+    if (cluster != m.cluster_) return io.Fail();  // another cluster's metrics: leave these alone
+  } else {
+    io(m.cluster_);
   }
-  out.U64(jobs_.size());
-  // Sorted, so equal state gives equal bytes.
-  std::map<std::string_view, const JobInFlight*> sorted;
-  for (const auto& [id, job] : jobs_) sorted.emplace(id, &job);
-  for (const auto& [id, job] : sorted) {
-    out.Str(id);
-    out.Str(job->type);
-    out.I64(job->gpu_num);
-    out.U64(job->running ? 1 : 0);
-  }
-  SaveCounts(out, running_);
-  SaveCounts(out, pending_);
-  out.I64(gpus_allocated_);
-  out.I64(gpus_pending_);
-  SaveCounts(out, submitted_total_);
-  SaveCounts(out, started_total_);
-  SaveCounts(out, finished_total_);
-  SaveSums(out, gpu_seconds_total_);
-  out.I64(records_total_);
-  out.I64(late_total_);
+  io(m.closed_, m.jobs_, m.running_, m.pending_, m.gpus_allocated_, m.gpus_pending_, m.submitted_total_,
+     m.started_total_, m.finished_total_, m.gpu_seconds_total_, m.records_total_, m.late_total_);
 }
 
+void ClusterMetrics::Save(StateWriter& out) const { Fields(out, *this); }
+
 bool ClusterMetrics::Load(StateReader& in) {
-  if (in.Str() != cluster_) return false;
-  closed_.clear();
-  const uint64_t windows = in.Count(64);
-  for (uint64_t i = 0; i < windows && in.ok(); ++i) {
-    const int64_t start = in.I64();
-    WindowAggregate w(options_.quantile_accuracy);
-    if (!w.Load(in, options_.quantile_accuracy)) return false;
-    closed_.insert_or_assign(start, std::move(w));
-  }
-  jobs_.clear();
-  const uint64_t jobs = in.Count(32);
-  for (uint64_t i = 0; i < jobs && in.ok(); ++i) {
-    std::string id = in.Str();
-    JobInFlight job;
-    job.type = in.Str();
-    job.gpu_num = in.I64();
-    job.running = in.U64() != 0;
-    jobs_.insert_or_assign(std::move(id), std::move(job));
-  }
-  LoadCounts(in, running_);
-  LoadCounts(in, pending_);
-  gpus_allocated_ = in.I64();
-  gpus_pending_ = in.I64();
-  LoadCounts(in, submitted_total_);
-  LoadCounts(in, started_total_);
-  LoadCounts(in, finished_total_);
-  LoadSums(in, gpu_seconds_total_);
-  records_total_ = in.I64();
-  late_total_ = in.I64();
+  Fields(in, *this);
   // Not in the snapshot (its format stays as it was): the capacity is seen again from the telemetry
   // of the first window after the restore, where every node reports.
   gpus_seen_per_node_.clear();

@@ -98,30 +98,11 @@ void QuantileSketch::Clear() {
   count_ = 0;
 }
 
-void QuantileSketch::Save(StateWriter& out) const {
-  out.F64(alpha_);
-  out.U64(count_);
-  out.U64(zero_count_);
-  out.I64(offset_);
-  out.U64(bins_.size());
-  for (uint64_t b : bins_) out.U64(b);
-}
+void QuantileSketch::Save(StateWriter& out) const { out(*this); }
 
 bool QuantileSketch::Load(StateReader& in) {
-  const double alpha = in.F64();
-  if (!in.ok() || !(alpha > 0 && alpha < 1)) return false;
-  *this = QuantileSketch(alpha);
-  count_ = in.U64();
-  zero_count_ = in.U64();
-  offset_ = static_cast<int32_t>(in.I64());
-  const uint64_t n = in.Count(sizeof(uint64_t));
-  bins_.resize(n);
-  uint64_t total = zero_count_;
-  for (uint64_t& b : bins_) {
-    b = in.U64();
-    total += b;
-  }
-  return in.ok() && total == count_;
+  in(*this);
+  return in.ok();
 }
 
 bool QuantileSketch::operator==(const QuantileSketch& other) const {

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -50,6 +51,160 @@ std::string_view KeySuffix(const core::Record& r) {
   return {};
 }
 
+// ---- The snapshot's fields (state_codec.h): each described once, for Snapshot and Restore ----------
+
+// A member's type as reached through the object (const when the object is): Member<decltype((c.m))>.
+template <class T>
+using Member = std::remove_reference_t<T>;
+
+// The partitions a cluster has read from: name, next offset, highest event time. The names are the
+// processor's; loading declares them. P: a processor, const on saving.
+template <class P, class Cluster>
+struct PartitionsRef {
+  P& processor;
+  const std::vector<std::string>& names;
+  Cluster& c;
+  void Write(StateWriter& out) const {
+    out.U64(names.size());
+    for (size_t p = 0; p < names.size(); ++p) out(names[p], c.next_offset[p], c.max_ts[p]);
+  }
+  void Read(StateReader& in) {
+    const uint64_t n = in.Count(24);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      std::string name;
+      int64_t next_offset = 0, max_ts = 0;
+      in(name, next_offset, max_ts);
+      if (!in.ok()) return;
+      const int p = processor.DeclarePartition(name);
+      c.next_offset[p] = next_offset;
+      c.max_ts[p] = max_ts;
+    }
+  }
+};
+
+// A buffered record: its topic, then its JSON (the topic's schema, so the snapshot reads back
+// whatever the in-memory form becomes).
+template <class R>
+struct RecordJsonRef {
+  R& record;
+  core::RecordParser* parser;  // loading only
+  void Write(StateWriter& out) const {
+    std::string json;
+    core::AppendRecordJson(json, record);
+    out.Str(core::TopicOf(record));
+    out.Str(json);
+  }
+  void Read(StateReader& in) {
+    const std::string topic = in.Str();
+    const std::string json = in.Str();
+    if (!in.ok()) return;
+    if (core::Status s = parser->ParseValue(topic, json, record); !s.ok()) in.Fail("buffered record: " + s.message());
+  }
+};
+
+// The records a cluster buffers for windows not yet closed, in window order, as one list. Buffer:
+// the cluster's map from window start to records, const on saving.
+template <class Buffer>
+struct BufferRef {
+  Buffer& buffer;
+  int64_t base_window_ms;
+  void Write(StateWriter& out) const {
+    uint64_t n = 0;
+    for (const auto& [_, v] : buffer) n += v.size();
+    out.U64(n);
+    for (const auto& [_, v] : buffer) {
+      for (const auto& p : v) p.Fields(out, p, nullptr);
+    }
+  }
+  void Read(StateReader& in) {
+    using Pending = typename Buffer::mapped_type::value_type;
+    core::RecordParser parser;
+    const uint64_t n = in.Count(40);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      Pending p{};
+      Pending::Fields(in, p, &parser);
+      if (!in.ok()) return;
+      buffer[FloorTo(p.eff_ts_ms, base_window_ms)].push_back(std::move(p));
+    }
+  }
+};
+
+// The cluster's metrics (ClusterMetrics::Save and Load).
+template <class Metrics>
+struct MetricsRef {
+  Metrics& metrics;
+  void Write(StateWriter& out) const { metrics.Save(out); }
+  void Read(StateReader& in) {
+    if (!metrics.Load(in)) in.Fail();
+  }
+};
+
+// A detector's part is tagged with its kind, and with its state version when that is above 1
+// ("util_drop@2"): version 1 is the tag the first layout was written with, so its bytes stay as they were.
+std::string DetectorTag(std::string_view kind, uint32_t version) {
+  std::string tag(kind);
+  if (version != 1) tag += "@" + std::to_string(version);
+  return tag;
+}
+
+// Each detector's part apart, by kind, as a length-prefixed string: a restart with a kind disabled,
+// or newly enabled, still loads the others.
+template <class Detectors>
+struct DetectorPartsRef {
+  Detectors& detectors;
+  std::string_view cluster;
+  void Write(StateWriter& out) const {
+    out.U64(detectors.size());
+    for (const auto& d : detectors) {
+      StateWriter part;
+      d->SaveState(cluster, part);
+      out(DetectorTag(d->kind(), d->state_version()), part.bytes());
+    }
+  }
+  void Read(StateReader& in) {
+    const uint64_t n = in.Count(16);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      std::string tag, bytes;
+      in(tag, bytes);
+      if (!in.ok()) return;
+      const size_t at = tag.find('@');
+      const std::string_view kind = std::string_view(tag).substr(0, at);
+      uint32_t version = 1;
+      if (at != std::string::npos) {
+        const std::string_view digits = std::string_view(tag).substr(at + 1);
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
+        if (ec != std::errc() || end != digits.data() + digits.size() || version == 0) {
+          return in.Fail("detector state tag " + tag + " is malformed");
+        }
+      }
+      // A kind disabled since the snapshot: its state is dropped. A kind enabled since: starts afresh.
+      for (auto& d : detectors) {
+        if (d->kind() != kind) continue;
+        if (version > d->state_version()) {
+          return in.Fail("detector " + std::string(kind) + ": state version " + std::to_string(version) +
+                         " is newer than this build's " + std::to_string(d->state_version()));
+        }
+        StateReader part(bytes, version);
+        d->LoadState(cluster, part);
+        if (!part.ok() || !part.at_end()) {
+          return in.Fail("detector " + std::string(kind) + ": truncated or malformed state");
+        }
+      }
+    }
+  }
+};
+
+// A cluster's snapshot after its header (magic, version, name). Emitted: the end of the windows
+// already written (on saving, what the owner will have written when it stops).
+template <class Io, class Processor, class Cluster, class Emitted>
+void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::string>& partitions, Cluster& c,
+                           Emitted& emitted_through, int64_t base_window_ms) {
+  io(PartitionsRef<Processor, Cluster>{processor, partitions, c}, c.watermark, c.closed_through, emitted_through,
+     c.seq, BufferRef<Member<decltype((c.buffer))>>{c.buffer, base_window_ms}, MetricsRef<Member<decltype((c.metrics))>>{c.metrics});
+  // Version 1 ended there: no detector state.
+  if (io.version() >= kSnapshotVersion) io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name});
+}
+
 }  // namespace
 
 struct StreamProcessor::Pending {
@@ -58,6 +213,12 @@ struct StreamProcessor::Pending {
   uint64_t seq;
   bool late;
   core::Record record;
+  // As a snapshot holds it; the rank follows from the record. parser: for loading.
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p, core::RecordParser* parser) {
+    io(p.eff_ts_ms, p.seq, p.late, RecordJsonRef<std::remove_reference_t<decltype((p.record))>>{p.record, parser});
+    if constexpr (Io::kReading) p.topic_rank = TopicRank(p.record);
+  }
   bool operator<(const Pending& o) const {
     if (eff_ts_ms != o.eff_ts_ms) return eff_ts_ms < o.eff_ts_ms;
     if (topic_rank != o.topic_rank) return topic_rank < o.topic_rank;
@@ -417,129 +578,40 @@ std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flu
   auto it = clusters_.find(cluster);
   if (it == clusters_.end()) return {};
   const ClusterState& c = *it->second;
-  StateWriter out;
-  out.Str(kSnapshotMagic);
-  out.U64(kSnapshotVersion);
-  out.Str(c.name);
-  out.U64(partition_names_.size());
-  for (size_t p = 0; p < partition_names_.size(); ++p) {
-    out.Str(partition_names_[p]);
-    out.I64(c.next_offset[p]);
-    out.I64(c.max_ts[p]);
-  }
-  out.I64(c.watermark);
-  out.I64(c.closed_through);
   int64_t emitted = std::max(c.emitted_through, c.closed_through);
   if (final_flush_follows && !c.buffer.empty()) {
     emitted = std::max(emitted, c.buffer.rbegin()->first + options_.base_window_ms());
   }
-  out.I64(emitted);
-  out.U64(c.seq);
-  size_t pending = 0;
-  for (const auto& [_, v] : c.buffer) pending += v.size();
-  out.U64(pending);
-  std::string json;
-  for (const auto& [_, v] : c.buffer) {
-    for (const Pending& p : v) {
-      out.I64(p.eff_ts_ms);
-      out.U64(p.seq);
-      out.U64(p.late ? 1 : 0);
-      out.Str(core::TopicOf(p.record));
-      json.clear();
-      core::AppendRecordJson(json, p.record);
-      out.Str(json);
-    }
-  }
-  c.metrics.Save(out);
-  // Each detector's part apart, by kind: a restart with a kind disabled, or newly enabled, still
-  // loads the others.
-  out.U64(c.detectors.size());
-  for (const auto& d : c.detectors) {
-    StateWriter part;
-    d->SaveState(c.name, part);
-    out.Str(d->kind());
-    out.Str(part.bytes());
-  }
+  StateWriter out;
+  out.Str(kSnapshotMagic);
+  out(kSnapshotVersion, c.name);
+  ClusterSnapshotFields(out, *this, partition_names_, c, emitted, options_.base_window_ms());
   return out.Take();
 }
 
 core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* warning) {
-  StateReader in(snapshot);
-  if (in.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
-  const uint64_t version = in.U64();
+  StateReader header(snapshot);
+  if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
+  const uint64_t version = header.U64();
   if (version != kSnapshotVersion && version != kSnapshotVersionWithoutDetectors) {
     return core::Status::Error("state snapshot version " + std::to_string(version) + " is not " +
                                std::to_string(kSnapshotVersion));
   }
-  const std::string cluster = in.Str();
-  if (!in.ok() || cluster.empty()) return core::Status::Error("state snapshot: truncated header");
+  const std::string cluster = header.Str();
+  if (!header.ok() || cluster.empty()) return core::Status::Error("state snapshot: truncated header");
   Release(cluster);
   ClusterState& c = CreateCluster(cluster);
-  const uint64_t partitions = in.Count(24);
-  for (uint64_t i = 0; i < partitions && in.ok(); ++i) {
-    const std::string name = in.Str();
-    const int64_t next_offset = in.I64();
-    const int64_t max_ts = in.I64();
-    const int p = DeclarePartition(name);
-    c.next_offset[p] = next_offset;
-    c.max_ts[p] = max_ts;
-  }
-  c.watermark = in.I64();
-  c.closed_through = in.I64();
-  c.emitted_through = in.I64();
-  c.seq = in.U64();
-  const uint64_t pending = in.Count(40);
-  core::RecordParser parser;
-  for (uint64_t i = 0; i < pending && in.ok(); ++i) {
-    Pending p{};
-    p.eff_ts_ms = in.I64();
-    p.seq = in.U64();
-    p.late = in.U64() != 0;
-    const std::string topic = in.Str();
-    const std::string json = in.Str();
-    if (!in.ok()) break;
-    if (core::Status s = parser.ParseValue(topic, json, p.record); !s.ok()) {
-      Release(cluster);
-      return core::Status::Error("state snapshot of " + cluster + ": buffered record: " + s.message());
-    }
-    p.topic_rank = TopicRank(p.record);
-    c.buffer[FloorTo(p.eff_ts_ms, options_.base_window_ms())].push_back(std::move(p));
-  }
-  if (!in.ok() || !c.metrics.Load(in)) {
-    Release(cluster);
-    return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
-  }
-  if (version == kSnapshotVersionWithoutDetectors) {
-    if (!in.at_end()) {
-      Release(cluster);
-      return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
-    }
-    if (warning != nullptr && !c.detectors.empty()) {
-      *warning = "state snapshot of " + cluster + " has version " + std::to_string(version) +
-                 " (no detector state): its detectors start afresh";
-    }
-    return core::Status::Ok();
-  }
-  const uint64_t parts = in.Count(16);
-  for (uint64_t i = 0; i < parts && in.ok(); ++i) {
-    const std::string kind = in.Str();
-    const std::string bytes = in.Str();
-    if (!in.ok()) break;
-    // A kind disabled since the snapshot: its state is dropped. A kind enabled since: starts afresh.
-    for (auto& d : c.detectors) {
-      if (d->kind() != kind) continue;
-      StateReader part(bytes);
-      d->LoadState(cluster, part);
-      if (!part.ok() || !part.at_end()) {
-        Release(cluster);
-        return core::Status::Error("state snapshot of " + cluster + ": detector " + kind +
-                                   ": truncated or malformed state");
-      }
-    }
-  }
+  const size_t header_bytes = 8 + kSnapshotMagic.size() + 8 + 8 + cluster.size();
+  StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
+  ClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms());
   if (!in.ok() || !in.at_end()) {
     Release(cluster);
-    return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed");
+    return core::Status::Error("state snapshot of " + cluster + ": " +
+                               (in.error().empty() ? std::string("truncated or malformed") : in.error()));
+  }
+  if (version == kSnapshotVersionWithoutDetectors && warning != nullptr && !c.detectors.empty()) {
+    *warning = "state snapshot of " + cluster + " has version " + std::to_string(version) +
+               " (no detector state): its detectors start afresh";
   }
   return core::Status::Ok();
 }

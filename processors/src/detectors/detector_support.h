@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "acmetrace/core/record.h"
+#include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/state_codec.h"
 
 namespace acmetrace::processors::detectors {
@@ -43,21 +44,41 @@ class HysteresisState {
   /// True while the condition that would change the state holds but has not held long enough.
   bool pending() const { return since_ms_ != kNoTimeMs; }
 
-  static constexpr size_t kSavedBytes = 16;
-  void Save(StateWriter& out) const {
-    out.U64(open_ ? 1 : 0);
-    out.I64(since_ms_);
-  }
-  void Load(StateReader& in) {
-    const uint64_t open = in.U64();
-    if (open > 1) in.Fail();
-    open_ = open == 1;
-    since_ms_ = in.I64();
+  /// The state's fields, for the snapshot codec (state_codec.h).
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& s) {
+    io(s.open_, s.since_ms_);
   }
 
  private:
   bool open_ = false;
   int64_t since_ms_ = kNoTimeMs;
+};
+
+/// The judgement times of a detector that judges a cluster every step_ms of event time, from the first
+/// step boundary after the cluster's first record. Value type.
+class StepClock {
+ public:
+  /// A record at ts_ms: the first one starts the clock.
+  void OnRecord(int64_t ts_ms, int64_t step_ms) {
+    if (next_ms_ == kNoTimeMs) next_ms_ = first_ms_ = (ts_ms / step_ms + 1) * step_ms;
+  }
+  /// Calls judge(t) for each step time t <= watermark_ms not judged yet, in order.
+  template <class Judge>
+  void RunTo(int64_t watermark_ms, int64_t step_ms, Judge judge) {
+    for (; next_ms_ != kNoTimeMs && next_ms_ <= watermark_ms; next_ms_ += step_ms) judge(next_ms_);
+  }
+  /// The first step time (kNoTimeMs before the first record).
+  int64_t first_ms() const { return first_ms_; }
+
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& s) {
+    io(s.next_ms_, s.first_ms_);
+  }
+
+ private:
+  int64_t next_ms_ = kNoTimeMs;
+  int64_t first_ms_ = kNoTimeMs;
 };
 
 /// Transitions waiting for the watermark. Not thread-safe.
@@ -91,35 +112,47 @@ class AnomalyOutbox {
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
-  /// Saves cluster's transitions not yet flushed, in the order they were made.
-  void Save(std::string_view cluster, StateWriter& out) const {
-    uint64_t n = 0;
-    for (const core::AnomalyEvent& e : pending_) n += e.cluster == cluster;
-    out.U64(n);
-    for (const core::AnomalyEvent& e : pending_) {
-      if (e.cluster != cluster) continue;
-      out.Str(e.subject);
-      out.U64(e.open ? 1 : 0);
-      out.I64(e.ts_ms);
-      out.F64(e.value);
-      out.F64(e.threshold);
+  /// cluster's transitions not yet flushed, as one field of a detector's state: saved in the order they
+  /// were made; loading replaces cluster's (of kind) and keeps the other clusters'.
+  auto Slice(std::string_view cluster, std::string_view kind) const { return SliceRef<const AnomalyOutbox>{*this, cluster, kind}; }
+  auto Slice(std::string_view cluster, std::string_view kind) { return SliceRef<AnomalyOutbox>{*this, cluster, kind}; }
+
+ private:
+  // What a snapshot holds of a transition (the cluster and kind are the slice's).
+  struct Saved {
+    template <class Io, class E>
+    static void Fields(Io& io, E& e) {
+      io(e.subject, e.open, e.ts_ms, e.value, e.threshold);
     }
-  }
-  /// Replaces cluster's transitions with saved ones (of kind).
-  void Load(std::string_view cluster, std::string_view kind, StateReader& in) {
-    std::erase_if(pending_, [&](const core::AnomalyEvent& e) { return e.cluster == cluster; });
-    const uint64_t n = in.Count(40);
-    for (uint64_t i = 0; i < n && in.ok(); ++i) {
-      std::string subject = in.Str();
-      const uint64_t open = in.U64();
-      const int64_t ts_ms = in.I64();
-      const double value = in.F64();
-      const double threshold = in.F64();
-      if (open > 1) in.Fail();
-      if (!in.ok()) return;
-      Add(cluster, kind, std::move(subject), open == 1, ts_ms, value, threshold);
+  };
+  template <class Outbox>
+  struct SliceRef {
+    Outbox& outbox;
+    std::string_view cluster, kind;
+    void Write(StateWriter& out) const {
+      uint64_t n = 0;
+      for (const core::AnomalyEvent& e : outbox.pending_) n += e.cluster == cluster;
+      out.U64(n);
+      for (const core::AnomalyEvent& e : outbox.pending_) {
+        if (e.cluster == cluster) Saved::Fields(out, e);
+      }
     }
-  }
+    void Read(StateReader& in) {
+      std::erase_if(outbox.pending_, [&](const core::AnomalyEvent& e) { return e.cluster == cluster; });
+      state_codec_internal::MinBytesCounter item(in.version());
+      const core::AnomalyEvent blank;
+      Saved::Fields(item, blank);
+      const uint64_t n = in.Count(item.bytes());
+      for (uint64_t i = 0; i < n && in.ok(); ++i) {
+        core::AnomalyEvent e;
+        Saved::Fields(in, e);
+        if (!in.ok()) return;
+        e.cluster = std::string(cluster);
+        e.kind = std::string(kind);
+        outbox.pending_.push_back(std::move(e));
+      }
+    }
+  };
 
  private:
   std::vector<core::AnomalyEvent> pending_;
@@ -142,13 +175,9 @@ class SampleTimeCursor {
     return done_ms_ = current_ms_;
   }
 
-  void Save(StateWriter& out) const {
-    out.I64(current_ms_);
-    out.I64(done_ms_);
-  }
-  void Load(StateReader& in) {
-    current_ms_ = in.I64();
-    done_ms_ = in.I64();
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& s) {
+    io(s.current_ms_, s.done_ms_);
   }
 
  private:
@@ -156,74 +185,107 @@ class SampleTimeCursor {
   int64_t done_ms_ = kNoTimeMs;
 };
 
-/// Saves the entries of a map keyed "cluster/node" that belong to cluster: the count, then each
-/// node name and save_value(value, out).
-template <typename V, typename SaveValue>
-void SaveNodeEntries(const std::map<std::string, V>& nodes, std::string_view cluster, StateWriter& out,
-                     SaveValue save_value) {
-  std::string prefix(cluster);
-  prefix += '/';
-  const auto first = nodes.lower_bound(prefix);
-  auto last = first;
-  uint64_t n = 0;
-  while (last != nodes.end() && last->first.starts_with(prefix)) ++last, ++n;
-  out.U64(n);
-  for (auto it = first; it != last; ++it) {
-    out.Str(std::string_view(it->first).substr(prefix.size()));
-    save_value(it->second, out);
+/// The entries of a map keyed "cluster/node" that belong to cluster, as one field of a detector's
+/// state: the count, then each node name (without the cluster) and value. Loading replaces cluster's
+/// entries and keeps the other clusters'. Made by NodeEntriesOf.
+template <class Map>
+class NodeEntriesRef {
+ public:
+  NodeEntriesRef(Map& nodes, std::string_view cluster) : nodes_(nodes), prefix_(std::string(cluster) + '/') {}
+  void Write(StateWriter& out) const {
+    const auto first = nodes_.lower_bound(prefix_);
+    auto last = first;
+    uint64_t n = 0;
+    while (last != nodes_.end() && last->first.starts_with(prefix_)) ++last, ++n;
+    out.U64(n);
+    for (auto it = first; it != last; ++it) {
+      out.Str(std::string_view(it->first).substr(prefix_.size()));
+      out(it->second);
+    }
   }
-}
-
-/// Replaces cluster's entries of a map keyed "cluster/node" with what SaveNodeEntries wrote;
-/// load_value(in) -> V reads one value.
-template <typename V, typename LoadValue>
-void LoadNodeEntries(std::map<std::string, V>& nodes, std::string_view cluster, StateReader& in,
-                     LoadValue load_value) {
-  std::string prefix(cluster);
-  prefix += '/';
-  auto it = nodes.lower_bound(prefix);
-  while (it != nodes.end() && it->first.starts_with(prefix)) it = nodes.erase(it);
-  const uint64_t n = in.Count(9);
-  for (uint64_t i = 0; i < n && in.ok(); ++i) {
-    std::string node = in.Str();
-    V value = load_value(in);
-    if (!in.ok()) return;
-    nodes.insert_or_assign(prefix + node, std::move(value));
+  void Read(StateReader& in) {
+    using Value = typename std::remove_const_t<Map>::mapped_type;
+    auto it = nodes_.lower_bound(prefix_);
+    while (it != nodes_.end() && it->first.starts_with(prefix_)) it = nodes_.erase(it);
+    const uint64_t n = in.Count(8 + state_codec_internal::MinBytes<Value>(in.version()));
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      std::string node;
+      Value value{};
+      in(node, value);
+      if (!in.ok()) return;
+      nodes_.insert_or_assign(prefix_ + node, std::move(value));
+    }
   }
+
+ private:
+  Map& nodes_;
+  std::string prefix_;
+};
+template <class Map>
+NodeEntriesRef<Map> NodeEntriesOf(Map& nodes, std::string_view cluster) {
+  return NodeEntriesRef<Map>(nodes, cluster);
 }
 
-/// Saves a per-GPU vector of hysteresis states.
-inline void SaveGpuStates(const std::vector<HysteresisState>& gpus, StateWriter& out) {
-  out.U64(gpus.size());
-  for (const HysteresisState& g : gpus) g.Save(out);
-}
-inline std::vector<HysteresisState> LoadGpuStates(StateReader& in) {
-  std::vector<HysteresisState> gpus(in.Count(HysteresisState::kSavedBytes));
-  for (HysteresisState& g : gpus) g.Load(in);
-  return gpus;
+/// The entry of a map keyed by cluster, as one field of a detector's state: present (0 or 1), then
+/// the value. Loading replaces cluster's entry and keeps the other clusters'. Made by ClusterEntryOf.
+template <class Map>
+class ClusterEntryRef {
+ public:
+  ClusterEntryRef(Map& clusters, std::string_view cluster) : clusters_(clusters), cluster_(cluster) {}
+  void Write(StateWriter& out) const {
+    const auto it = clusters_.find(cluster_);
+    out(it != clusters_.end());
+    if (it != clusters_.end()) out(it->second);
+  }
+  void Read(StateReader& in) {
+    if (const auto it = clusters_.find(cluster_); it != clusters_.end()) clusters_.erase(it);
+    bool present = false;
+    in(present);
+    if (!present || !in.ok()) return;
+    typename std::remove_const_t<Map>::mapped_type value{};
+    in(value);
+    if (in.ok()) clusters_.insert_or_assign(std::string(cluster_), std::move(value));
+  }
+
+ private:
+  Map& clusters_;
+  std::string_view cluster_;
+};
+template <class Map>
+ClusterEntryRef<Map> ClusterEntryOf(Map& clusters, std::string_view cluster) {
+  return ClusterEntryRef<Map>(clusters, cluster);
 }
 
-/// Saves the entry of a map keyed by cluster (present or not), then save_value(value, out).
-template <typename V, typename SaveValue>
-void SaveClusterEntry(const std::map<std::string, V, std::less<>>& clusters, std::string_view cluster,
-                      StateWriter& out, SaveValue save_value) {
-  const auto it = clusters.find(cluster);
-  out.U64(it == clusters.end() ? 0 : 1);
-  if (it != clusters.end()) save_value(it->second, out);
-}
+/// A detector whose per-cluster state Derived describes once, in
+///   template <class Io, class Self> static void StateFields(Io& io, Self& d, std::string_view cluster)
+/// (Self is const on saving), and whose layout is Derived::kStateVersion (bump it when the fields
+/// change, and branch on io.version() in StateFields to keep reading the older layouts).
+template <class Derived>
+class DetectorWithState : public Detector {
+ public:
+  uint32_t state_version() const final { return Derived::kStateVersion; }
+  void SaveState(std::string_view cluster, StateWriter& out) const final {
+    Derived::StateFields(out, static_cast<const Derived&>(*this), cluster);
+  }
+  void LoadState(std::string_view cluster, StateReader& in) final {
+    Derived::StateFields(in, static_cast<Derived&>(*this), cluster);
+  }
+};
 
-/// Replaces cluster's entry with what SaveClusterEntry wrote; load_value(in, value) fills a fresh one.
-template <typename V, typename LoadValue>
-void LoadClusterEntry(std::map<std::string, V, std::less<>>& clusters, std::string_view cluster, StateReader& in,
-                      LoadValue load_value) {
-  if (const auto it = clusters.find(cluster); it != clusters.end()) clusters.erase(it);
-  const uint64_t present = in.U64();
-  if (present > 1) in.Fail();
-  if (present != 1 || !in.ok()) return;
-  V value{};
-  load_value(in, value);
-  if (in.ok()) clusters.insert_or_assign(std::string(cluster), std::move(value));
-}
+/// A detector whose state is one Cluster value per cluster (described by Cluster::Fields) and the
+/// transitions not yet handed out; Derived gives kStateVersion (of Cluster's layout). Not thread-safe.
+template <class Derived, class Cluster>
+class PerClusterDetector : public DetectorWithState<Derived> {
+ public:
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(ClusterEntryOf(d.clusters_, cluster), d.outbox_.Slice(cluster, d.kind()));
+  }
+
+ protected:
+  std::map<std::string, Cluster, std::less<>> clusters_;
+  AnomalyOutbox outbox_;
+};
 
 /// nodes["cluster/node"], made on first use; key is the caller's scratch string, so a record costs
 /// a lookup and no allocation.

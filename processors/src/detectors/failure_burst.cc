@@ -63,7 +63,37 @@ FailureBurstSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-class FailureBurstDetector : public Detector {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Failure {
+  int64_t ts_ms;
+  std::string user;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& f) {
+    io(f.ts_ms, f.user);
+  }
+};
+struct Point {
+  int64_t count;
+  bool open;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.count, p.open);
+  }
+};
+struct Cluster {
+  StepClock steps;
+  std::deque<Failure> failures;                           // not yet stepped, by end time
+  std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
+  std::deque<Point> history;                              // counts of the last baseline_steps_ steps
+  int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.steps, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+  }
+};
+
+class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Cluster> {
  public:
   explicit FailureBurstDetector(const FailureBurstSettings& s)
       : step_ms_(std::max<int64_t>(1000, s.step_ms)),
@@ -87,96 +117,19 @@ class FailureBurstDetector : public Detector {
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
-    if (c.next_ms == kNoTimeMs) c.next_ms = c.first_ms = (job->ts_ms / step_ms_ + 1) * step_ms_;
+    c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->event != core::JobEventKind::kEnd || job->gpu_num <= 0 || !StateListed(states_, job->state)) return;
     c.failures.push_back({job->ts_ms, job->user});
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      while (c.next_ms != kNoTimeMs && c.next_ms <= watermark_ms) {
-        Step(name, c, c.next_ms);
-        c.next_ms += step_ms_;
-      }
-    }
+    for (auto& [name, c] : clusters_) c.steps.RunTo(watermark_ms, step_ms_, [&](int64_t t) { Step(name, c, t); });
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      w.I64(c.next_ms);
-      w.I64(c.first_ms);
-      w.U64(c.failures.size());
-      for (const Failure& f : c.failures) {
-        w.I64(f.ts_ms);
-        w.Str(f.user);
-      }
-      // In user order, so equal states give equal bytes.
-      std::vector<std::pair<std::string_view, int64_t>> users(c.last_counted.begin(), c.last_counted.end());
-      std::sort(users.begin(), users.end());
-      w.U64(users.size());
-      for (const auto& [user, ts_ms] : users) {
-        w.Str(user);
-        w.I64(ts_ms);
-      }
-      w.U64(c.history.size());
-      for (const Point& p : c.history) {
-        w.I64(p.count);
-        w.U64(p.open ? 1 : 0);
-      }
-      w.I64(c.baseline_sum);
-      w.I64(c.baseline_steps);
-      c.state.Save(w);
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.next_ms = r.I64();
-      c.first_ms = r.I64();
-      const uint64_t failures = r.Count(16);
-      for (uint64_t i = 0; i < failures && r.ok(); ++i) {
-        const int64_t ts_ms = r.I64();
-        c.failures.push_back({ts_ms, r.Str()});
-      }
-      const uint64_t users = r.Count(16);
-      for (uint64_t i = 0; i < users && r.ok(); ++i) {
-        std::string user = r.Str();
-        c.last_counted.insert_or_assign(std::move(user), r.I64());
-      }
-      const uint64_t history = r.Count(16);
-      for (uint64_t i = 0; i < history && r.ok(); ++i) {
-        const int64_t count = r.I64();
-        const uint64_t open = r.U64();
-        if (open > 1) r.Fail();
-        c.history.push_back({count, open == 1});
-      }
-      c.baseline_sum = r.I64();
-      c.baseline_steps = r.I64();
-      c.state.Load(r);
-    });
-    outbox_.Load(cluster, kind(), in);
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Failure {
-    int64_t ts_ms;
-    std::string user;
-  };
-  struct Point {
-    int64_t count;
-    bool open;
-  };
-  struct Cluster {
-    int64_t next_ms = kNoTimeMs;
-    int64_t first_ms = kNoTimeMs;
-    std::deque<Failure> failures;                           // not yet stepped, by end time
-    std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
-    std::deque<Point> history;                              // counts of the last baseline_steps_ steps
-    int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
-    HysteresisState state;
-  };
   struct Judgement {
     double score = 0;
     int64_t count = 0;
@@ -222,7 +175,7 @@ class FailureBurstDetector : public Detector {
   void Step(const std::string& cluster, Cluster& c, int64_t t) {
     const int64_t n = CountStep(c, t);
     // The baseline is what came before this step; it learns from steps while the flag is closed only.
-    const bool judged = t - c.first_ms >= min_history_ms_ && c.baseline_steps > 0;
+    const bool judged = t - c.steps.first_ms() >= min_history_ms_ && c.baseline_steps > 0;
     const double rate =
         c.baseline_steps > 0 ? std::max(min_rate_, static_cast<double>(c.baseline_sum) / c.baseline_steps) : 0;
     c.history.push_back({n, c.state.open()});
@@ -253,8 +206,6 @@ class FailureBurstDetector : public Detector {
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
   std::vector<int64_t> windows_steps_;  // ascending, in steps
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<FailureBurstDetector>(ReadSettings(c)); }

@@ -12,7 +12,7 @@
 
 namespace acmetrace::processors::detectors {
 
-class GpuMetricFlagDetector : public Detector {
+class GpuMetricFlagDetector : public DetectorWithState<GpuMetricFlagDetector> {
  public:
   void Observe(const core::Record& record) final {
     const auto* sample = std::get_if<core::UtilSample>(&record);
@@ -41,14 +41,11 @@ class GpuMetricFlagDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const final {
-    SaveNodeEntries(nodes_, cluster, out, SaveGpuStates);
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) final {
-    LoadNodeEntries(nodes_, cluster, in, LoadGpuStates);
-    outbox_.Load(cluster, kind(), in);
+  // Per node, each GPU's hysteresis; then the transitions not yet handed out.
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
   }
 
  protected:

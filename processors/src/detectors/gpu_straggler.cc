@@ -60,7 +60,7 @@ GpuStragglerSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-class GpuStragglerDetector : public Detector {
+class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
  public:
   explicit GpuStragglerDetector(const GpuStragglerSettings& s)
       : open_ratio_(s.open_ratio),
@@ -145,34 +145,10 @@ class GpuStragglerDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveNodeEntries(nodes_, cluster, out, [](const std::vector<Gpu>& gpus, StateWriter& w) {
-      w.U64(gpus.size());
-      for (const Gpu& g : gpus) {
-        w.F64(g.smooth);
-        w.I64(g.last_ms);
-        w.U64((g.fresh ? 1u : 0u) | (g.working ? 2u : 0u));
-        g.state.Save(w);
-      }
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadNodeEntries(nodes_, cluster, in, [](StateReader& r) {
-      std::vector<Gpu> gpus(r.Count(24 + HysteresisState::kSavedBytes));
-      for (Gpu& g : gpus) {
-        g.smooth = r.F64();
-        g.last_ms = r.I64();
-        const uint64_t flags = r.U64();
-        if (flags > 3) r.Fail();
-        g.fresh = (flags & 1) != 0;  // GPUs beyond a short record's columns keep theirs
-        g.working = (flags & 2) != 0;
-        g.state.Load(r);
-      }
-      return gpus;
-    });
-    outbox_.Load(cluster, kind(), in);
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
   }
 
  private:
@@ -182,6 +158,11 @@ class GpuStragglerDetector : public Detector {
     bool fresh = false;    // sampled in the current record
     bool working = false;
     HysteresisState state;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& g) {
+      // GPUs beyond a short record's columns keep their fresh flag: it is state too.
+      io(g.smooth, g.last_ms, StateBits(g.fresh, g.working), g.state);
+    }
   };
 
   const double open_ratio_, close_ratio_;

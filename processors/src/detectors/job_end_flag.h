@@ -14,7 +14,7 @@
 namespace acmetrace::processors::detectors {
 
 /// A detector flagging job ends that satisfy a predicate; subject: the job id. Not thread-safe.
-class JobEndFlagDetector : public Detector {
+class JobEndFlagDetector : public DetectorWithState<JobEndFlagDetector> {
  public:
   /// value_of gives the flag's value; threshold is reported with it.
   JobEndFlagDetector(std::string_view kind, int64_t hold_ms, std::function<bool(const core::JobEvent&)> flags,
@@ -36,8 +36,11 @@ class JobEndFlagDetector : public Detector {
   }
 
   // The flag's whole life is in the outbox: both transitions are made at the job's end.
-  void SaveState(std::string_view cluster, StateWriter& out) const override { outbox_.Save(cluster, out); }
-  void LoadState(std::string_view cluster, StateReader& in) override { outbox_.Load(cluster, kind_, in); }
+  static constexpr uint32_t kStateVersion = 1;
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(d.outbox_.Slice(cluster, d.kind_));
+  }
 
  private:
   std::string kind_;

@@ -58,7 +58,45 @@ QueueBacklogSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-class QueueBacklogDetector : public Detector {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Change {
+  int64_t ts_ms;
+  std::string job_id;
+  int64_t gpus;  // > 0: submitted (pending); 0: started or ended
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& ch) {
+    io(ch.ts_ms, ch.job_id, ch.gpus);
+  }
+};
+struct Point {
+  int64_t t_ms;
+  double waiting;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.t_ms, p.waiting);
+  }
+};
+struct Pending {
+  int64_t submit_ms;
+  int64_t gpus;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& p) {
+    io(p.submit_ms, p.gpus);
+  }
+};
+struct Cluster {
+  StepClock steps;
+  std::deque<Change> changes;
+  std::unordered_map<std::string, Pending> pending;  // by job id
+  std::deque<Point> history;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.steps, c.changes, c.pending, c.history, c.state);
+  }
+};
+
+class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Cluster> {
  public:
   explicit QueueBacklogDetector(const QueueBacklogSettings& s)
       : step_ms_(std::max<int64_t>(1000, s.step_ms)),
@@ -77,106 +115,20 @@ class QueueBacklogDetector : public Detector {
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
-    if (c.next_ms == kNoTimeMs) c.next_ms = c.first_ms = (job->ts_ms / step_ms_ + 1) * step_ms_;
+    c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->gpu_num <= 0) return;
     // Changes take effect at the next judgement after them (all of them are <= its time).
     c.changes.push_back({job->ts_ms, job->job_id, job->event == core::JobEventKind::kSubmit ? job->gpu_num : 0});
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      while (c.next_ms != kNoTimeMs && c.next_ms <= watermark_ms) {
-        Judge(name, c, c.next_ms);
-        c.next_ms += step_ms_;
-      }
-    }
+    for (auto& [name, c] : clusters_) c.steps.RunTo(watermark_ms, step_ms_, [&](int64_t t) { Judge(name, c, t); });
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      w.I64(c.next_ms);
-      w.I64(c.first_ms);
-      w.U64(c.changes.size());
-      for (const Change& ch : c.changes) {
-        w.I64(ch.ts_ms);
-        w.Str(ch.job_id);
-        w.I64(ch.gpus);
-      }
-      // In job id order, so equal states give equal bytes.
-      std::vector<std::pair<std::string_view, Pending>> pending(c.pending.begin(), c.pending.end());
-      std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      w.U64(pending.size());
-      for (const auto& [job_id, p] : pending) {
-        w.Str(job_id);
-        w.I64(p.submit_ms);
-        w.I64(p.gpus);
-      }
-      w.U64(c.history.size());
-      for (const Point& p : c.history) {
-        w.I64(p.t_ms);
-        w.F64(p.waiting);
-      }
-      c.state.Save(w);
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.next_ms = r.I64();
-      c.first_ms = r.I64();
-      const uint64_t changes = r.Count(24);
-      for (uint64_t i = 0; i < changes && r.ok(); ++i) {
-        Change ch;
-        ch.ts_ms = r.I64();
-        ch.job_id = r.Str();
-        ch.gpus = r.I64();
-        c.changes.push_back(std::move(ch));
-      }
-      const uint64_t pending = r.Count(24);
-      for (uint64_t i = 0; i < pending && r.ok(); ++i) {
-        std::string job_id = r.Str();
-        Pending p;
-        p.submit_ms = r.I64();
-        p.gpus = r.I64();
-        c.pending.insert_or_assign(std::move(job_id), p);
-      }
-      const uint64_t history = r.Count(16);
-      for (uint64_t i = 0; i < history && r.ok(); ++i) {
-        Point p;
-        p.t_ms = r.I64();
-        p.waiting = r.F64();
-        c.history.push_back(p);
-      }
-      c.state.Load(r);
-    });
-    outbox_.Load(cluster, kind(), in);
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Change {
-    int64_t ts_ms;
-    std::string job_id;
-    int64_t gpus;  // > 0: submitted (pending); 0: started or ended
-  };
-  struct Point {
-    int64_t t_ms;
-    double waiting;
-  };
-  struct Pending {
-    int64_t submit_ms;
-    int64_t gpus;
-  };
-  struct Cluster {
-    int64_t next_ms = kNoTimeMs;
-    int64_t first_ms = kNoTimeMs;
-    std::deque<Change> changes;
-    std::unordered_map<std::string, Pending> pending;  // by job id
-    std::deque<Point> history;
-    HysteresisState state;
-  };
-
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     while (!c.changes.empty() && c.changes.front().ts_ms <= t) {
       const Change& ch = c.changes.front();
@@ -193,7 +145,7 @@ class QueueBacklogDetector : public Detector {
     }
     while (!c.history.empty() && c.history.front().t_ms < t - baseline_ms_) c.history.pop_front();
     c.history.push_back({t, waiting});
-    if (t - c.first_ms < min_history_ms_) return;
+    if (t - c.steps.first_ms() < min_history_ms_) return;
     std::vector<double> values;
     for (const Point& p : c.history) values.push_back(p.waiting);
     const size_t mid = values.size() / 2;
@@ -215,8 +167,6 @@ class QueueBacklogDetector : public Detector {
   const int64_t open_for_ms_;
   const double close_ratio_;
   const int64_t close_for_ms_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<QueueBacklogDetector>(ReadSettings(c)); }

@@ -21,7 +21,25 @@ struct TelemetryGapSettings {
   int64_t open_after_ms, close_for_ms;
 };
 
-class TelemetryGapDetector : public Detector {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Node {
+  int64_t last_ms = kNoTimeMs;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& n) {
+    io(n.last_ms, n.state);
+  }
+};
+struct Cluster {
+  SampleTimeCursor times;
+  std::map<std::string, Node> nodes;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.times, c.nodes);
+  }
+};
+
+class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Cluster> {
  public:
   explicit TelemetryGapDetector(const TelemetryGapSettings& s)
       : open_after_ms_(s.open_after_ms), close_for_ms_(s.close_for_ms) {}
@@ -44,43 +62,9 @@ class TelemetryGapDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      c.times.Save(w);
-      w.U64(c.nodes.size());
-      for (const auto& [name, node] : c.nodes) {
-        w.Str(name);
-        w.I64(node.last_ms);
-        node.state.Save(w);
-      }
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.times.Load(r);
-      const uint64_t n = r.Count(8 + 8 + HysteresisState::kSavedBytes);
-      for (uint64_t i = 0; i < n && r.ok(); ++i) {
-        std::string name = r.Str();
-        Node& node = c.nodes[std::move(name)];
-        node.last_ms = r.I64();
-        node.state.Load(r);
-      }
-    });
-    outbox_.Load(cluster, kind(), in);
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Node {
-    int64_t last_ms = kNoTimeMs;
-    HysteresisState state;
-  };
-  struct Cluster {
-    SampleTimeCursor times;
-    std::map<std::string, Node> nodes;
-  };
-
   // Every record of sample time t has been seen: who was silent?
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     for (auto& [name, node] : c.nodes) {
@@ -99,8 +83,6 @@ class TelemetryGapDetector : public Detector {
   }
 
   const int64_t open_after_ms_, close_for_ms_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 KindFactory Configure(const KindConfig& c) {

@@ -68,7 +68,30 @@ UtilDropSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-class UtilDropDetector : public Detector {
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+struct Gpu {
+  int64_t busy_since_ms = kNoTimeMs;
+  int64_t last_ms = kNoTimeMs;
+  int64_t learned_ms = 0;  // time the baseline has learned over
+  bool has_baseline = false;
+  double short_avg = 0;
+  double baseline = 0;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& g) {
+    io(g.busy_since_ms, g.last_ms, g.learned_ms, g.has_baseline, g.short_avg, g.baseline);
+  }
+};
+struct Cluster {
+  SampleTimeCursor times;
+  std::map<std::string, std::vector<Gpu>> nodes;
+  HysteresisState state;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& c) {
+    io(c.times, c.state, c.nodes);
+  }
+};
+
+class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
  public:
   explicit UtilDropDetector(const UtilDropSettings& s)
       : drop_ratio_(s.drop_ratio),
@@ -136,66 +159,9 @@ class UtilDropDetector : public Detector {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  void SaveState(std::string_view cluster, StateWriter& out) const override {
-    SaveClusterEntry(clusters_, cluster, out, [](const Cluster& c, StateWriter& w) {
-      c.times.Save(w);
-      c.state.Save(w);
-      w.U64(c.nodes.size());
-      for (const auto& [name, gpus] : c.nodes) {
-        w.Str(name);
-        w.U64(gpus.size());
-        for (const Gpu& g : gpus) {
-          w.I64(g.busy_since_ms);
-          w.I64(g.last_ms);
-          w.I64(g.learned_ms);
-          w.U64(g.has_baseline ? 1 : 0);
-          w.F64(g.short_avg);
-          w.F64(g.baseline);
-        }
-      }
-    });
-    outbox_.Save(cluster, out);
-  }
-
-  void LoadState(std::string_view cluster, StateReader& in) override {
-    LoadClusterEntry(clusters_, cluster, in, [](StateReader& r, Cluster& c) {
-      c.times.Load(r);
-      c.state.Load(r);
-      const uint64_t nodes = r.Count(16);
-      for (uint64_t i = 0; i < nodes && r.ok(); ++i) {
-        std::string name = r.Str();
-        std::vector<Gpu>& gpus = c.nodes[std::move(name)];
-        gpus.resize(r.Count(48));
-        for (Gpu& g : gpus) {
-          g.busy_since_ms = r.I64();
-          g.last_ms = r.I64();
-          g.learned_ms = r.I64();
-          const uint64_t has_baseline = r.U64();
-          if (has_baseline > 1) r.Fail();
-          g.has_baseline = has_baseline == 1;
-          g.short_avg = r.F64();
-          g.baseline = r.F64();
-        }
-      }
-    });
-    outbox_.Load(cluster, kind(), in);
-  }
+  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
-  struct Gpu {
-    int64_t busy_since_ms = kNoTimeMs;
-    int64_t last_ms = kNoTimeMs;
-    int64_t learned_ms = 0;  // time the baseline has learned over
-    bool has_baseline = false;
-    double short_avg = 0;
-    double baseline = 0;
-  };
-  struct Cluster {
-    SampleTimeCursor times;
-    std::map<std::string, std::vector<Gpu>> nodes;
-    HysteresisState state;
-  };
-
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     int64_t counted = 0, down = 0;
     for (const auto& [_, gpus] : c.nodes) {
@@ -221,8 +187,6 @@ class UtilDropDetector : public Detector {
   const int64_t open_for_ms_, close_for_ms_, short_ms_, baseline_ms_, min_baseline_ms_, settle_ms_;
   const double busy_fb_mib_, min_baseline_util_;
   const int64_t min_gpus_;
-  std::map<std::string, Cluster, std::less<>> clusters_;
-  AnomalyOutbox outbox_;
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(ReadSettings(c)); }

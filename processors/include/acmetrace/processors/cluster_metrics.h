@@ -42,6 +42,10 @@ struct Distribution {
   uint64_t count = 0;
   double sum = 0;
   QuantileSketch sketch;
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& d) {
+    io(d.count, d.sum, d.sketch);
+  }
 };
 
 /// Cluster totals at one sample time (summed over nodes), so a window reports their mean over its
@@ -56,6 +60,11 @@ struct TimeTotals {
   double ib_receive = 0;
   double ib_receive_samples = 0;
   void Merge(const TimeTotals& o);
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& t) {
+    io(t.gpus_idle, t.gpus_reporting, t.gpu_power_w, t.power_samples, t.ib_send, t.ib_send_samples, t.ib_receive,
+       t.ib_receive_samples);
+  }
 };
 
 /// Everything one cluster's records contributed to one base window. Every field is a count, a sum,
@@ -83,6 +92,13 @@ struct WindowAggregate {
   std::map<int64_t, TimeTotals> per_time;
   double gpu_temp_max = core::kNoSample;
   std::map<std::string, std::pair<double, int64_t>> ipmi_power;  // model -> (sum of Sys_Total_Power, samples)
+
+  /// The fields, for the snapshot codec (state_codec.h), in the order they are stored.
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& w) {
+    io(w.records, w.late_records, w.submitted, w.started, w.finished, w.gpu_seconds, w.gpu_jobs_finished,
+       w.gpu_jobs_failed, w.queue_s, w.duration_s, w.quantities, w.per_time, w.gpu_temp_max, w.ipmi_power);
+  }
 };
 
 /// True for final job states that count as failed: FAILED, TIMEOUT, NODE_FAIL.
@@ -114,7 +130,14 @@ class ClusterMetrics {
     std::string type;
     int64_t gpu_num = 0;
     bool running = false;
+    template <class Io, class Self>
+    static void Fields(Io& io, Self& j) {
+      io(j.type, j.gpu_num, j.running);
+    }
   };
+  // The saved state, described once for Save and Load (cluster_metrics.cc).
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& m);
 
   WindowAggregate& Open(int64_t start_ms);
   void ApplyJob(const core::JobEvent& e, WindowAggregate& w);

@@ -38,6 +38,10 @@ class Detector {
   /// kept). Malformed input makes in.ok() false; the detector's state is then unspecified, so the
   /// caller drops it.
   virtual void LoadState(std::string_view cluster, StateReader& in) = 0;
+  /// The layout SaveState writes, 1 and up; LoadState reads this one and older ones (the reader says
+  /// which: in.version()). Kinds describe their state once (detectors/detector_support.h's
+  /// DetectorWithState), so a new field is both saved and loaded; adding one bumps this.
+  virtual uint32_t state_version() const { return 1; }
 };
 
 /// Declares every detector's keys (detect.<kind>.*: thresholds, windows, hysteresis) in config.

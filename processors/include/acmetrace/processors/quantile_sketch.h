@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace acmetrace::processors {
@@ -41,10 +42,33 @@ class QuantileSketch {
   void Save(StateWriter& out) const;
   /// Restores what Save wrote; false on malformed input.
   bool Load(StateReader& in);
+  /// The sketch's fields, for the snapshot codec (state_codec.h): the accuracy, the counts, the
+  /// buckets. Read back, the accuracy must be in (0, 1) and the buckets must add up to the count.
+  template <class Io, class Self>
+  static void Fields(Io& io, Self& s) {
+    io(s.alpha_, s.count_, s.zero_count_, s.offset_, s.bins_);
+    if constexpr (Io::kReading) s.AfterRead(io);
+  }
 
   bool operator==(const QuantileSketch& other) const;
 
  private:
+  // Derives what the accuracy implies and checks what was read; a mismatch fails in.
+  template <class Reader>
+  void AfterRead(Reader& in) {
+    if (!(alpha_ > 0 && alpha_ < 1)) return in.Fail();
+    std::vector<uint64_t> bins = std::move(bins_);
+    const uint64_t count = count_, zero_count = zero_count_;
+    const int32_t offset = offset_;
+    *this = QuantileSketch(alpha_);
+    bins_ = std::move(bins);
+    count_ = count;
+    zero_count_ = zero_count;
+    offset_ = offset;
+    uint64_t total = zero_count_;
+    for (uint64_t b : bins_) total += b;
+    if (total != count_) in.Fail();
+  }
   int32_t IndexOf(double value) const;
   double ValueOf(int32_t index) const;
 
