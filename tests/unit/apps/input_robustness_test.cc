@@ -224,6 +224,23 @@ TEST(InputRobustnessTest, ProcessTakesAHugeButFiniteSampleWithoutAborting) {
   EXPECT_NE(run.out.find("\"topic\":\"acme.metrics\""), std::string::npos);
 }
 
+TEST(InputRobustnessTest, JobEventsACenturyApartEndPromptly) {
+  // Times inside the accepted years can still be a century apart: the detectors judged every 60 s
+  // of event time in between (failure_burst and queue_backlog: 52 million judgements, minutes of
+  // CPU). They now jump over judgements that cannot change anything. `timeout` turns a spin into a
+  // failure instead of a hung suite.
+  const std::string dir = TestDir();
+  auto submit = [](const std::string& id, int64_t ts_ms) {
+    return "{\"topic\":\"acme.jobs\",\"key\":\"seren/" + id + "\",\"value\":{\"cluster\":\"seren\",\"event\":\"submit\","
+           "\"ts_ms\":" + std::to_string(ts_ms) + ",\"job_id\":\"" + id + "\",\"user\":\"u\",\"type\":\"Other\","
+           "\"node_num\":1,\"gpu_num\":8,\"cpu_num\":1}}\n";
+  };
+  WriteFile(dir, "century.jsonl", submit("a", 946684800000) + submit("b", 4102444000000));
+  const int status = std::system(("timeout 60 " + std::string(ACMETRACE_BINARY) + " process <" + dir +
+                                  "/century.jsonl >/dev/null 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process did not end within 60 s";
+}
+
 // A copy of the release fixture in dir/data, to spoil one file of.
 std::string CopyFixture(const std::string& dir) {
   std::filesystem::copy(kFixture + "/data", dir + "/data", std::filesystem::copy_options::recursive);

@@ -375,5 +375,18 @@ TEST_P(CsvReaderTest, ARowWithMoreFieldsThanTheLimitIsSkippedAndReported) {
                                                "3: row: has more than 65536 fields; row skipped"}));
 }
 
+TEST_P(CsvReaderTest, ARowOfExactlyTheLimitIsKeptWhateverItsLineEnding) {
+  // Found by csv_reader_fuzz: with a small buffer, a 16-byte row whose CR ended a read was measured
+  // with its CR and skipped as longer than 16 bytes. The first line puts that CR last in a 64-byte
+  // buffer's first read (56 bytes).
+  const std::string dir = TestDir();
+  const std::string row(16, 'r');
+  const std::string path = WriteFile(dir, "exact.csv", std::string(38, 'p') + "\n" + row + "\r\n" + row + "\r" + row + "\n" + row);
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{2, {row}}, {3, {row}}, {4, {row}}, {5, {row}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped, 16), expected);
+  EXPECT_EQ(skipped, std::vector<std::string>{"1: row: longer than 16 bytes; row skipped"});
+}
+
 }  // namespace
 }  // namespace acmetrace::core
