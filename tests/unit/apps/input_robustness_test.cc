@@ -264,6 +264,18 @@ TEST(InputRobustnessTest, ADirectoryWhereAFileShouldBeIsACountedErrorNamingIt) {
   }
 }
 
+TEST(InputRobustnessTest, RunTakesAHugeSmActiveCell) {
+  // The second form of the 1e308 abort: the cell in SM_ACTIVE.csv, then `run`.
+  const std::string dir = TestDir();
+  CopyFixture(dir);
+  WriteFile(dir, "data/utilization/seren/SM_ACTIVE.csv",
+            "Time,10.140.1.10-0,10.140.1.10-1\n1677601080,1e308,0.5\n1677601095,0.25,1.7976931348623157e308\n");
+  const CommandRun run =
+      RunBinary(dir, "run --data " + dir + " --speed max --until-end --listen 127.0.0.1:0 --metrics-out " + dir + "/out.prom");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(Slurp(dir + "/out.prom").find("acmetrace_"), std::string::npos);
+}
+
 TEST(InputRobustnessTest, AYear9999RowIsSkippedAndTheRowsAfterItKept) {
   const std::string dir = TestDir();
   CopyFixture(dir);
