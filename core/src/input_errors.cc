@@ -5,6 +5,32 @@
 
 namespace acmetrace::core {
 
+std::string QuotedValue(std::string_view value) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string_view shown = value.substr(0, kMaxEchoedValueBytes);
+  std::string out = "'";
+  out.reserve(shown.size() + 32);
+  for (char c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  if (value.size() > shown.size()) out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
 void InputErrors::Report(std::string_view cluster, std::string_view kind, std::string_view file,
                          int64_t line, std::string_view field, std::string_view reason) {
   std::string text;
@@ -13,8 +39,12 @@ void InputErrors::Report(std::string_view cluster, std::string_view kind, std::s
   text.push_back(':');
   text += std::to_string(line);
   text += ": ";
-  text += field;
-  text += ": ";
+  if (!field.empty()) {
+    // A field is a header cell, which a hostile file can make as long as a value.
+    text += field.substr(0, kMaxEchoedValueBytes);
+    if (field.size() > kMaxEchoedValueBytes) text += "...";
+    text += ": ";
+  }
   text += reason;
   Count(cluster, kind, text);
 }

@@ -18,10 +18,15 @@ namespace {
 std::optional<double> ParseWholeDouble(std::string_view text) {
   const char* begin = text.data();
   const char* end = begin + text.size();
-  if (begin != end && *begin == '+') ++begin;  // fast_float rejects a leading '+'
+  if (begin != end && *begin == '+') {  // fast_float rejects a leading '+'
+    ++begin;
+    if (begin != end && *begin == '-') return std::nullopt;  // "+-1" is not a number
+  }
   double value;
   auto result = fast_float::from_chars(begin, end, value);
-  if (begin != end && result.ec == std::errc() && result.ptr == end) return value;
+  // "inf", "nan" and overflows ("1e400") are not values a reader can use: a cell holding one is
+  // reported as not a number rather than passed on as a sample that JSON can only write as null.
+  if (begin != end && result.ec == std::errc() && result.ptr == end && std::isfinite(value)) return value;
   return std::nullopt;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "acmetrace/core/number.h"
+#include "acmetrace/core/time.h"
 
 namespace acmetrace::core {
 
@@ -40,6 +41,23 @@ Status Missing(std::string_view field) {
   return Status::Error(std::move(m));
 }
 
+// An event time: an integer in the trace time range (core::IsTraceTimeMs); one far outside would
+// make the stages step through decades of event time.
+Status GetTraceTime(od::value v, std::string_view field, int64_t& out) {
+  int64_t ts;
+  if (auto e = v.get_int64().get(ts); e) return FieldError(field, e);
+  if (!IsTraceTimeMs(ts)) {
+    return Status::Error("field \"" + std::string(field) + "\": " + std::string(kTraceTimeRangeReason) + ": " +
+                         std::to_string(ts));
+  }
+  out = ts;
+  return Status::Ok();
+}
+
+Status TooMany(std::string_view field, size_t limit) {
+  return Status::Error("field \"" + std::string(field) + "\": more than " + std::to_string(limit) + " values");
+}
+
 // A number or null (NaN). Numbers first: they are the common case, and a failed typed read leaves
 // the value to be read again.
 simdjson::error_code GetNumberOrNull(od::value v, double& out) {
@@ -58,7 +76,7 @@ simdjson::error_code GetNumberOrNull(od::value v, double& out) {
 // rounded, as simdjson) costs less than On-Demand's value-by-value reads, which were a quarter of
 // `process` (bench/process_throughput.sh). Strict: anything but numbers, nulls, commas and JSON
 // whitespace is an error.
-simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>& out) {
+simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>& out, size_t max_values) {
   const char* p = raw.data();
   const char* const end = p + raw.size();
   auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
@@ -84,6 +102,7 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
     ++p;
   } else {
     for (;;) {
+      if (out.size() + n == max_values) return simdjson::CAPACITY;  // one more value than allowed
       double d;
       if (const char* next = ParseJsonNumberPrefix(p, end, d)) {
         add(d);
@@ -152,7 +171,9 @@ template <typename Add>
 Status ParseNumberObject(od::value v, std::string_view object_name, Add add) {
   od::object obj;
   ACMETRACE_GET(object_name, v.get_object().get(obj));
+  size_t count = 0;
   for (auto member : obj) {
+    if (++count > kMaxValuesPerObject) return TooMany(object_name, kMaxValuesPerObject);
     std::string_view name;
     ACMETRACE_GET(object_name, member.unescaped_key().get(name));
     od::value mv;
@@ -196,7 +217,7 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
       }
       has_event = true;
     } else if (key == "ts_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(e.ts_ms));
+      if (Status st = GetTraceTime(v, key, e.ts_ms); !st.ok()) return st;
       has_ts = true;
     } else if (key == "job_id") {
       ACMETRACE_GET(key, v.get_string().get(s));
@@ -252,12 +273,13 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
       s.node.assign(str);
       has_node = true;
     } else if (key == "ts_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(s.ts_ms));
+      if (Status st = GetTraceTime(v, key, s.ts_ms); !st.ok()) return st;
       has_ts = true;
     } else if (key == "gpu") {
       od::object gpu;
       ACMETRACE_GET(key, v.get_object().get(gpu));
       for (auto metric : gpu) {
+        if (gpu_used == kMaxValuesPerObject) return TooMany("gpu", kMaxValuesPerObject);
         std::string_view name;
         ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
         if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
@@ -268,7 +290,11 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
         ACMETRACE_GET(name, metric.value().get_array().get(values));
         std::string_view raw;
         ACMETRACE_GET(name, values.raw_json().get(raw));
-        ACMETRACE_GET(name, ParseNumberArray(raw, m.values));
+        if (auto e = ParseNumberArray(raw, m.values, kMaxGpusPerNode); e == simdjson::CAPACITY) {
+          return TooMany(name, kMaxGpusPerNode);  // one GPU per value
+        } else if (e) {
+          return FieldError(name, e);
+        }
       }
     } else if (key == "host") {
       Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
@@ -302,7 +328,7 @@ Status RecordParser::Impl::ParsePower(od::object obj, PowerSample& p) {
       p.model.assign(str);
       has_model = true;
     } else if (key == "ts_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(p.ts_ms));
+      if (Status st = GetTraceTime(v, key, p.ts_ms); !st.ok()) return st;
       has_ts = true;
     } else if (key == "fields") {
       Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
@@ -334,10 +360,10 @@ Status RecordParser::Impl::ParseMetrics(od::object obj, MetricsWindow& m) {
     } else if (key == "window_s") {
       ACMETRACE_GET(key, v.get_int64().get(m.window_s));
     } else if (key == "start_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(m.start_ms));
+      if (Status st = GetTraceTime(v, key, m.start_ms); !st.ok()) return st;
       has_start = true;
     } else if (key == "end_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(m.end_ms));
+      if (Status st = GetTraceTime(v, key, m.end_ms); !st.ok()) return st;
       has_end = true;
     } else if (key == "metrics") {
       Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
@@ -386,7 +412,7 @@ Status RecordParser::Impl::ParseAnomaly(od::object obj, AnomalyEvent& a) {
       }
       has_state = true;
     } else if (key == "ts_ms") {
-      ACMETRACE_GET(key, v.get_int64().get(a.ts_ms));
+      if (Status st = GetTraceTime(v, key, a.ts_ms); !st.ok()) return st;
       has_ts = true;
     } else if (key == "value") {
       ACMETRACE_GET(key, GetNumberOrNull(v, a.value));

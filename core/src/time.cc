@@ -116,6 +116,8 @@ std::optional<int64_t> ParseUnixSecondsMs(std::string_view text) {
   int64_t seconds = 0;
   auto [ptr, ec] = std::from_chars(begin, end, seconds);
   if (ec != std::errc() || ptr == begin) return std::nullopt;
+  // Far beyond any trace time, and seconds * 1000 must not overflow.
+  if (seconds > 1'000'000'000'000 || seconds < -1'000'000'000'000) return std::nullopt;
   int64_t millis = 0;
   if (ptr != end) {
     if (*ptr != '.') return std::nullopt;

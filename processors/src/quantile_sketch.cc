@@ -28,6 +28,7 @@ void QuantileSketch::Add(double value, uint64_t count) {
     zero_count_ += count;
     return;
   }
+  if (value > kMaxIndexable) value = kMaxIndexable;
   if (value != last_value_) {
     last_value_ = value;
     last_index_ = IndexOf(value);

@@ -20,14 +20,28 @@ bool Selected(const std::vector<std::string>& clusters, const std::string& clust
   return clusters.empty() || std::find(clusters.begin(), clusters.end(), cluster) != clusters.end();
 }
 
-std::vector<std::string> CsvFilesIn(const fs::path& dir) {
+// The *.csv files in dir; *.csv entries that are not files go to not_files (for a cluster and kind
+// the caller names after selecting them).
+std::vector<std::string> CsvFilesIn(const fs::path& dir, std::vector<std::string>* not_files) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry.path().string());
+    if (entry.path().extension() != ".csv") continue;
+    std::error_code type_ec;
+    if (entry.is_regular_file(type_ec)) {
+      files.push_back(entry.path().string());
+    } else if (not_files != nullptr) {
+      not_files->push_back(entry.path().string());
+    }
   }
   std::sort(files.begin(), files.end());
+  if (not_files != nullptr) std::sort(not_files->begin(), not_files->end());
   return files;
+}
+
+std::string NotAFileReason(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) ? "is a directory, not a file; skipped" : "not a regular file; skipped";
 }
 
 }  // namespace
@@ -42,12 +56,19 @@ core::Result<DataDirFiles> ListDataDir(const std::string& dir, const std::vector
   }
   DataDirFiles out;
   out.data_root = root.string();
-  for (const std::string& f : CsvFilesIn(root / "job_trace")) {
+  std::vector<std::string> odd;
+  for (const std::string& f : CsvFilesIn(root / "job_trace", &odd)) {
     const fs::path p(f);
     const std::string name = p.filename().string();
     if (name.rfind("trace_", 0) != 0) continue;
     std::string cluster = name.substr(6, name.size() - 10);
     if (Selected(clusters, cluster)) out.job_traces.emplace_back(cluster, f);
+  }
+  for (const std::string& f : odd) {
+    const std::string name = fs::path(f).filename().string();
+    if (name.rfind("trace_", 0) != 0) continue;
+    std::string cluster = name.substr(6, name.size() - 10);
+    if (Selected(clusters, cluster)) out.not_files.push_back({cluster, "job_trace", f, NotAFileReason(f)});
   }
   const fs::path util = root / "utilization";
   if (fs::is_directory(util, ec)) {
@@ -60,12 +81,18 @@ core::Result<DataDirFiles> ListDataDir(const std::string& dir, const std::vector
       if (d == "ipmi") continue;
       if (d == "util_pkl") continue;  // the release's pickled CDFs, not logs
       if (!Selected(clusters, d)) continue;
-      std::vector<std::string> files = CsvFilesIn(util / d);
+      odd.clear();
+      std::vector<std::string> files = CsvFilesIn(util / d, &odd);
       if (!files.empty()) out.utilization.emplace_back(d, std::move(files));
+      for (const std::string& f : odd) out.not_files.push_back({d, "utilization", f, NotAFileReason(f)});
     }
-    if (Selected(clusters, "seren")) out.ipmi = CsvFilesIn(util / "ipmi");  // the release's IPMI files are Seren's
+    if (Selected(clusters, "seren")) {  // the release's IPMI files are Seren's
+      odd.clear();
+      out.ipmi = CsvFilesIn(util / "ipmi", &odd);
+      for (const std::string& f : odd) out.not_files.push_back({"seren", "ipmi", f, NotAFileReason(f)});
+    }
   }
-  if (out.job_traces.empty() && out.utilization.empty() && out.ipmi.empty()) {
+  if (out.job_traces.empty() && out.utilization.empty() && out.ipmi.empty() && out.not_files.empty()) {
     return core::Status::Error(dir + ": no AcmeTrace files found (expected " + out.data_root +
                                "/job_trace/trace_<cluster>.csv or " + out.data_root +
                                "/utilization/<cluster>/*.csv)");
@@ -78,6 +105,7 @@ core::Result<std::unique_ptr<EventStream>> EventStream::Open(const EventStreamOp
   core::Result<DataDirFiles> listed = ListDataDir(options.data_dir, options.clusters);
   if (!listed.ok()) return listed.status();
   const DataDirFiles& files = listed.value();
+  for (const DataDirFiles::NotAFile& f : files.not_files) errors.ReportFile(f.cluster, f.kind, f.path, f.reason);
   std::unique_ptr<EventStream> stream(new EventStream());
   for (const auto& [cluster, path] : files.job_traces) {
     auto source = std::make_unique<JobEventSource>(errors, options.range, options.job_reorder_window_ms);

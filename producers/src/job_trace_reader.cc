@@ -29,6 +29,9 @@ std::string ClusterFromTraceFileName(std::string_view path) {
 
 core::Status JobTraceReader::Open(const std::string& path, std::string cluster) {
   if (core::Status s = csv_.Open(path); !s.ok()) return s;
+  csv_.set_error_sink([this](int64_t line, std::string_view field, std::string_view reason) {
+    errors_.Report(cluster_, kKind, csv_.path(), line, field, reason);
+  });
   if (!csv_.NextRow(fields_)) {
     if (!csv_.status().ok()) return csv_.status();
     return core::Status::Error(path + ": empty file: no header");
@@ -84,7 +87,7 @@ bool JobTraceReader::ParseRow(const std::vector<std::string_view>& f, JobRow& ro
   auto integer = [&](Column c, int64_t& out) {
     std::optional<int64_t> v = core::ParseInteger(text(c));
     if (!v || *v < 0) {
-      Error(kColumnNames[c], "not a non-negative integer: '" + std::string(text(c)) + "'");
+      Error(kColumnNames[c], "not a non-negative integer: " + core::QuotedValue(text(c)));
       return false;
     }
     out = *v;
@@ -98,7 +101,7 @@ bool JobTraceReader::ParseRow(const std::vector<std::string_view>& f, JobRow& ro
     }
     std::optional<double> v = core::ParseDouble(t);
     if (!v) {
-      Error(kColumnNames[c], "not a number: '" + std::string(t) + "'");
+      Error(kColumnNames[c], "not a number: " + core::QuotedValue(t));
       return false;
     }
     out = *v;
@@ -112,7 +115,11 @@ bool JobTraceReader::ParseRow(const std::vector<std::string_view>& f, JobRow& ro
     }
     out = core::ParseTimeMs(t);
     if (!out) {
-      Error(kColumnNames[c], "not a time with an offset: '" + std::string(t) + "'");
+      Error(kColumnNames[c], "not a time with an offset: " + core::QuotedValue(t));
+      return false;
+    }
+    if (!core::IsTraceTimeMs(*out)) {
+      Error(kColumnNames[c], std::string(core::kTraceTimeRangeReason) + ": " + core::QuotedValue(t));
       return false;
     }
     return true;

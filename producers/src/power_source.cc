@@ -29,9 +29,12 @@ PowerSource::PowerSource(std::string cluster, const std::vector<std::string>& fi
     struct stat st;
     if (::stat(path.c_str(), &st) == 0) bytes_total_ += st.st_size;
     if (core::Status s = file->csv.Open(path); !s.ok()) {
-      errors_.ReportFile(cluster_, kKind, path, "cannot open");
+      errors_.ReportFile(cluster_, kKind, path, s.message().substr(path.size() + 2));  // "cannot open: ..."
       continue;
     }
+    file->csv.set_error_sink([this, &csv = file->csv](int64_t line, std::string_view field, std::string_view reason) {
+      errors_.Report(cluster_, kKind, csv.path(), line, field, reason);
+    });
     if (!file->csv.NextRow(file->fields)) {
       errors_.ReportFile(cluster_, kKind, path, "empty file: no header");
       continue;
@@ -69,7 +72,13 @@ bool PowerSource::Advance(File& f) {
     std::optional<int64_t> ts = core::ParseTimeMs(core::TrimSpaces(f.fields[f.time_column]));
     if (!ts) {
       errors_.Report(cluster_, kKind, path, f.csv.line(), "Time",
-                     "not unix seconds or a time with an offset: '" + std::string(f.fields[f.time_column]) + "'");
+                     "not unix seconds or a time with an offset: " + core::QuotedValue(f.fields[f.time_column]));
+      continue;
+    }
+    if (!core::IsTraceTimeMs(*ts)) {
+      errors_.Report(cluster_, kKind, path, f.csv.line(), "Time",
+                     std::string(core::kTraceTimeRangeReason) + ": " + core::QuotedValue(f.fields[f.time_column]) +
+                         "; row skipped");
       continue;
     }
     if (!range_.Contains(*ts)) {
@@ -94,7 +103,7 @@ bool PowerSource::Advance(File& f) {
       if (!v) {
         // A non-numeric column (a host name, say) is not a power field: ignore it quietly only if
         // it never held numbers; otherwise it is a bad cell.
-        errors_.Report(cluster_, kKind, path, f.csv.line(), f.names[i], "not a number: '" + std::string(cell) + "'");
+        errors_.Report(cluster_, kKind, path, f.csv.line(), f.names[i], "not a number: " + core::QuotedValue(cell));
         continue;
       }
       sample.fields.emplace_back(f.names[i], *v);

@@ -89,8 +89,10 @@ std::optional<ColumnTarget> ParseUtilizationColumn(std::string_view name, bool g
       index = index.substr(0, dot);
     }
     if (!AllDigits(index) || index.size() > 3) return std::nullopt;
+    const int gpu = std::stoi(std::string(index));
+    if (gpu >= static_cast<int>(core::kMaxGpusPerNode)) return std::nullopt;  // what every consumer takes
     std::string_view node = StripPandasDuplicate(name.substr(0, dash));
-    return ColumnTarget{std::string(node), std::stoi(std::string(index))};
+    return ColumnTarget{std::string(node), gpu};
   }
   // Host metric: an IB column names its NIC ("-mlx5_0"); one NIC per server, so it is the node's.
   if (size_t nic = name.find("-mlx5_"); nic != std::string_view::npos && nic > 0) {
@@ -161,9 +163,12 @@ bool UtilizationMetricReader::OpenNextFile() {
     csv_ = std::make_unique<core::CsvReader>();
     const std::string& path = files_[next_file_++];
     if (core::Status s = csv_->Open(path); !s.ok()) {
-      errors_.ReportFile(cluster_, kKind, path, "cannot open");
+      errors_.ReportFile(cluster_, kKind, path, s.message().substr(path.size() + 2));  // "cannot open: ..."
       continue;
     }
+    csv_->set_error_sink([this](int64_t line, std::string_view field, std::string_view reason) {
+      errors_.Report(cluster_, kKind, csv_->path(), line, field, reason);
+    });
     if (!csv_->NextRow(fields_)) {
       if (!csv_->status().ok()) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -208,7 +213,7 @@ bool UtilizationMetricReader::OpenNextFile() {
       std::optional<ColumnTarget> target = ParseUtilizationColumn(fields_[i], header.gpu_metric);
       if (!target) {
         errors_.Report(cluster_, kKind, path, 1, header_storage_[i],
-                       header.gpu_metric ? "not a GPU column (IP-index or pod-index); column ignored"
+                       header.gpu_metric ? "not a GPU column (IP-index or pod-index, index below 64); column ignored"
                                          : "not a node column; column ignored");
         continue;
       }
@@ -238,7 +243,7 @@ bool UtilizationMetricReader::OpenNextFile() {
 bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
   for (;;) {
     // The cells are parsed as the row is split, before its Time is known to be kept: every column
-    // gets a value, kNoSample where there is none ("nan" written out is none too). Cells are short
+    // gets a value, kNoSample where there is none (an empty cell). Cells are short
     // decimals ("57.123", "0.0", "100.0"), about 2,300 per row and most of a replay's time; anything
     // else takes OtherCell, which keeps bad cells to report if the row is kept. An ignored column's
     // value is never read.
@@ -273,7 +278,12 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
     }
     std::optional<int64_t> ts = core::ParseTimeMs(core::TrimSpaces(time_cell));
     if (!ts) {
-      Error("Time", "not unix seconds or a time with an offset: '" + std::string(time_cell) + "'");
+      Error("Time", "not unix seconds or a time with an offset: " + core::QuotedValue(time_cell));
+      continue;
+    }
+    if (!core::IsTraceTimeMs(*ts)) {
+      // Before the order check: a year-9999 row kept would make every later row "go back in time".
+      Error("Time", std::string(core::kTraceTimeRangeReason) + ": " + core::QuotedValue(time_cell) + "; row skipped");
       continue;
     }
     if (have_last_ && *ts <= last_ts_ms_) {
@@ -295,7 +305,7 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
                        "; missing cells read as no sample");
     }
     for (const auto& [column, cell] : bad_cells_) {
-      Error(header_storage_[column], "not a number: '" + cell + "'");
+      Error(header_storage_[column], "not a number: " + cell);
     }
     std::fill(values + std::min(fields, columns), values + columns, core::kNoSample);
     row.ts_ms = *ts;
@@ -313,7 +323,7 @@ bool UtilizationMetricReader::ReadRow(ParsedRow& row) {
 double UtilizationMetricReader::OtherCell(size_t column, std::string_view cell) {
   if (cell.empty() || column_target_[column] < 0) return core::kNoSample;  // no sample, or not read
   std::optional<double> parsed = core::ParseDouble(cell);
-  if (!parsed) bad_cells_.emplace_back(column, std::string(cell));
+  if (!parsed) bad_cells_.emplace_back(column, core::QuotedValue(cell));  // kept short, as shown
   return parsed.value_or(core::kNoSample);
 }
 

@@ -63,10 +63,19 @@ class StepClock {
   void OnRecord(int64_t ts_ms, int64_t step_ms) {
     if (next_ms_ == kNoTimeMs) next_ms_ = first_ms_ = (ts_ms / step_ms + 1) * step_ms;
   }
-  /// Calls judge(t) for each step time t <= watermark_ms not judged yet, in order.
-  template <class Judge>
-  void RunTo(int64_t watermark_ms, int64_t step_ms, Judge judge) {
-    for (; next_ms_ != kNoTimeMs && next_ms_ <= watermark_ms; next_ms_ += step_ms) judge(next_ms_);
+  /// Calls judge(t) for each step time t <= watermark_ms not judged yet, in order. Before each,
+  /// skip(t) may say that the steps from t on change nothing for a while: it returns how far to jump
+  /// (a multiple of step_ms; 0 = judge t).
+  template <class Skip, class Judge>
+  void RunTo(int64_t watermark_ms, int64_t step_ms, Skip skip, Judge judge) {
+    while (next_ms_ != kNoTimeMs && next_ms_ <= watermark_ms) {
+      if (const int64_t jump = skip(next_ms_); jump > 0) {
+        next_ms_ += jump;
+        continue;
+      }
+      judge(next_ms_);
+      next_ms_ += step_ms;
+    }
   }
   /// The first step time (kNoTimeMs before the first record).
   int64_t first_ms() const { return first_ms_; }

@@ -122,13 +122,45 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) c.steps.RunTo(watermark_ms, step_ms_, [&](int64_t t) { Judge(name, c, t); });
+    for (auto& [name, c] : clusters_) {
+      // The judgements before the next change repeat the last one while the cluster is steady: jump
+      // over them, moving the history (all one value) along. One event decades ahead (a corrupt time)
+      // would otherwise take millions of judgements.
+      auto skip = [&, &c = c](int64_t t) -> int64_t {
+        const int64_t until =
+            c.changes.empty() ? watermark_ms + 1 : std::min(watermark_ms + 1, c.changes.front().ts_ms);
+        if (until <= t || !Steady(c, t)) return 0;
+        const int64_t shift = (until - t + step_ms_ - 1) / step_ms_ * step_ms_;
+        for (Point& p : c.history) p.t_ms += shift;
+        return shift;
+      };
+      c.steps.RunTo(watermark_ms, step_ms_, skip, [&, &name = name, &c = c](int64_t t) { Judge(name, c, t); });
+    }
     outbox_.FlushTo(watermark_ms, out);
   }
 
   static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
+  // Whether Judge at t, with no change due, would leave everything as it is but the history's times:
+  // the flag closed and not about to change, every pending job past min_wait (so the waiting GPUs
+  // stay the same), the history that one value over a full baseline (a judgement drops one point
+  // and adds one), and that value not high enough against itself to open the flag.
+  bool Steady(const Cluster& c, int64_t t) const {
+    if (c.state.open() || c.state.pending() || c.history.size() < 2) return false;
+    double waiting = 0;
+    for (const auto& [_, p] : c.pending) {
+      if (t - p.submit_ms < min_wait_ms_) return false;
+      waiting += static_cast<double>(p.gpus);
+    }
+    if (!(c.history.front().t_ms < t - baseline_ms_ && c.history[1].t_ms >= t - baseline_ms_)) return false;
+    if (c.history.back().t_ms != t - step_ms_) return false;
+    for (const Point& p : c.history) {
+      if (p.waiting != waiting) return false;
+    }
+    return waiting < std::max(open_ratio_ * waiting, waiting + open_min_gpus_);
+  }
+
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     while (!c.changes.empty() && c.changes.front().ts_ms <= t) {
       const Change& ch = c.changes.front();

@@ -272,19 +272,15 @@ TEST(CsvReaderOpenTest, MissingFileIsAnErrorNamingThePath) {
   EXPECT_FALSE(reader.NextRow(fields));
 }
 
-TEST(CsvReaderOpenTest, DirectoryIsAnError) {
-  // Opening a directory succeeds on Linux but reading fails: the error must surface in status().
+TEST(CsvReaderOpenTest, DirectoryIsAnErrorAtOpen) {
+  // open(2) takes a directory and only read(2) fails: Open says what it is, naming it.
   const std::string dir = TestDir();
   CsvReader reader;
   const Status opened = reader.Open(dir);
-  if (!opened.ok()) {
-    EXPECT_NE(opened.message().find(dir), std::string::npos);
-    return;
-  }
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.message(), dir + ": is a directory, not a file");
   std::vector<std::string_view> fields;
   EXPECT_FALSE(reader.NextRow(fields));
-  ASSERT_FALSE(reader.status().ok());
-  EXPECT_NE(reader.status().message().find(dir), std::string::npos) << reader.status().message();
 }
 
 TEST(CsvReaderOpenTest, EmptyFileHasNoRowsAndNoError) {
@@ -296,6 +292,100 @@ TEST(CsvReaderOpenTest, EmptyFileHasNoRowsAndNoError) {
   EXPECT_FALSE(reader.NextRow(fields));
   EXPECT_TRUE(fields.empty());
   EXPECT_TRUE(reader.status().ok());
+}
+
+// Reads every row with a sink that records the skipped ones as "LINE: FIELD: reason".
+std::vector<Row> ReadReporting(const std::string& path, size_t chunk_bytes, std::vector<std::string>& skipped,
+                               size_t max_row_bytes = CsvReader::kDefaultMaxRowBytes) {
+  CsvReader reader;
+  EXPECT_TRUE(reader.Open(path, chunk_bytes).ok());
+  reader.set_max_row_bytes(max_row_bytes);
+  reader.set_error_sink([&skipped](int64_t line, std::string_view field, std::string_view reason) {
+    skipped.push_back(std::to_string(line) + ": " + std::string(field) + ": " + std::string(reason));
+  });
+  std::vector<Row> rows;
+  std::vector<std::string_view> fields;
+  while (reader.NextRow(fields)) {
+    Row row{reader.line(), {}};
+    for (std::string_view f : fields) row.fields.emplace_back(f);
+    rows.push_back(std::move(row));
+  }
+  EXPECT_TRUE(reader.status().ok()) << reader.status().message();
+  EXPECT_EQ(reader.rows_skipped(), static_cast<int64_t>(skipped.size()));
+  return rows;
+}
+
+TEST_P(CsvReaderTest, AnUnbalancedQuoteSkipsItsLineAndTheRestOfTheFileIsRead) {
+  // The issue's IPMI file: one cell opens a quote that never closes. It used to swallow the rest
+  // of the file into one field.
+  const std::string dir = TestDir();
+  std::string content = "Time,CPU_Power\n1677601080,\"300\n";
+  std::vector<Row> expected = {{1, {"Time", "CPU_Power"}}};
+  for (int i = 0; i < 40; ++i) {
+    content += std::to_string(1677601095 + i * 15) + "," + std::to_string(i) + "\n";
+    expected.push_back({3 + i, {std::to_string(1677601095 + i * 15), std::to_string(i)}});
+  }
+  const std::string path = WriteFile(dir, "ipmi.csv", content);
+  std::vector<std::string> skipped;
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped), expected);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0],
+            "2: row: unbalanced quote: a quoted field not closed within 16 lines or by the end of the file; row skipped");
+}
+
+TEST_P(CsvReaderTest, AnUnbalancedQuoteNearTheEndOfTheFileSkipsOnlyItsLine) {
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "end.csv", "a,b\n\"open,1\nc,2\nd,3");
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{1, {"a", "b"}}, {3, {"c", "2"}}, {4, {"d", "3"}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped), expected);
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
+TEST_P(CsvReaderTest, AQuotedFieldMaySpanUpToTheLimitOfLines) {
+  const std::string dir = TestDir();
+  std::string value = "v";
+  for (int64_t i = 0; i < CsvReader::kMaxQuotedLines; ++i) value += "\nx";
+  const std::string path = WriteFile(dir, "span.csv", "\"" + value + "\",1\nnext\n");
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{1, {value, "1"}}, {2 + CsvReader::kMaxQuotedLines, {"next"}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped), expected);
+  EXPECT_TRUE(skipped.empty());
+}
+
+TEST_P(CsvReaderTest, ARowLongerThanTheLimitIsSkippedAndReported) {
+  const std::string dir = TestDir();
+  const std::string path =
+      WriteFile(dir, "long.csv", "h\n" + std::string(5000, 'x') + "\r\nafter\n\"q" + std::string(3000, 'y') + "\"\nend");
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{1, {"h"}}, {3, {"after"}}, {5, {"end"}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped, 1000), expected);
+  EXPECT_EQ(skipped, (std::vector<std::string>{"2: row: longer than 1000 bytes; row skipped",
+                                               "4: row: longer than 1000 bytes; row skipped"}));
+}
+
+TEST_P(CsvReaderTest, ARowWithMoreFieldsThanTheLimitIsSkippedAndReported) {
+  const std::string dir = TestDir();
+  const std::string wide(CsvReader::kMaxFields, ',');  // kMaxFields + 1 empty fields
+  const std::string path = WriteFile(dir, "wide.csv", "a\n" + wide + "\n\"q\"" + wide + "\nb\n");
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{1, {"a"}}, {4, {"b"}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped), expected);
+  EXPECT_EQ(skipped, (std::vector<std::string>{"2: row: has more than 65536 fields; row skipped",
+                                               "3: row: has more than 65536 fields; row skipped"}));
+}
+
+TEST_P(CsvReaderTest, ARowOfExactlyTheLimitIsKeptWhateverItsLineEnding) {
+  // Found by csv_reader_fuzz: with a small buffer, a 16-byte row whose CR ended a read was measured
+  // with its CR and skipped as longer than 16 bytes. The first line puts that CR last in a 64-byte
+  // buffer's first read (56 bytes).
+  const std::string dir = TestDir();
+  const std::string row(16, 'r');
+  const std::string path = WriteFile(dir, "exact.csv", std::string(38, 'p') + "\n" + row + "\r\n" + row + "\r" + row + "\n" + row);
+  std::vector<std::string> skipped;
+  const std::vector<Row> expected = {{2, {row}}, {3, {row}}, {4, {row}}, {5, {row}}};
+  EXPECT_EQ(ReadReporting(path, GetParam(), skipped, 16), expected);
+  EXPECT_EQ(skipped, std::vector<std::string>{"1: row: longer than 16 bytes; row skipped"});
 }
 
 }  // namespace

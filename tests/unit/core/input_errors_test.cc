@@ -101,5 +101,36 @@ TEST(InputErrorsTest, CountsExactlyFromManyThreads) {
   EXPECT_EQ(errors.counts().at({"kalos", "utilization"}), 2000);
 }
 
+TEST(InputErrorsTest, AnEmptyFieldLeavesItsSlotOut) {
+  // A whole line has no field: "stdin:1: line: ..." and not "stdin:1: : line: ...".
+  Captured out;
+  InputErrors errors(out.file());
+  errors.Report("", "record", "stdin", 1, "", "line: not a JSON object");
+  EXPECT_EQ(out.text(), "stdin:1: line: not a JSON object\n");
+}
+
+TEST(InputErrorsTest, QuotedValueShowsAShortValueWhole) {
+  EXPECT_EQ(QuotedValue("abc"), "'abc'");
+  EXPECT_EQ(QuotedValue(""), "''");
+  EXPECT_EQ(QuotedValue(std::string(kMaxEchoedValueBytes, 'x')), "'" + std::string(kMaxEchoedValueBytes, 'x') + "'");
+}
+
+TEST(InputErrorsTest, QuotedValueTruncatesAHugeValueAndSaysItsSize) {
+  const std::string huge(8 << 20, 'z');  // the 8 MiB cell
+  const std::string shown = QuotedValue(huge);
+  EXPECT_EQ(shown, "'" + std::string(kMaxEchoedValueBytes, 'z') + "'... (8388608 bytes)");
+}
+
+TEST(InputErrorsTest, QuotedValueKeepsTheMessageOnOneLine) {
+  EXPECT_EQ(QuotedValue("a\nb\rc\td\x01"), "'a\\nb\\rc\\td\\x01'");
+}
+
+TEST(InputErrorsTest, AHugeFieldNameIsTruncatedToo) {
+  Captured out;
+  InputErrors errors(out.file());
+  errors.Report("c", "utilization", "f.csv", 2, std::string(1 << 20, 'h'), "not a number: 'x'");
+  EXPECT_EQ(out.text(), "f.csv:2: " + std::string(kMaxEchoedValueBytes, 'h') + "...: not a number: 'x'\n");
+}
+
 }  // namespace
 }  // namespace acmetrace::core

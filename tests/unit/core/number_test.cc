@@ -163,5 +163,16 @@ TEST(ParseShortDecimalTest, AgreesWithParseDoubleOnLongerCellsAndOtherCharacters
   }
 }
 
+TEST(ParseDoubleTest, RefusesInfinitiesNanAndOverflow) {
+  // Accepted before, they became samples that JSON could only write as null, with no error.
+  for (const char* text : {"inf", "-inf", "+inf", "Infinity", "nan", "NaN", "-nan", "1e400", "-1e400", " 1e309 ",
+                           "+-1", "+-inf"}) {
+    EXPECT_EQ(ParseDouble(text), std::nullopt) << "'" << text << "'";
+  }
+  EXPECT_EQ(ParseDouble("1.7976931348623157e308"), 1.7976931348623157e308);  // the largest double is one
+  EXPECT_EQ(ParseDouble("1e308"), 1e308);
+  EXPECT_EQ(ParseDouble("+1"), 1.0);
+}
+
 }  // namespace
 }  // namespace acmetrace::core

@@ -168,12 +168,12 @@ TEST(RecordParserTest, AcceptsFieldsInAnyOrderAndSkipsUnknownOnes) {
   RecordParser parser;
   Record r;
   const std::string line =
-      R"({"value":{"ts_ms":5,"extra":[1,{"a":2}],"model":"CPU_D","fields":{"Sys_Total_Power":546},"cluster":"seren","v":1},)"
+      R"({"value":{"ts_ms":1677601080000,"extra":[1,{"a":2}],"model":"CPU_D","fields":{"Sys_Total_Power":546},"cluster":"seren","v":1},)"
       R"("key":"seren/CPU_D","topic":"acme.power"})";
   ASSERT_TRUE(parser.ParseFramedLine(line, r).ok());
   const auto& p = std::get<PowerSample>(r);
   EXPECT_EQ(p.model, "CPU_D");
-  EXPECT_EQ(p.ts_ms, 5);
+  EXPECT_EQ(p.ts_ms, 1677601080000);
   ASSERT_EQ(p.fields.size(), 1u);
   EXPECT_EQ(p.fields[0].second, 546);
 }
@@ -183,7 +183,7 @@ TEST(RecordParserTest, GpuArraysTakeNullsSpacesAndEveryNumberForm) {
   Record r;
   const Status s = parser.ParseValue(
       kTopicUtil,
-      R"({"cluster":"kalos","node":"10.0.0.1","ts_ms":5,"gpu":{"GPU_UTIL":[ 0 , null,-1.5e2, 0.25 ,100],"XID_ERRORS":[]}})",
+      R"({"cluster":"kalos","node":"10.0.0.1","ts_ms":1677601080000,"gpu":{"GPU_UTIL":[ 0 , null,-1.5e2, 0.25 ,100],"XID_ERRORS":[]}})",
       r);
   ASSERT_TRUE(s.ok()) << s.message();
   const auto& u = std::get<UtilSample>(r);
@@ -196,14 +196,14 @@ TEST(RecordParserTest, GpuArraysTakeNullsSpacesAndEveryNumberForm) {
   EXPECT_EQ(u.gpu[0].values[4], 100.0);
   EXPECT_TRUE(u.gpu[1].values.empty());
 
-  // Longer than the parser's chunk of 32: every value, in order.
-  std::string json = R"({"cluster":"kalos","node":"n","ts_ms":5,"gpu":{"GPU_UTIL":[)";
-  for (int i = 0; i < 70; ++i) json += (i ? "," : "") + (i % 7 == 3 ? std::string("null") : std::to_string(i));
+  // Longer than the parser's chunk of 32 (as long as a GPU array may be): every value, in order.
+  std::string json = R"({"cluster":"kalos","node":"n","ts_ms":1677601080000,"gpu":{"GPU_UTIL":[)";
+  for (int i = 0; i < static_cast<int>(kMaxGpusPerNode); ++i) json += (i ? "," : "") + (i % 7 == 3 ? std::string("null") : std::to_string(i));
   json += "]}}";
   ASSERT_TRUE(parser.ParseValue(kTopicUtil, json, r).ok());
   const auto& long_row = std::get<UtilSample>(r).gpu[0].values;
-  ASSERT_EQ(long_row.size(), 70u);
-  for (int i = 0; i < 70; ++i) {
+  ASSERT_EQ(long_row.size(), kMaxGpusPerNode);
+  for (int i = 0; i < static_cast<int>(kMaxGpusPerNode); ++i) {
     if (i % 7 == 3) {
       EXPECT_FALSE(IsSample(long_row[static_cast<size_t>(i)])) << i;
     } else {
@@ -218,16 +218,16 @@ TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
   Status s = parser.ParseValue(kTopicJobs, R"({"v":1,"cluster":"seren","event":"submit","ts_ms":"soon","job_id":"1"})", r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ts_ms"), std::string::npos) << s.message();
-  s = parser.ParseValue(kTopicJobs, R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1})", r);
+  s = parser.ParseValue(kTopicJobs, R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1677601080000})", r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("job_id"), std::string::npos) << s.message();
-  s = parser.ParseValue(kTopicUtil, R"({"cluster":"seren","node":"n","ts_ms":1,"gpu":{"GPU_UTIL":[1,"x"]}})", r);
+  s = parser.ParseValue(kTopicUtil, R"({"cluster":"seren","node":"n","ts_ms":1677601080000,"gpu":{"GPU_UTIL":[1,"x"]}})", r);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("GPU_UTIL"), std::string::npos) << s.message();
   // Every way a GPU array can be wrong names the metric; the record is not half-taken.
   for (const char* values : {"[1,,2]", "[1 2]", "[01]", "[1.]", "[+1]", "[1,]", "[nul]", "[true]", "[[1]]", "[1e400]",
                              "{}", "7"}) {
-    const std::string json = std::string(R"({"cluster":"seren","node":"n","ts_ms":1,"gpu":{"SM_ACTIVE":)") + values + "}}";
+    const std::string json = std::string(R"({"cluster":"seren","node":"n","ts_ms":1677601080000,"gpu":{"SM_ACTIVE":)") + values + "}}";
     s = parser.ParseValue(kTopicUtil, json, r);
     EXPECT_FALSE(s.ok()) << values;
     EXPECT_NE(s.message().find("SM_ACTIVE"), std::string::npos) << values << ": " << s.message();
@@ -236,6 +236,59 @@ TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
   EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.jobs","key":"k","value":{"cluster":)", r).ok());
   EXPECT_FALSE(parser.ParseFramedLine("not json", r).ok());
   EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.jobs","key":"k"})", r).ok());
+}
+
+TEST(RecordParserTest, RefusesEventTimesOutsideTheTraceYears) {
+  // A job event in 2123 made process spin through a century of 60 s judgements.
+  RecordParser parser;
+  Record r;
+  const Status s = parser.ParseFramedLine(
+      R"({"topic":"acme.jobs","value":{"cluster":"seren","event":"submit","ts_ms":4841740800000,"job_id":"j"}})", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "value: field \"ts_ms\": outside the accepted years 2000-2099: 4841740800000");
+  EXPECT_FALSE(parser.ParseFramedLine(R"({"topic":"acme.util","value":{"cluster":"c","node":"n","ts_ms":0}})", r).ok());
+  EXPECT_FALSE(parser
+                   .ParseFramedLine(R"({"topic":"acme.metrics","value":{"cluster":"c","start_ms":1677601020000,)"
+                                    R"("end_ms":253402300800000,"metrics":{}}})", r)
+                   .ok());
+  EXPECT_TRUE(parser.ParseFramedLine(R"({"topic":"acme.util","value":{"cluster":"c","node":"n","ts_ms":1677601080000}})", r).ok());
+}
+
+TEST(RecordParserTest, RefusesAGpuArrayLongerThanTheGpusOfANode) {
+  RecordParser parser;
+  Record r;
+  auto line = [](size_t n) {
+    std::string values;
+    for (size_t i = 0; i < n; ++i) values += (i == 0 ? "" : ",") + std::to_string(i);
+    return R"({"topic":"acme.util","value":{"cluster":"c","node":"n","ts_ms":1677601080000,"gpu":{"GPU_UTIL":[)" +
+           values + "]}}}";
+  };
+  ASSERT_TRUE(parser.ParseFramedLine(line(kMaxGpusPerNode), r).ok());
+  EXPECT_EQ(std::get<UtilSample>(r).gpu[0].values.size(), kMaxGpusPerNode);
+  const Status s = parser.ParseFramedLine(line(kMaxGpusPerNode + 1), r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "value: field \"GPU_UTIL\": more than 64 values");
+}
+
+TEST(RecordParserTest, RefusesMoreNamedValuesThanAnObjectMayHold) {
+  RecordParser parser;
+  Record r;
+  std::string fields;
+  for (size_t i = 0; i <= kMaxValuesPerObject; ++i) fields += (i == 0 ? "" : ",") + ("\"F" + std::to_string(i) + "\":1");
+  const Status s = parser.ParseFramedLine(
+      R"({"topic":"acme.power","value":{"cluster":"c","model":"m","ts_ms":1677601080000,"fields":{)" + fields + "}}}", r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "value: field \"fields\": more than 1024 values");
+}
+
+TEST(RecordParserTest, RefusesNonFiniteAndOutOfRangeNumbers) {
+  RecordParser parser;
+  Record r;
+  for (const char* v : {"NaN", "Infinity", "-Infinity", "1e400", "-1e999", "nan"}) {
+    const std::string line = R"({"topic":"acme.util","value":{"cluster":"c","node":"n","ts_ms":1677601080000,"gpu":{"SM_ACTIVE":[)" +
+                             std::string(v) + "]}}}";
+    EXPECT_FALSE(parser.ParseFramedLine(line, r).ok()) << v;
+  }
 }
 
 }  // namespace

@@ -137,5 +137,22 @@ TEST(AppendIsoTimeTest, AppendsTheSameTextAsFormat) {
   EXPECT_EQ(out, "t=2023-03-01 00:18:22+08:00");
 }
 
+TEST(TraceTimeRangeTest, AcceptsTheYears2000To2099Only) {
+  EXPECT_TRUE(IsTraceTimeMs(*ParseTimeMs("2023-03-01 00:18:22+08:00")));
+  EXPECT_TRUE(IsTraceTimeMs(*ParseTimeMs("2000-01-01 00:00:00+00:00")));
+  EXPECT_FALSE(IsTraceTimeMs(*ParseTimeMs("1999-12-31 23:59:59+00:00")));
+  EXPECT_TRUE(IsTraceTimeMs(*ParseTimeMs("2099-12-31 23:59:59+00:00")));
+  EXPECT_FALSE(IsTraceTimeMs(*ParseTimeMs("2100-01-01 00:00:00+00:00")));
+  EXPECT_FALSE(IsTraceTimeMs(*ParseTimeMs("9999-01-01 00:00:00+00:00")));
+  EXPECT_FALSE(IsTraceTimeMs(4841740800000));  // the job event, in 2123
+  EXPECT_FALSE(IsTraceTimeMs(0));
+}
+
+TEST(ParseUnixSecondsMsTest, RefusesSecondsWhoseMillisecondsWouldOverflow) {
+  EXPECT_EQ(ParseUnixSecondsMs("9223372036854775"), std::nullopt);  // * 1000 overflows int64
+  EXPECT_EQ(ParseUnixSecondsMs("-9223372036854775"), std::nullopt);
+  EXPECT_EQ(ParseUnixSecondsMs("1000000000000"), 1000000000000000);
+}
+
 }  // namespace
 }  // namespace acmetrace::core

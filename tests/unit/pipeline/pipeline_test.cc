@@ -67,11 +67,11 @@ TEST(PipelineTest, StopBeforeRunEndsAtOnce) {
 TEST(ExportStageTest, MalformedLinesAreReportedWithTheirLineAndCounted) {
   const std::string input =
       "{\"topic\":\"acme.anomalies\",\"key\":\"seren/gpu_overheat/n1-3\",\"value\":{\"v\":1,\"cluster\":\"seren\","
-      "\"kind\":\"gpu_overheat\",\"subject\":\"n1-3\",\"state\":\"open\",\"ts_ms\":1000,\"value\":88,"
+      "\"kind\":\"gpu_overheat\",\"subject\":\"n1-3\",\"state\":\"open\",\"ts_ms\":1677601021000,\"value\":88,"
       "\"threshold\":85}}\n"
       "not json at all\n"
       "{\"topic\":\"acme.metrics\",\"key\":\"seren\",\"value\":{\"v\":1,\"cluster\":\"seren\",\"window_s\":60,"
-      "\"start_ms\":0,\"end_ms\":60000,\"metrics\":{\"gpus_total\":2288}}}\n";
+      "\"start_ms\":1677601020000,\"end_ms\":1677601080000,\"metrics\":{\"gpus_total\":2288}}}\n";
   std::FILE* in = fmemopen(const_cast<char*>(input.data()), input.size(), "r");
   ASSERT_NE(in, nullptr);
   char* report = nullptr;
@@ -110,7 +110,7 @@ namespace {
 TEST(ExportStageTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
   std::string input(65u << 20, 'x');  // one line longer than 64 MiB
   input += "\n{\"topic\":\"acme.metrics\",\"key\":\"seren\",\"value\":{\"v\":1,\"cluster\":\"seren\",\"window_s\":60,"
-           "\"start_ms\":0,\"end_ms\":60000,\"metrics\":{\"gpus_total\":2288}}}\n";
+           "\"start_ms\":1677601020000,\"end_ms\":1677601080000,\"metrics\":{\"gpus_total\":2288}}}\n";
   std::FILE* in = fmemopen(input.data(), input.size(), "r");
   ASSERT_NE(in, nullptr);
   core::InputErrors errors(nullptr);

@@ -113,7 +113,7 @@ TEST(ProcessPipeTest, ReplayIntoProcessOnTheReleaseFixture) {
 TEST(ProcessPipeTest, MalformedLinesAreCountedNotFatal) {
   const CommandResult r = RunShell("printf '%s\\n' 'not json' "
                               "'{\"topic\":\"acme.util\",\"key\":\"seren/n\",\"value\":{\"v\":1,\"cluster\":\"seren\","
-                              "\"node\":\"n\",\"ts_ms\":60000,\"gpu\":{\"GPU_UTIL\":[0]},\"host\":{}}}' | " +
+                              "\"node\":\"n\",\"ts_ms\":1677601080000,\"gpu\":{\"GPU_UTIL\":[0]},\"host\":{}}}' | " +
                               Binary() + " process --source stdin 2>&1 >/dev/null");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("stdin:1"), std::string::npos) << r.out;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -115,6 +116,24 @@ TEST(QuantileSketchTest, SaveAndLoadGiveAnEqualSketch) {
   StateReader short_in(cut);
   QuantileSketch broken;
   EXPECT_FALSE(broken.Load(short_in));
+}
+
+TEST(QuantileSketchTest, HugeAndInfiniteValuesCountAtTheTopBucketWithoutGrowingWithoutBound) {
+  // SM_ACTIVE 1e308 scaled to percent is +inf: its bucket index was a cast of infinity, and the
+  // buckets were resized to it (std::length_error, process aborted).
+  QuantileSketch sketch(0.01);
+  sketch.Add(0.5);
+  sketch.Add(1e308 * 100);
+  sketch.Add(std::numeric_limits<double>::infinity());
+  sketch.Add(1e300);
+  EXPECT_EQ(sketch.count(), 4u);
+  EXPECT_NEAR(sketch.Quantile(0), 0.5, 0.5 * 0.01);
+  EXPECT_NEAR(sketch.Quantile(1), QuantileSketch::kMaxIndexable, QuantileSketch::kMaxIndexable * 0.01);
+  QuantileSketch other(0.01);
+  other.Add(1e-5);
+  EXPECT_TRUE(sketch.Merge(other));  // the widest span: kMinIndexable .. kMaxIndexable
+  EXPECT_EQ(sketch.count(), 5u);
+  EXPECT_NEAR(sketch.Quantile(0), 1e-5, 1e-5 * 0.01);
 }
 
 }  // namespace

@@ -274,5 +274,32 @@ TEST(EventStreamTest, JobTraceWithoutItsColumnsIsAnErrorNamingTheFile) {
   EXPECT_NE(stream.status().message().find("trace_seren.csv"), std::string::npos) << stream.status().message();
 }
 
+TEST(EventStreamTest, ADirectoryNamedLikeADataFileIsACountedErrorNamingIt) {
+  // It was skipped silently: exit 0, no error, the cluster's jobs missing even with --strict.
+  const std::string dir = TestDir();
+  WriteFile(dir, "data/utilization/seren/GPU_UTIL.csv", "Time,10.140.1.10-0\n1677601080,5\n");
+  std::filesystem::create_directories(dir + "/data/job_trace/trace_seren.csv");
+  std::filesystem::create_directories(dir + "/data/utilization/seren/GPU_TEMP.csv");
+  std::filesystem::create_directories(dir + "/data/utilization/ipmi/GPU_AB_Power.csv");
+  Captured out;
+  core::InputErrors errors(out.file());
+  EventStreamOptions options;
+  options.data_dir = dir;
+  auto stream = OpenOrDie(options, errors);
+  ASSERT_NE(stream, nullptr);
+  EXPECT_EQ(Describe(*stream).size(), 1u);  // the one good file is read
+  EXPECT_EQ(errors.total(), 3);
+  EXPECT_EQ(errors.counts().at({"seren", "job_trace"}), 1);
+  EXPECT_EQ(errors.counts().at({"seren", "utilization"}), 1);
+  EXPECT_EQ(errors.counts().at({"seren", "ipmi"}), 1);
+  const std::string text = out.text();
+  EXPECT_NE(text.find(dir + "/data/job_trace/trace_seren.csv: is a directory, not a file; skipped\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(dir + "/data/utilization/seren/GPU_TEMP.csv: is a directory, not a file; skipped\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

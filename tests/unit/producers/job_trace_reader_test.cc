@@ -313,5 +313,23 @@ TEST(JobTraceReaderTest, StrictModeStopsAtTheFirstMalformedRow) {
   EXPECT_EQ(out.messages(), path + ":3: gpu_num: not a non-negative integer: 'eight'\n");
 }
 
+TEST(JobTraceReaderTest, ATimeOutsideTheTraceYearsIsABadRow) {
+  // A job ending in year 9999 made process and run step through eight millennia of event time.
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "trace_seren.csv",
+                                     std::string(kSerenHeader) +
+                                         "1,u,1,8,4,Other,COMPLETED,2023-03-01 00:00:00+08:00,2023-03-01 00:00:01+08:00,"
+                                         "9999-03-01 00:00:00+08:00,1,1,8\n" +
+                                         "2,u,1,8,4,Other,COMPLETED,1999-12-31 00:00:00+08:00,,,,,\n" + kSerenRow);
+  Captured out;
+  core::InputErrors errors(out.file());
+  JobTraceReader reader(errors);
+  ASSERT_TRUE(reader.Open(path).ok());
+  const std::vector<JobRow> rows = ReadAll(reader);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(out.text(), path + ":2: end_time: outside the accepted years 2000-2099: '9999-03-01 00:00:00+08:00'\n" +
+                            path + ":3: submit_time: outside the accepted years 2000-2099: '1999-12-31 00:00:00+08:00'\n");
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

@@ -149,5 +149,33 @@ TEST(PowerSourceTest, MissingOrHeaderlessFilesAreReportedNotFatal) {
   EXPECT_NE(out.messages().find(empty), std::string::npos);
 }
 
+TEST(PowerSourceTest, AnUnbalancedQuoteIsOneLineOfErrorAndTheRestOfTheFileIsRead) {
+  // It used to swallow the rest of the file into one cell, and echo it in a message of many lines.
+  const std::string dir = TestDir();
+  std::string content = "Time,CPU_Power,Sys_Total_Power\n1677601080,\"300,2500\n";
+  for (int i = 1; i <= 30; ++i) content += std::to_string(1677601080 + i * 15) + "," + std::to_string(i) + ",2500\n";
+  const std::string path = WriteFile(dir, "GPU_C_Power.csv", content);
+  Captured out;
+  core::InputErrors errors(out.file());
+  PowerSource source("seren", {path}, errors, {});
+  const std::vector<std::string> lines = Lines(source);
+  ASSERT_EQ(lines.size(), 30u);
+  EXPECT_EQ(lines[0], Line("GPU_C", kT + 15000, R"("CPU_Power":1,"Sys_Total_Power":2500)"));
+  EXPECT_EQ(out.text(), path + ":2: row: unbalanced quote: a quoted field not closed within 16 lines or by the end "
+                               "of the file; row skipped\n");
+}
+
+TEST(PowerSourceTest, ATimeOutsideTheTraceYearsIsABadRow) {
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "GPU_C_Power.csv",
+                                     "Time,CPU_Power\n1677601080,1\n9999-12-31 23:59:59+08:00,2\n1677601095,3\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  PowerSource source("seren", {path}, errors, {});
+  EXPECT_EQ(Lines(source), (std::vector<std::string>{Line("GPU_C", kT, R"("CPU_Power":1)"),
+                                                     Line("GPU_C", kT + 15000, R"("CPU_Power":3)")}));
+  EXPECT_EQ(out.text(), path + ":3: Time: outside the accepted years 2000-2099: '9999-12-31 23:59:59+08:00'; row skipped\n");
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

@@ -488,5 +488,68 @@ TEST(UtilizationSourceTest, StoppingMidFileStopsTheReadingThread) {
   EXPECT_EQ(errors.total(), 0);
 }
 
+TEST(UtilizationSourceTest, AYear9999RowIsReportedAndTheRowsAfterItAreKept) {
+  // The issue: row 3 in year 9999 was emitted and every later good row skipped as "goes back in time".
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "GPU_UTIL.csv",
+                                     "Time,10.140.1.10-0\n"
+                                     "1688169600,1\n"
+                                     "9999-01-01 00:00:00+00:00,2\n"
+                                     "1688169615,3\n"
+                                     "4841740800,4\n"
+                                     "1688169630,5\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  UtilizationSource source("seren", {path}, errors, {});
+  EXPECT_EQ(Json(source), (std::vector<std::string>{
+                              Record("seren", "10.140.1.10", kT, R"("GPU_UTIL":[1])", ""),
+                              Record("seren", "10.140.1.10", kT + 15000, R"("GPU_UTIL":[3])", ""),
+                              Record("seren", "10.140.1.10", kT + 30000, R"("GPU_UTIL":[5])", ""),
+                          }));
+  EXPECT_EQ(out.text(), path + ":3: Time: outside the accepted years 2000-2099: '9999-01-01 00:00:00+00:00'; row skipped\n" +
+                            path + ":5: Time: outside the accepted years 2000-2099: '4841740800'; row skipped\n");
+}
+
+TEST(UtilizationSourceTest, InfinityNanAndOverflowingCellsAreReportedAsNotNumbers) {
+  // They were emitted as null with no error.
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "GPU_UTIL.csv",
+                                     "Time,10.140.1.10-0,10.140.1.10-1,10.140.1.10-2,10.140.1.10-3\n"
+                                     "1688169600,inf,nan,1e400,1e308\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  UtilizationSource source("seren", {path}, errors, {});
+  EXPECT_EQ(Json(source), (std::vector<std::string>{
+                              Record("seren", "10.140.1.10", kT, R"("GPU_UTIL":[null,null,null,1e+308])", "")}));
+  EXPECT_EQ(out.text(), path + ":2: 10.140.1.10-0: not a number: 'inf'\n" + path +
+                            ":2: 10.140.1.10-1: not a number: 'nan'\n" + path +
+                            ":2: 10.140.1.10-2: not a number: '1e400'\n");
+}
+
+TEST(UtilizationSourceTest, AHugeBadCellIsShownTruncated) {
+  const std::string dir = TestDir();
+  const std::string cell(8 << 20, 'q');  // 8 MiB: it was echoed whole, 8 MB of stderr per cell
+  const std::string path = WriteFile(dir, "GPU_UTIL.csv", "Time,10.140.1.10-0\n1688169600," + cell + "\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  UtilizationSource source("seren", {path}, errors, {});
+  Json(source);
+  EXPECT_EQ(out.text(), path + ":2: 10.140.1.10-0: not a number: '" + std::string(64, 'q') + "'... (8388608 bytes)\n");
+}
+
+TEST(UtilizationSourceTest, AGpuIndexOfSixtyFourOrMoreIsNotAGpuColumn) {
+  const std::string dir = TestDir();
+  const std::string path =
+      WriteFile(dir, "GPU_UTIL.csv", "Time,10.140.1.10-63,10.140.1.10-64,10.140.1.10-999\n1688169600,1,2,3\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  UtilizationSource source("seren", {path}, errors, {});
+  const std::vector<std::string> json = Json(source);
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_NE(json[0].find(",1]"), std::string::npos) << json[0];  // GPU 63, after 63 nulls
+  EXPECT_EQ(errors.total(), 2);
+  EXPECT_NE(out.text().find(path + ":1: 10.140.1.10-64: not a GPU column"), std::string::npos) << out.text();
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

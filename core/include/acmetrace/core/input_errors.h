@@ -13,6 +13,14 @@
 
 namespace acmetrace::core {
 
+/// At most this many bytes of an offending value are echoed in a message: a hostile 8 MiB cell
+/// must not become 8 MiB of stderr.
+inline constexpr size_t kMaxEchoedValueBytes = 64;
+
+/// value in single quotes for an error message, on one line: its first kMaxEchoedValueBytes bytes
+/// then "..." and its size when longer, control characters as \n, \r, \t or \xHH.
+std::string QuotedValue(std::string_view value);
+
 /// Collects input errors of a run. Thread-safe.
 class InputErrors {
  public:
@@ -23,6 +31,7 @@ class InputErrors {
 
   /// Reports one malformed row or field. cluster and kind label the counter
   /// (acmetrace_input_errors_total{cluster,kind}); kind is e.g. "job_trace", "utilization".
+  /// An empty field leaves its slot out ("FILE:LINE: reason"): a whole line has no field.
   void Report(std::string_view cluster, std::string_view kind, std::string_view file, int64_t line,
               std::string_view field, std::string_view reason);
 

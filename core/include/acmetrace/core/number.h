@@ -10,7 +10,8 @@
 
 namespace acmetrace::core {
 
-/// Parses a whole cell as a double (leading/trailing spaces allowed). nullopt if it is not one.
+/// Parses a whole cell as a finite double (leading/trailing spaces allowed). nullopt if it is not
+/// one: "inf", "nan" and values beyond a double's range ("1e400") included.
 std::optional<double> ParseDouble(std::string_view text);
 
 /// Parses a whole cell as an integer; "8.0" is accepted as 8, "8.5" is not.

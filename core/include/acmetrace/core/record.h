@@ -44,6 +44,14 @@ struct JobEvent {
   double gpu_time = kNoSample;    // on end
 };
 
+/// GPUs per node any stage accepts: a utilization column's GPU index and a record's GPU arrays
+/// stay below it. The release's nodes have 8 GPUs and the largest single hosts sold today 16; 64
+/// leaves room for those, while a hostile array cannot make every consumer's per-GPU state grow.
+inline constexpr size_t kMaxGpusPerNode = 64;
+/// Named values one record object may hold (GPU or host metrics of a util record, fields of a power
+/// record, metrics of a window): a window has about 60, a util record at most the 30 files' metrics.
+inline constexpr size_t kMaxValuesPerObject = 1024;
+
 /// One metric of every GPU of a node at one time; values[i] is GPU i (kNoSample = none).
 struct GpuMetric {
   std::string_view name;  // interned: lives as long as the process (see InternName)

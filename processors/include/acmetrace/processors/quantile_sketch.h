@@ -13,13 +13,17 @@ class StateReader;
 /// Quantiles of non-negative values within relative error alpha (DDSketch, Masson et al., VLDB
 /// 2019): value x > 0 lands in bucket ceil(log_gamma(x)) with gamma = (1+alpha)/(1-alpha), and a
 /// bucket answers with the point that is within alpha of every value in it. Values at or below
-/// kMinIndexable (and negative values) are counted in a zero bucket that answers 0. Counts are
+/// kMinIndexable (and negative values) are counted in a zero bucket that answers 0; values above
+/// kMaxIndexable (+inf included) count as kMaxIndexable, so a hostile 1e308 cannot make the
+/// buckets span 10^314 (at most ~2,100 buckets, 16 KiB, at alpha 0.01). Counts are
 /// integers, so Merge is exact, associative and commutative: N partial sketches merged equal the
 /// sketch of all the values, in any order. Memory: one counter per bucket between the smallest and
 /// largest value seen (about 800 for 1 s .. 10^7 s at alpha 0.01). Value type, not thread-safe.
 class QuantileSketch {
  public:
   static constexpr double kMinIndexable = 1e-6;
+  /// Far above every quantity sketched (percents, MiB, seconds of queueing).
+  static constexpr double kMaxIndexable = 1e12;
 
   explicit QuantileSketch(double relative_accuracy = 0.01);
 

@@ -18,6 +18,12 @@ struct DataDirFiles {
   std::vector<std::pair<std::string, std::string>> job_traces;  // (cluster, path)
   std::vector<std::pair<std::string, std::vector<std::string>>> utilization;  // (cluster, files)
   std::vector<std::string> ipmi;                          // Seren's IPMI power files
+  /// Entries named like data files that are not regular files (a directory trace_seren.csv):
+  /// counted input errors, not silently missing data.
+  struct NotAFile {
+    std::string cluster, kind, path, reason;
+  };
+  std::vector<NotAFile> not_files;
 };
 
 /// Lists the AcmeTrace files under dir: dir/data/job_trace/trace_<cluster>.csv,
