@@ -362,7 +362,13 @@ void SeriesStore::AppendText(std::string& out, std::string_view target, bool scr
                     expired = "acmetrace_series_expired_total";
   AppendHeader(out, series, "series held per metric", SeriesType::kGauge);
   for (const auto& fp : families_) {
-    AppendSample(out, series, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(fp->series.size()));
+    // The state (not the scrape view) counts only the series it shows: a closed flag still on show
+    // for scrapers depends on wall time, not on the data.
+    size_t shown = fp->series.size();
+    if (!scrape_view) {
+      for (const auto& [key, s] : fp->series) shown -= s.scrape_only ? 1 : 0;
+    }
+    AppendSample(out, series, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(shown));
   }
   AppendHeader(out, dropped, "series not created because the metric reached export.max_series_per_metric",
                SeriesType::kCounter);

@@ -106,7 +106,7 @@ TEST(InputErrorsTest, AnEmptyFieldLeavesItsSlotOut) {
   Captured out;
   InputErrors errors(out.file());
   errors.Report("", "record", "stdin", 1, "", "line: not a JSON object");
-  EXPECT_EQ(out.text(), "stdin:1: line: not a JSON object\n");
+  EXPECT_EQ(out.messages(), "stdin:1: line: not a JSON object\n");
 }
 
 TEST(InputErrorsTest, QuotedValueShowsAShortValueWhole) {
@@ -129,7 +129,7 @@ TEST(InputErrorsTest, AHugeFieldNameIsTruncatedToo) {
   Captured out;
   InputErrors errors(out.file());
   errors.Report("c", "utilization", "f.csv", 2, std::string(1 << 20, 'h'), "not a number: 'x'");
-  EXPECT_EQ(out.text(), "f.csv:2: " + std::string(kMaxEchoedValueBytes, 'h') + "...: not a number: 'x'\n");
+  EXPECT_EQ(out.messages(), "f.csv:2: " + std::string(kMaxEchoedValueBytes, 'h') + "...: not a number: 'x'\n");
 }
 
 }  // namespace

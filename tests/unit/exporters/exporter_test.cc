@@ -92,6 +92,8 @@ TEST(ExporterTest, AFlagShorterThanAScrapeIntervalShowsOneForTwoIntervalsThenZer
   wall.AdvanceMs(5'000);  // closed 5 s of wall time later (5 trace minutes at speed 60)
   exporter.Apply(Anomaly("gpu_overheat", "10.140.1.10-3", false, 300'000));
   EXPECT_EQ(Shown(exporter), "1");
+  // The state counts only what it shows: how long a closed flag stays on show is wall time, not data.
+  EXPECT_NE(exporter.Exposition().find("acmetrace_series{metric=\"acmetrace_anomaly_active\"} 0\n"), std::string::npos);
   wall.AdvanceMs(24'999);  // 29.999 s after it was first shown
   EXPECT_EQ(Shown(exporter), "1");
   wall.AdvanceMs(1);  // shown at 1 for two scrape intervals: now the close shows

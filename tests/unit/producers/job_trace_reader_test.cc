@@ -327,7 +327,7 @@ TEST(JobTraceReaderTest, ATimeOutsideTheTraceYearsIsABadRow) {
   ASSERT_TRUE(reader.Open(path).ok());
   const std::vector<JobRow> rows = ReadAll(reader);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(out.text(), path + ":2: end_time: outside the accepted years 2000-2099: '9999-03-01 00:00:00+08:00'\n" +
+  EXPECT_EQ(out.messages(), path + ":2: end_time: outside the accepted years 2000-2099: '9999-03-01 00:00:00+08:00'\n" +
                             path + ":3: submit_time: outside the accepted years 2000-2099: '1999-12-31 00:00:00+08:00'\n");
 }
 

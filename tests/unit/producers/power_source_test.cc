@@ -161,7 +161,7 @@ TEST(PowerSourceTest, AnUnbalancedQuoteIsOneLineOfErrorAndTheRestOfTheFileIsRead
   const std::vector<std::string> lines = Lines(source);
   ASSERT_EQ(lines.size(), 30u);
   EXPECT_EQ(lines[0], Line("GPU_C", kT + 15000, R"("CPU_Power":1,"Sys_Total_Power":2500)"));
-  EXPECT_EQ(out.text(), path + ":2: row: unbalanced quote: a quoted field not closed within 16 lines or by the end "
+  EXPECT_EQ(out.messages(), path + ":2: row: unbalanced quote: a quoted field not closed within 16 lines or by the end "
                                "of the file; row skipped\n");
 }
 
@@ -174,7 +174,7 @@ TEST(PowerSourceTest, ATimeOutsideTheTraceYearsIsABadRow) {
   PowerSource source("seren", {path}, errors, {});
   EXPECT_EQ(Lines(source), (std::vector<std::string>{Line("GPU_C", kT, R"("CPU_Power":1)"),
                                                      Line("GPU_C", kT + 15000, R"("CPU_Power":3)")}));
-  EXPECT_EQ(out.text(), path + ":3: Time: outside the accepted years 2000-2099: '9999-12-31 23:59:59+08:00'; row skipped\n");
+  EXPECT_EQ(out.messages(), path + ":3: Time: outside the accepted years 2000-2099: '9999-12-31 23:59:59+08:00'; row skipped\n");
 }
 
 }  // namespace

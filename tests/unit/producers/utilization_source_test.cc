@@ -506,7 +506,7 @@ TEST(UtilizationSourceTest, AYear9999RowIsReportedAndTheRowsAfterItAreKept) {
                               Record("seren", "10.140.1.10", kT + 15000, R"("GPU_UTIL":[3])", ""),
                               Record("seren", "10.140.1.10", kT + 30000, R"("GPU_UTIL":[5])", ""),
                           }));
-  EXPECT_EQ(out.text(), path + ":3: Time: outside the accepted years 2000-2099: '9999-01-01 00:00:00+00:00'; row skipped\n" +
+  EXPECT_EQ(out.messages(), path + ":3: Time: outside the accepted years 2000-2099: '9999-01-01 00:00:00+00:00'; row skipped\n" +
                             path + ":5: Time: outside the accepted years 2000-2099: '4841740800'; row skipped\n");
 }
 
@@ -521,7 +521,7 @@ TEST(UtilizationSourceTest, InfinityNanAndOverflowingCellsAreReportedAsNotNumber
   UtilizationSource source("seren", {path}, errors, {});
   EXPECT_EQ(Json(source), (std::vector<std::string>{
                               Record("seren", "10.140.1.10", kT, R"("GPU_UTIL":[null,null,null,1e+308])", "")}));
-  EXPECT_EQ(out.text(), path + ":2: 10.140.1.10-0: not a number: 'inf'\n" + path +
+  EXPECT_EQ(out.messages(), path + ":2: 10.140.1.10-0: not a number: 'inf'\n" + path +
                             ":2: 10.140.1.10-1: not a number: 'nan'\n" + path +
                             ":2: 10.140.1.10-2: not a number: '1e400'\n");
 }
@@ -534,7 +534,7 @@ TEST(UtilizationSourceTest, AHugeBadCellIsShownTruncated) {
   core::InputErrors errors(out.file());
   UtilizationSource source("seren", {path}, errors, {});
   Json(source);
-  EXPECT_EQ(out.text(), path + ":2: 10.140.1.10-0: not a number: '" + std::string(64, 'q') + "'... (8388608 bytes)\n");
+  EXPECT_EQ(out.messages(), path + ":2: 10.140.1.10-0: not a number: '" + std::string(64, 'q') + "'... (8388608 bytes)\n");
 }
 
 TEST(UtilizationSourceTest, AGpuIndexOfSixtyFourOrMoreIsNotAGpuColumn) {
@@ -548,7 +548,7 @@ TEST(UtilizationSourceTest, AGpuIndexOfSixtyFourOrMoreIsNotAGpuColumn) {
   ASSERT_EQ(json.size(), 1u);
   EXPECT_NE(json[0].find(",1]"), std::string::npos) << json[0];  // GPU 63, after 63 nulls
   EXPECT_EQ(errors.total(), 2);
-  EXPECT_NE(out.text().find(path + ":1: 10.140.1.10-64: not a GPU column"), std::string::npos) << out.text();
+  EXPECT_NE(out.messages().find(path + ":1: 10.140.1.10-64: not a GPU column"), std::string::npos) << out.messages();
 }
 
 }  // namespace
