@@ -513,8 +513,8 @@ void ClusterMetrics::Save(StateWriter& out) const { Fields(out, *this); }
 
 bool ClusterMetrics::Load(StateReader& in) {
   Fields(in, *this);
-  // Not in the snapshot (its format stays as it was): the capacity is seen again from the telemetry
-  // of the first window after the restore, where every node reports.
+  // Not in this part: the processor's snapshot carries the capacity after the detectors (version 3;
+  // a version 2 snapshot learns it again from the telemetry after the restore).
   gpus_seen_per_node_.clear();
   gpus_seen_ = 0;
   has_open_ = false;

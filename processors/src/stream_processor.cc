@@ -21,7 +21,8 @@ namespace {
 
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
 // 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
-constexpr uint64_t kSnapshotVersion = 2;
+constexpr uint64_t kSnapshotVersion = 3;
+constexpr uint64_t kSnapshotVersionWithoutCapacity = 2;
 constexpr uint64_t kSnapshotVersionWithoutDetectors = 1;
 
 int TopicRank(const core::Record& r) {
@@ -202,7 +203,11 @@ void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::
   io(PartitionsRef<Processor, Cluster>{processor, partitions, c}, c.watermark, c.closed_through, emitted_through,
      c.seq, BufferRef<Member<decltype((c.buffer))>>{c.buffer, base_window_ms}, MetricsRef<Member<decltype((c.metrics))>>{c.metrics});
   // Version 1 ended there: no detector state.
-  if (io.version() >= kSnapshotVersion) io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name});
+  if (io.version() >= kSnapshotVersionWithoutCapacity) {
+    io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name});
+  }
+  // Version 2 ended there: the GPUs seen in telemetry (the capacity) were learned again.
+  if (io.version() >= kSnapshotVersion) ClusterMetrics::CapacityFields(io, c.metrics);
 }
 
 }  // namespace
@@ -593,7 +598,8 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   StateReader header(snapshot);
   if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
   const uint64_t version = header.U64();
-  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutDetectors) {
+  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutCapacity &&
+      version != kSnapshotVersionWithoutDetectors) {
     return core::Status::Error("state snapshot version " + std::to_string(version) + " is not " +
                                std::to_string(kSnapshotVersion));
   }

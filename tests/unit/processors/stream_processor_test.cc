@@ -576,23 +576,41 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     EXPECT_FALSE(q.Restore(snapshot + "x").ok()) << "trailing bytes";
   }
 
-  // Version 1 was the same up to the metrics, without the detector part.
+  // Version 1 was the same up to the metrics, without the detector part (nor version 3's capacity).
   StateWriter v1;
   {
     StreamProcessor without(options, sink, nullptr);
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    std::string v2 = without.Snapshot("seren");
-    StateReader in(v2);
+    const std::string v3 = without.Snapshot("seren");
+    StateReader in(v3);
     const std::string magic = in.Str();
-    ASSERT_EQ(in.U64(), 2u);
+    ASSERT_EQ(in.U64(), 3u);
     v1.Str(magic);
     v1.U64(1);
     const size_t header = 8 + magic.size() + 8;
-    // An empty detector part is its count: 8 bytes of zero.
-    ASSERT_EQ(v2.substr(v2.size() - 8), std::string(8, '\0'));
-    std::string body = v2.substr(header, v2.size() - header - 8);
+    // Version 3 ends with the detector part (empty: its count, 8 bytes of zero) and the capacity (a
+    // map of node -> GPUs seen, then their sum): cut both off where the rest reads as exactly that.
+    auto is_capacity = [&v3](size_t at) {
+      StateReader r(std::string_view(v3).substr(at));
+      const uint64_t nodes = r.U64();
+      for (uint64_t i = 0; i < nodes && r.ok(); ++i) {
+        r.Str();
+        r.I64();
+      }
+      r.I64();
+      return r.ok() && r.at_end();
+    };
+    size_t detectors_at = 0;
+    for (size_t at = header; at + 16 <= v3.size(); ++at) {
+      if (v3.compare(at, 8, std::string(8, '\0')) == 0 && is_capacity(at + 8)) {
+        detectors_at = at;
+        break;
+      }
+    }
+    ASSERT_GT(detectors_at, header);
+    std::string body = v3.substr(header, detectors_at - header);
     std::string bytes = v1.Take() + body;
     CaptureSink s2;
     StreamProcessor q(options, s2, FakeAndRealDetectors());

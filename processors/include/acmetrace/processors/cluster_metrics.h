@@ -121,6 +121,11 @@ class ClusterMetrics {
 
   void Save(StateWriter& out) const;
   bool Load(StateReader& in);
+  /// The capacity seen in telemetry, for the processor's snapshot (version 3 on).
+  template <class Io, class Self>
+  static void CapacityFields(Io& io, Self& m) {
+    io(m.gpus_seen_per_node_, m.gpus_seen_);
+  }
 
   const std::string& cluster() const { return cluster_; }
   int64_t jobs_in_flight() const { return static_cast<int64_t>(jobs_.size()); }
@@ -179,7 +184,8 @@ class ClusterMetrics {
   int64_t late_total_ = 0;
   // Capacity as the data shows it: per node, the GPUs that ever had a sample (highest index + 1), and
   // their sum. gpus_total is this sum once telemetry was seen, else process.capacity_gpus (the
-  // published size: job-only replays). Not saved with the state: seen again after a restore.
+  // published size: job-only replays). Saved apart from Save/Load (CapacityFields: snapshots from
+  // version 3), so a restored processor keeps it for windows without telemetry.
   std::unordered_map<std::string, int64_t> gpus_seen_per_node_;
   int64_t gpus_seen_ = 0;
 };
