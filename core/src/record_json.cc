@@ -44,7 +44,8 @@ char* WriteJsonString(char* p, std::string_view s, bool plain) {
   static constexpr char kHex[] = "0123456789abcdef";
   *p++ = '"';
   if (plain) {  // names, keys and ids almost never need escaping
-    std::memcpy(p, s.data(), s.size());
+    // An empty view may have no data pointer at all (an empty GPU metric name): memcpy must not see it.
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());
     p += s.size();
   } else {
     for (char c : s) {

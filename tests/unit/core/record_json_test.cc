@@ -108,6 +108,17 @@ TEST(RecordJsonTest, WritesTheDesignsUtilizationRecord) {
             R"("host":{"NODE_CPU_UTILIZATION":8.101,"NODE_MEMORY_UTILIZATION":12.3}})");
 }
 
+TEST(RecordJsonTest, WritesAnEmptyMetricNameWithoutTouchingItsMissingData) {
+  // Found by record_parser_fuzz under UBSan: an empty name's view has no data pointer, and memcpy
+  // was handed it (undefined even for 0 bytes). Seed: corpus/record_parser_fuzz/empty_gpu_metric_name.
+  UtilSample s;
+  s.cluster = "seren";
+  s.node = "n1";
+  s.ts_ms = 1688169600000;
+  s.gpu.push_back(GpuMetric{std::string_view(), {0.5}});
+  EXPECT_EQ(Json(s), R"({"v":1,"cluster":"seren","node":"n1","ts_ms":1688169600000,"gpu":{"":[0.5]},"host":{}})");
+}
+
 TEST(RecordJsonTest, WritesEmptyUtilizationGroupsAsEmptyObjects) {
   UtilSample s;
   s.cluster = "kalos";
