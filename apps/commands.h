@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -38,6 +39,11 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry);
 void RegisterExport(CLI::App& app, CommandRegistry& registry);
 void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
+void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
+
+/// A time flag's value (unix seconds or ISO 8601 with an offset) in ms; if_empty when text is empty.
+/// Throws std::invalid_argument naming key when malformed.
+int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty);
 
 /// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
 /// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).

@@ -17,17 +17,6 @@
 #include "commands.h"
 
 namespace acmetrace::apps {
-namespace {
-
-int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty) {
-  if (text.empty()) return if_empty;
-  std::optional<int64_t> ms = core::ParseTimeMs(text);
-  if (!ms) throw std::invalid_argument(key + ": not unix seconds or ISO 8601 with an offset: '" + text + "'");
-  return *ms;
-}
-
-}  // namespace
-
 void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string data;

@@ -257,12 +257,20 @@ std::string Exporter::ScrapeExposition(std::string_view target) {
   return out;
 }
 
-std::string Exporter::Render(std::string_view target, bool scrape_view) {
+void Exporter::ScrapeEveryTarget(std::string& cluster_view,
+                                 const std::function<void(const SeriesStore::TargetSample&)>& on_target_sample) {
+  Tick();
+  cluster_view = Render({}, true, SeriesStore::Families::kNotPerTarget);
+  AppendBuildInfo(cluster_view);
+  store_.ForEachTargetSample(on_target_sample);
+}
+
+std::string Exporter::Render(std::string_view target, bool scrape_view, SeriesStore::Families families) {
   if (target.empty()) RefreshSelfMetrics();
   std::string out;
   // The last full rendering's size: one allocation instead of a dozen doublings of 5 MB.
   if (target.empty()) out.reserve(last_size_.load(std::memory_order_relaxed) + 4096);
-  store_.AppendText(out, target, scrape_view);
+  store_.AppendText(out, target, scrape_view, families);
   if (target.empty()) last_size_.store(out.size(), std::memory_order_relaxed);
   return out;
 }

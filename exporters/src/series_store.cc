@@ -35,32 +35,6 @@ prometheus::ClientMetric Sample(const LabelVec& labels, SeriesType type, double 
   return m;  // timestamp_ms stays 0: no sample timestamps in the exposition
 }
 
-void AppendEscaped(std::string& out, std::string_view s, bool quote) {
-  for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (quote && c == '"') {
-      out += "\\\"";
-    } else {
-      out += c;
-    }
-  }
-}
-
-void AppendValue(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-  } else if (std::isinf(v)) {
-    out += v < 0 ? "-Inf" : "+Inf";
-  } else {
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out.append(buf, r.ptr);
-  }
-}
-
 void AppendHeader(std::string& out, const std::string& name, const std::string& help, SeriesType type) {
   out += "# HELP ";
   out += name;
@@ -75,7 +49,7 @@ void AppendSample(std::string& out, const std::string& name, std::string_view la
   out += name;
   out += labels_text;
   out += ' ';
-  AppendValue(out, v);
+  AppendSampleValue(out, v);
   out += '\n';
 }
 
@@ -86,6 +60,33 @@ bool MatchesTarget(std::string_view target, const std::string& cluster, const st
 }
 
 }  // namespace
+
+void AppendEscaped(std::string& out, std::string_view s, bool quote) {
+  for (char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (quote && c == '"') {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void AppendSampleValue(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v < 0 ? "-Inf" : "+Inf";
+  } else {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+}
+
 
 std::shared_ptr<const LabelSet> MakeLabelSet(LabelVec labels) {
   auto set = std::make_shared<LabelSet>();
@@ -339,11 +340,12 @@ std::vector<prometheus::MetricFamily> SeriesStore::Collect(std::string_view targ
   return out;
 }
 
-void SeriesStore::AppendText(std::string& out, std::string_view target, bool scrape_view) const {
+void SeriesStore::AppendText(std::string& out, std::string_view target, bool scrape_view, Families families) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& fp : families_) {
     const Family& f = *fp;
     if (!target.empty() && !f.spec.per_target) continue;
+    if (target.empty() && families == Families::kNotPerTarget && f.spec.per_target) continue;
     bool header = false;
     for (const auto& [key, s] : f.series) {
       if (!target.empty() && !MatchesTarget(target, s.cluster, s.target)) continue;
@@ -381,6 +383,15 @@ void SeriesStore::AppendText(std::string& out, std::string_view target, bool scr
   for (const auto& fp : families_) {
     if (fp->spec.expiry == Expiry::kNever) continue;
     AppendSample(out, expired, "{metric=\"" + fp->spec.name + "\"}", static_cast<double>(fp->expired));
+  }
+}
+
+void SeriesStore::ForEachTargetSample(const std::function<void(const TargetSample&)>& fn) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& fp : families_) {
+    const Family& f = *fp;
+    if (!f.spec.per_target) continue;
+    for (const auto& [key, s] : f.series) fn(TargetSample{f.spec, s.labels->text, s.value, s.cluster, s.target});
   }
 }
 

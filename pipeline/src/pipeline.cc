@@ -37,6 +37,18 @@ void DeclareRunConfig(core::Config& config) {
                  "where the default data set is synthesized once and reused; empty = $XDG_CACHE_HOME/acmetrace or "
                  "~/.cache/acmetrace",
                  ConfigType::String());
+  // `acmetrace backfill` (history/): declared here so every command knows them, as for run.*.
+  config.Declare("backfill.step_s", "15", "trace seconds between two simulated scrapes (the shipped scrape interval)",
+                 ConfigType::Int(1, 86'400));
+  config.Declare("backfill.persona", "true", "also backfill the per-node dcgm-exporter persona series",
+                 ConfigType::Bool());
+  config.Declare("backfill.promtool", "promtool", "Prometheus's promtool (a path, or a name on $PATH)",
+                 ConfigType::NonEmptyString());
+  config.Declare("backfill.prometheus", "prometheus",
+                 "the prometheus that serves the blocks while recording rules are backfilled", ConfigType::NonEmptyString());
+  config.Declare("backfill.chunk_mb", "512",
+                 "OpenMetrics text per promtool run at most (MB; a chunk also ends at every 2 h block boundary)",
+                 ConfigType::Int(1, 1'048'576));
 }
 
 // --- CountingTee ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,13 @@ class Exporter {
   /// What a scrape of /metrics serves: Tick, then the state with the closed flags still shown, and
   /// (target empty) acmetrace_build_info and the process_* series read from /proc now.
   std::string ScrapeExposition(std::string_view target = {});
+  /// What one scrape of every target serves, in one pass (history: `acmetrace backfill`): Tick,
+  /// then into cluster_view the target-less scrape view without the per-target families (what the
+  /// shipped Prometheus config keeps from the exporter's own target) and acmetrace_build_info, but
+  /// no process_* series (the backfilling process is not the one that served the data); every
+  /// per-target (persona) series to on_target_sample.
+  void ScrapeEveryTarget(std::string& cluster_view,
+                         const std::function<void(const SeriesStore::TargetSample&)>& on_target_sample);
   /// Prometheus HTTP service discovery: one target group per cluster, the nodes as targets.
   std::string TargetsJson() const;
   /// True once a record has been applied (the server's /-/ready).
@@ -92,7 +100,8 @@ class Exporter {
   void TickLocked(int64_t now_ms);
   void NoteCluster(std::string_view cluster);
   void RefreshSelfMetrics();
-  std::string Render(std::string_view target, bool scrape_view);
+  std::string Render(std::string_view target, bool scrape_view,
+                     SeriesStore::Families families = SeriesStore::Families::kAll);
 
   ExportOptions options_;
   const core::InputErrors* errors_;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,12 @@ struct LabelSet {
   LabelVec labels;
   std::string text;
 };
+/// Appends s escaped for the exposition text: backslash and newline, and with quote the double quote
+/// (a label value; HELP text escapes no quotes).
+void AppendEscaped(std::string& out, std::string_view s, bool quote);
+/// Appends a sample value as the exposition text writes it (shortest round-trip digits, NaN, +Inf, -Inf).
+void AppendSampleValue(std::string& out, double v);
+
 /// Renders labels into a shared LabelSet.
 std::shared_ptr<const LabelSet> MakeLabelSet(LabelVec labels);
 
@@ -148,10 +155,27 @@ class SeriesStore {
   /// families' series of that node ("NODE" or "CLUSTER/NODE"). Self families (series, dropped,
   /// expired per metric) are appended when target is empty. No sample timestamps.
   std::vector<prometheus::MetricFamily> Collect(std::string_view target = {}) const;
+  /// Which families a target-less AppendText renders.
+  enum class Families {
+    kAll,
+    kNotPerTarget,  // leaves out the per-target (persona) families, as the shipped scrape config does
+  };
   /// The same as text (exposition format 0.0.4, what prometheus-cpp's TextSerializer writes for
   /// Collect(target)), appended to out, rendered directly from the pre-rendered labels. Series
   /// marked SetScrapeOnly are included only in the scrape view.
-  void AppendText(std::string& out, std::string_view target = {}, bool scrape_view = true) const;
+  void AppendText(std::string& out, std::string_view target = {}, bool scrape_view = true,
+                  Families families = Families::kAll) const;
+  /// One series of a per-target family as a scrape of its target serves it.
+  struct TargetSample {
+    const FamilySpec& family;
+    std::string_view labels_text;  // {a="x",...}, escaped
+    double value;
+    std::string_view cluster;
+    std::string_view target;
+  };
+  /// Calls fn for every series of the per-target families (scrape view): what a scrape of every
+  /// target would serve, in one pass over the store instead of one per target.
+  void ForEachTargetSample(const std::function<void(const TargetSample&)>& fn) const;
   /// Changes with every mutation (a rendering of an unchanged store can be reused).
   uint64_t generation() const;
   /// Every target (node) with per-target series, by cluster.

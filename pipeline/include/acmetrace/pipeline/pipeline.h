@@ -26,7 +26,7 @@
 
 namespace acmetrace::pipeline {
 
-/// Declares the run.* keys (the embedded default data set, queue sizes).
+/// Declares the run.* keys (the embedded default data set, queue sizes) and backfill.*.
 void DeclareRunConfig(core::Config& config);
 
 /// Counts the records a stage writes into acmetrace_records_total{stage,topic} (and their event

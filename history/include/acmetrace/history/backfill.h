@@ -1,0 +1,69 @@
+// `acmetrace backfill`: the stages of `run` in one thread, in step with a simulated scraper. Each
+// record goes through the replay's, the processors' and the exporter's own code; before the first
+// record past a scrape time the exporter is scraped as the shipped Prometheus config scrapes it
+// (the exporter's own target, and one target per node), and the samples are stamped with that
+// trace time. What comes out is what a Prometheus scraping `run --speed 1` every step would have
+// stored, without waiting the trace's months.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/status.h"
+#include "acmetrace/exporters/export_config.h"
+#include "acmetrace/processors/process_config.h"
+#include "acmetrace/processors/stream_processor.h"
+#include "acmetrace/producers/event_stream.h"
+
+namespace acmetrace::history {
+
+/// Where the scrapes go: OpenMetrics sample lines, one scrape time at a time, times rising.
+/// Implementations say whether they are thread-safe.
+class ScrapeOutput {
+ public:
+  virtual ~ScrapeOutput() = default;
+  /// Every sample of the scrape at ts_ms (whole lines, each ending in '\n').
+  virtual core::Status Scrape(int64_t ts_ms, std::string_view samples) = 0;
+  /// No scrape follows: ends the text (# EOF) and completes whatever the output makes of it.
+  virtual core::Status Finish() = 0;
+};
+
+/// The labels a scrape adds under the shipped configs/prometheus/prometheus.yml. Value type.
+struct ScrapeTargets {
+  std::string job = "acmetrace";               // the exporter's own target: everything but the persona
+  std::string instance = "127.0.0.1:9400";
+  std::string node_job = "acmetrace-gpu-nodes";  // one target per node (instance = the node)
+};
+
+/// What a backfill runs. Value type.
+struct BackfillOptions {
+  producers::EventStreamOptions stream;   // the data, clusters and --from/--to window
+  processors::ProcessOptions process;
+  processors::DetectorFactory detectors;  // empty = no detectors
+  exporters::ExportOptions exporter;      // its scrape_interval_ms is set to step_ms
+  int64_t step_ms = 15'000;               // the scrape interval
+  ScrapeTargets targets;
+  bool persona = true;                    // scrape the per-node targets (the dcgm-exporter persona)
+};
+
+/// What a backfill did.
+struct BackfillStats {
+  int64_t records = 0;    // replayed
+  int64_t scrapes = 0;
+  int64_t samples = 0;
+  int64_t first_scrape_ms = 0;
+  int64_t last_scrape_ms = 0;
+  processors::ProcessStats process;
+};
+
+/// Replays the window through processors and exporter and scrapes every step_ms of trace time:
+/// the scrape at t sees every record with trace time <= t and what the processors made of them,
+/// closed anomaly flags held for two steps as a live scraper would see them, series expired where
+/// `run` expires them. The first scrape is at the first multiple of step_ms at or after the first
+/// record; after the last record the processors close their open windows and one last scrape
+/// follows. Fails if the data cannot be opened, there is no record in the window, or out fails.
+core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::InputErrors& errors, ScrapeOutput& out);
+
+}  // namespace acmetrace::history

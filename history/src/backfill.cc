@@ -1,0 +1,201 @@
+#include "acmetrace/history/backfill.h"
+
+#include <unordered_map>
+#include <utility>
+
+#include "acmetrace/core/clock.h"
+#include "acmetrace/exporters/exporter.h"
+#include "acmetrace/history/openmetrics.h"
+#include "acmetrace/pipeline/pipeline.h"
+#include "acmetrace/producers/replay.h"
+
+namespace acmetrace::history {
+namespace {
+
+// The last hop: records into the exporter.
+class ExporterSink : public core::RecordSink {
+ public:
+  explicit ExporterSink(exporters::Exporter& exporter) : exporter_(exporter) {}
+  core::Status Write(const core::Record& record) override {
+    exporter_.Apply(record);
+    return core::Status::Ok();
+  }
+  core::Status Flush() override { return core::Status::Ok(); }
+
+ private:
+  exporters::Exporter& exporter_;
+};
+
+// The replay's topics, as `run` routes them: everything to the processors, acme.util also to the
+// exporter (the persona).
+class StageFanout : public core::RecordSink {
+ public:
+  StageFanout(processors::StreamProcessor& processor, exporters::Exporter& exporter)
+      : processor_(processor), exporter_(exporter) {}
+  core::Status Write(const core::Record& record) override {
+    if (core::TopicOf(record) == core::kTopicUtil) exporter_.Apply(record);
+    core::Record copy = record;
+    return processor_.Process(0, offset_++, std::move(copy));
+  }
+  core::Status Flush() override { return core::Status::Ok(); }
+
+ private:
+  processors::StreamProcessor& processor_;
+  exporters::Exporter& exporter_;
+  int64_t offset_ = 0;
+};
+
+// The simulated scraper: in front of the replay's output, it scrapes every scrape time a record is
+// about to pass, and keeps the exporter's wall clock (closed-flag hold) at trace time, as at speed 1.
+class Scraper : public core::RecordSink {
+ public:
+  Scraper(const BackfillOptions& options, exporters::Exporter& exporter, core::ManualClock& wall,
+          core::RecordSink& next, pipeline::CountingTee& replay_counts, pipeline::CountingTee& process_counts,
+          ScrapeOutput& out, BackfillStats& stats)
+      : options_(options),
+        exporter_(exporter),
+        wall_(wall),
+        next_(next),
+        replay_counts_(replay_counts),
+        process_counts_(process_counts),
+        out_(out),
+        stats_(stats),
+        cluster_target_(RenderTargetLabels(options.targets.job, options.targets.instance)) {}
+
+  core::Status Write(const core::Record& record) override {
+    const int64_t ts = core::TimestampMsOf(record);
+    if (!started_) {
+      started_ = true;
+      const int64_t step = options_.step_ms;
+      next_scrape_ms_ = (ts >= 0 ? (ts + step - 1) / step : ts / step) * step;
+      stats_.first_scrape_ms = next_scrape_ms_;
+    }
+    while (ts > next_scrape_ms_) {
+      if (core::Status s = ScrapeNow(); !s.ok()) return s;
+    }
+    MoveWall(ts);
+    return next_.Write(record);
+  }
+  core::Status Flush() override { return next_.Flush(); }
+
+  /// After the processors closed their windows: the last scrape.
+  core::Status LastScrape() {
+    if (!started_) return core::Status::Ok();
+    return ScrapeNow();
+  }
+
+ private:
+  void MoveWall(int64_t ts_ms) {
+    if (ts_ms > wall_.NowMs()) wall_.AdvanceMs(ts_ms - wall_.NowMs());
+  }
+
+  core::Status ScrapeNow() {
+    const int64_t at = next_scrape_ms_;
+    next_scrape_ms_ += options_.step_ms;
+    MoveWall(at);
+    // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
+    if (core::Status s = replay_counts_.Flush(); !s.ok()) return s;
+    if (core::Status s = process_counts_.Flush(); !s.ok()) return s;
+    text_.clear();
+    int64_t samples = 0;
+    up_nodes_.clear();
+    exporter_.ScrapeEveryTarget(cluster_view_, [&](const exporters::SeriesStore::TargetSample& s) {
+      if (!options_.persona) return;
+      AppendOpenMetricsSample(text_, s.family.name, s.labels_text, NodeTargetLabels(s.cluster, s.target), s.value,
+                              at);
+      ++samples;
+      up_nodes_.emplace(s.target, s.cluster);
+    });
+    const size_t before = text_.size();
+    if (core::Status s = AppendOpenMetricsSamples(text_, cluster_view_, cluster_target_, at); !s.ok()) return s;
+    for (size_t i = before; i < text_.size(); ++i) samples += text_[i] == '\n' ? 1 : 0;
+    // What Prometheus adds for every target it scraped.
+    AppendOpenMetricsSample(text_, "up", {}, cluster_target_, 1.0, at);
+    ++samples;
+    for (const auto& [node, cluster] : up_nodes_) {
+      std::string labels = "{cluster=\"";
+      exporters::AppendEscaped(labels, cluster, true);
+      labels += "\"}";
+      AppendOpenMetricsSample(text_, "up", labels, NodeTargetLabels(cluster, node), 1.0, at);
+      ++samples;
+    }
+    ++stats_.scrapes;
+    stats_.samples += samples;
+    stats_.last_scrape_ms = at;
+    return out_.Scrape(at, text_);
+  }
+
+  const std::string& NodeTargetLabels(std::string_view cluster, std::string_view node) {
+    std::string key(cluster);
+    key += '/';
+    key += node;
+    auto it = node_targets_.find(key);
+    if (it == node_targets_.end()) {
+      it = node_targets_.emplace(std::move(key), RenderTargetLabels(options_.targets.node_job, node)).first;
+    }
+    return it->second;
+  }
+
+  const BackfillOptions& options_;
+  exporters::Exporter& exporter_;
+  core::ManualClock& wall_;
+  core::RecordSink& next_;
+  pipeline::CountingTee& replay_counts_;
+  pipeline::CountingTee& process_counts_;
+  ScrapeOutput& out_;
+  BackfillStats& stats_;
+  const std::string cluster_target_;
+  bool started_ = false;
+  int64_t next_scrape_ms_ = 0;
+  std::string text_;
+  std::string cluster_view_;
+  std::unordered_map<std::string, std::string> node_targets_;  // "cluster/node" -> target labels
+  std::map<std::string, std::string> up_nodes_;                // node -> cluster, this scrape
+};
+
+}  // namespace
+
+core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::InputErrors& errors, ScrapeOutput& out) {
+  if (options.step_ms <= 0) return core::Status::Error("step must be positive");
+  core::Result<std::unique_ptr<producers::EventStream>> opened = producers::EventStream::Open(options.stream, errors);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<producers::EventStream> stream = std::move(opened).value();
+
+  BackfillStats stats;
+  core::ManualClock wall(0);  // the exporter's wall clock: trace time, as at speed 1
+  exporters::ExportOptions export_options = options.exporter;
+  export_options.scrape_interval_ms = options.step_ms;
+  exporters::Exporter exporter(export_options, &errors, &wall);
+  exporter.SetReplayStatus(1.0, 0.0);
+
+  ExporterSink to_exporter(exporter);
+  pipeline::CountingTee process_out("process", exporter, /*note_trace_time=*/false, to_exporter);
+  // Windows applied on this thread as they close: a scrape sees exactly what the records before it made.
+  processors::ProcessOptions process_options = options.process;
+  process_options.worker_thread = false;
+  processors::StreamProcessor processor(process_options, process_out, options.detectors);
+  processor.SetOwnAll(true);
+  processor.DeclarePartition("backfill");
+  StageFanout fanout(processor, exporter);
+  // The replay's counting tee sits behind the scraper: a scrape at t counts the records up to t.
+  pipeline::CountingTee replay_out("replay", exporter, /*note_trace_time=*/true, fanout);
+  Scraper scraper(options, exporter, wall, replay_out, replay_out, process_out, out, stats);
+
+  core::ManualClock replay_clock(0);  // speed max never waits
+  producers::ReplayOptions replay_options;
+  replay_options.speed = 0;
+  producers::Replayer replayer(*stream, scraper, replay_clock, errors, replay_options);
+  core::Result<producers::ReplayStats> replayed = replayer.Run();
+  if (!replayed.ok()) return replayed.status();
+  stats.records = replayed.value().total;
+  if (stats.records == 0) return core::Status::Error("no records in the window");
+  if (core::Status s = processor.Finish(); !s.ok()) return s;
+  if (core::Status s = replay_out.Flush(); !s.ok()) return s;
+  if (core::Status s = process_out.End(processor.owned()); !s.ok()) return s;
+  if (core::Status s = scraper.LastScrape(); !s.ok()) return s;
+  stats.process = processor.stats();
+  if (core::Status s = out.Finish(); !s.ok()) return s;
+  return stats;
+}
+
+}  // namespace acmetrace::history

@@ -1,0 +1,342 @@
+#include "acmetrace/history/blocks.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <yaml-cpp/yaml.h>
+
+#include "acmetrace/history/openmetrics.h"
+
+namespace acmetrace::history {
+namespace fs = std::filesystem;
+namespace {
+
+core::Status WriteAll(std::FILE* file, std::string_view text, const std::string& path) {
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), file) != text.size()) {
+    return core::Status::Error(path + ": " + std::strerror(errno));
+  }
+  return core::Status::Ok();
+}
+
+core::Status WriteFile(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return core::Status::Error(path + ": cannot write");
+  return core::Status::Ok();
+}
+
+// A port free on 127.0.0.1 now (the kernel's pick; a race with another program is unlikely).
+core::Result<int> FreeLocalPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return core::Status::Error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    return core::Status::Error("finding a free port: " + why);
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// GET path on 127.0.0.1:port; true on a 200 answer.
+bool LocalGetOk(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      char buf[64];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
+      if (n > 0) {
+        buf[n] = 0;
+        ok = std::strncmp(buf, "HTTP/1.1 200", 12) == 0 || std::strncmp(buf, "HTTP/1.0 200", 12) == 0;
+      }
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+std::string UnixSeconds(int64_t ms) { return std::to_string(ms >= 0 ? ms / 1000 : (ms - 999) / 1000); }
+
+}  // namespace
+
+// --- OpenMetricsFile ---
+
+core::Result<std::unique_ptr<OpenMetricsFile>> OpenMetricsFile::Open(const std::string& path) {
+  if (path == "-") return std::unique_ptr<OpenMetricsFile>(new OpenMetricsFile(stdout, "stdout"));
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return core::Status::Error(path + ": " + std::strerror(errno));
+  return std::unique_ptr<OpenMetricsFile>(new OpenMetricsFile(file, path));
+}
+
+OpenMetricsFile::~OpenMetricsFile() {
+  if (file_ != nullptr && file_ != stdout) std::fclose(file_);
+}
+
+core::Status OpenMetricsFile::Scrape(int64_t, std::string_view samples) { return WriteAll(file_, samples, path_); }
+
+core::Status OpenMetricsFile::Finish() {
+  if (core::Status s = WriteAll(file_, kOpenMetricsEnd, path_); !s.ok()) return s;
+  const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0;
+  if (file_ != stdout) {
+    if (std::fclose(file_) != 0 && !failed) {
+      file_ = nullptr;
+      return core::Status::Error(path_ + ": " + std::strerror(errno));
+    }
+    file_ = nullptr;
+  }
+  if (failed) return core::Status::Error(path_ + ": write failed");
+  return core::Status::Ok();
+}
+
+// --- PromtoolBlocks ---
+
+PromtoolBlocks::PromtoolBlocks(BlockOptions options) : options_(std::move(options)) {}
+
+core::Result<std::unique_ptr<PromtoolBlocks>> PromtoolBlocks::Open(BlockOptions options) {
+  const std::optional<std::string> promtool = FindExecutable(options.promtool);
+  if (!promtool) {
+    return core::Status::Error("promtool not found ('" + options.promtool +
+                               "'): install Prometheus's tools (Debian: apt-get install prometheus) or name it "
+                               "with --promtool");
+  }
+  options.promtool = *promtool;
+  if (options.chunk_ms <= 0 || options.max_chunk_bytes <= 0) return core::Status::Error("bad chunk size");
+  std::error_code ec;
+  const fs::path out(options.out_dir);
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec)) return core::Status::Error(options.out_dir + ": exists and is not a directory");
+    if (!fs::is_empty(out, ec)) {
+      return core::Status::Error(options.out_dir +
+                                 ": not empty; backfill writes a new TSDB: give an empty or new directory (blocks "
+                                 "added to a running Prometheus's directory need care: see docs/monitoring.md)");
+    }
+  }
+  fs::create_directories(out / ".backfill", ec);
+  if (ec) return core::Status::Error(options.out_dir + ": " + ec.message());
+  return std::unique_ptr<PromtoolBlocks>(new PromtoolBlocks(std::move(options)));
+}
+
+PromtoolBlocks::~PromtoolBlocks() {
+  if (chunk_ != nullptr) std::fclose(chunk_);
+  running_.reset();  // kills a promtool still running (a failed backfill)
+}
+
+core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {
+  if (chunk_ != nullptr && (ts_ms >= chunk_end_ms_ || chunk_bytes_ >= options_.max_chunk_bytes)) {
+    if (core::Status s = CutChunk(); !s.ok()) return s;
+  }
+  if (chunk_ == nullptr) {
+    chunk_path_ = work_dir() + "/chunk-" + std::to_string(chunks_) + ".om";
+    chunk_ = std::fopen(chunk_path_.c_str(), "wb");
+    if (chunk_ == nullptr) return core::Status::Error(chunk_path_ + ": " + std::strerror(errno));
+    const int64_t range = options_.chunk_ms;
+    const int64_t start = (ts_ms >= 0 ? ts_ms / range : (ts_ms - range + 1) / range) * range;
+    chunk_end_ms_ = start + range;
+    chunk_bytes_ = 0;
+  }
+  chunk_bytes_ += static_cast<int64_t>(samples.size());
+  text_bytes_ += static_cast<int64_t>(samples.size());
+  return WriteAll(chunk_, samples, chunk_path_);
+}
+
+core::Status PromtoolBlocks::WaitForPromtool() {
+  if (!running_) return core::Status::Ok();
+  core::Status s = running_->Wait();
+  promtool_cpu_s_ += running_->cpu_s();
+  promtool_max_rss_ = std::max(promtool_max_rss_, running_->max_rss_bytes());
+  const std::string log = running_->log_path();
+  running_.reset();
+  if (!s.ok()) return core::Status::Error("promtool on " + running_chunk_ + ": " + s.message());
+  std::error_code ec;
+  fs::remove(running_chunk_, ec);
+  fs::remove(log, ec);
+  return core::Status::Ok();
+}
+
+core::Status PromtoolBlocks::CutChunk() {
+  if (chunk_ == nullptr) return core::Status::Ok();
+  core::Status s = WriteAll(chunk_, kOpenMetricsEnd, chunk_path_);
+  if (std::fclose(chunk_) != 0 && s.ok()) s = core::Status::Error(chunk_path_ + ": " + std::strerror(errno));
+  chunk_ = nullptr;
+  if (!s.ok()) return s;
+  ++chunks_;
+  // One promtool at a time: it runs while the next chunk is written.
+  if (core::Status w = WaitForPromtool(); !w.ok()) return w;
+  core::Result<Subprocess> started =
+      Subprocess::Start({options_.promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", chunk_path_,
+                         options_.out_dir},
+                        chunk_path_ + ".log");
+  if (!started.ok()) return started.status();
+  running_.emplace(std::move(started).value());
+  running_chunk_ = chunk_path_;
+  return core::Status::Ok();
+}
+
+core::Status PromtoolBlocks::Finish() {
+  if (core::Status s = CutChunk(); !s.ok()) return s;
+  if (core::Status s = WaitForPromtool(); !s.ok()) return s;
+  std::error_code ec;
+  fs::remove_all(work_dir(), ec);
+  return core::Status::Ok();
+}
+
+// --- rules ---
+
+core::Result<std::vector<RuleFileText>> ReadRuleFiles(const std::vector<std::string>& paths) {
+  std::vector<RuleFileText> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) return core::Status::Error(path + ": a directory, not a rule file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return core::Status::Error(path + ": cannot read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    files.push_back({path, text.str()});
+  }
+  return files;
+}
+
+core::Result<int> CountRecordingRules(const RuleFileText& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(file.text);
+  } catch (const YAML::Exception& e) {
+    return core::Status::Error(file.name + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) return 0;
+  if (!root.IsMap() || !root["groups"] || !root["groups"].IsSequence()) {
+    return core::Status::Error(file.name + ": groups: expected a list of rule groups");
+  }
+  int count = 0;
+  for (const YAML::Node& group : root["groups"]) {
+    const YAML::Node rules = group["rules"];
+    if (!rules) continue;
+    if (!rules.IsSequence()) {
+      return core::Status::Error(file.name + ":" + std::to_string(rules.Mark().line + 1) + ": rules: expected a list");
+    }
+    for (const YAML::Node& rule : rules) {
+      if (rule.IsMap() && rule["record"]) ++count;
+    }
+  }
+  return count;
+}
+
+core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
+  std::vector<RuleFileText> recording;
+  int rules = 0;
+  for (const RuleFileText& file : options.rules) {
+    core::Result<int> n = CountRecordingRules(file);
+    if (!n.ok()) return n.status();
+    if (n.value() > 0) {
+      recording.push_back(file);
+      rules += n.value();
+    }
+  }
+  if (rules == 0) return 0;
+  const std::optional<std::string> promtool = FindExecutable(options.promtool);
+  if (!promtool) return core::Status::Error("promtool not found ('" + options.promtool + "')");
+  const std::optional<std::string> prometheus = FindExecutable(options.prometheus);
+  if (!prometheus) {
+    return core::Status::Error("prometheus not found ('" + options.prometheus +
+                               "'): recording rules are backfilled through a temporary Prometheus (Debian: apt-get "
+                               "install prometheus)");
+  }
+  const fs::path work = fs::path(options.out_dir) / ".rules";
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  fs::create_directories(work / "blocks", ec);
+  if (ec) return core::Status::Error(work.string() + ": " + ec.message());
+  std::vector<std::string> rule_paths;
+  for (size_t i = 0; i < recording.size(); ++i) {
+    const std::string path = (work / ("rules-" + std::to_string(i) + ".yml")).string();
+    if (core::Status s = WriteFile(path, recording[i].text); !s.ok()) return s;
+    rule_paths.push_back(path);
+  }
+  const std::string config = (work / "prometheus.yml").string();
+  if (core::Status s = WriteFile(config, "# acmetrace backfill: serves the blocks to promtool; scrapes nothing\n"
+                                         "global:\n  evaluation_interval: 1h\n");
+      !s.ok()) {
+    return s;
+  }
+  core::Result<int> port = FreeLocalPort();
+  if (!port.ok()) return port.status();
+  const std::string address = "127.0.0.1:" + std::to_string(port.value());
+  core::Result<Subprocess> server = Subprocess::Start(
+      {*prometheus, "--config.file=" + config, "--storage.tsdb.path=" + options.out_dir,
+       // Long enough that no block of the trace is old enough to delete.
+       "--storage.tsdb.retention.time=" + RetentionFor(options.from_ms, options.to_ms),
+       "--web.listen-address=" + address, "--log.level=warn"},
+      (work / "prometheus.log").string());
+  if (!server.ok()) return server.status();
+  Subprocess& prom = server.value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!LocalGetOk(port.value(), "/-/ready")) {
+    if (!prom.Running()) {
+      core::Status s = prom.Wait();
+      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message() +
+                                 " (log: " + prom.log_path() + ")");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return core::Status::Error("the temporary prometheus on " + address + " was not ready after 120 s (log: " +
+                                 prom.log_path() + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::vector<std::string> argv = {*promtool,
+                                   "tsdb",
+                                   "create-blocks-from",
+                                   "rules",
+                                   "--quiet",
+                                   "--start=" + UnixSeconds(options.from_ms),
+                                   "--end=" + UnixSeconds(options.to_ms + 999),
+                                   "--url=http://" + address,
+                                   "--output-dir=" + (work / "blocks").string(),
+                                   "--eval-interval=" + std::to_string(std::max<int64_t>(1, options.eval_interval_ms / 1000)) + "s"};
+  argv.insert(argv.end(), rule_paths.begin(), rule_paths.end());
+  core::Result<Subprocess> tool = Subprocess::Start(argv, (work / "promtool.log").string());
+  if (!tool.ok()) return tool.status();
+  core::Status ran = tool.value().Wait();
+  prom.Terminate();
+  if (!ran.ok()) return core::Status::Error("recording rules: " + ran.message());
+  // The new blocks join the trace's (a Prometheus started on the directory loads them).
+  for (const fs::directory_entry& block : fs::directory_iterator(work / "blocks", ec)) {
+    fs::rename(block.path(), fs::path(options.out_dir) / block.path().filename(), ec);
+    if (ec) return core::Status::Error("moving " + block.path().string() + ": " + ec.message());
+  }
+  fs::remove_all(work, ec);
+  return rules;
+}
+
+std::string RetentionFor(int64_t first_ms, int64_t last_ms) {
+  const int64_t day = 86'400'000;
+  const int64_t span = std::max<int64_t>(0, last_ms - first_ms);
+  return std::to_string(span / day + 2) + "d";
+}
+
+}  // namespace acmetrace::history
