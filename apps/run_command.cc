@@ -24,7 +24,7 @@
 namespace acmetrace::apps {
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string data, speed, listen, brokers, clusters, metrics_out;
+    std::string data, speed, listen, brokers, clusters, metrics_out, pause_at;
     bool until_end = false;
     bool strict = false;
   };
@@ -40,6 +40,9 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--brokers", flags->brokers,
                   "Kafka bootstrap brokers: every hop goes through Kafka instead of in-process queues [kafka.brokers]");
   cmd->add_option("--clusters", flags->clusters, "comma-separated clusters to replay [replay.clusters]");
+  cmd->add_option("--pause-at", flags->pause_at,
+                  "trace time (unix seconds or ISO 8601 with offset) to pause at: the state then stays on /metrics "
+                  "[replay.pause_at]");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
   cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
@@ -52,6 +55,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
       if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
       if (flags->strict) overrides.emplace_back("replay.strict", "true");
+      if (!flags->pause_at.empty()) overrides.emplace_back("replay.pause_at", flags->pause_at);
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
 
@@ -69,6 +73,9 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.replay.progress_out = stderr;
       options.replay.progress_tty = ::isatty(STDERR_FILENO) != 0;
       options.replay.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
+      if (const std::string pause_at = config.GetString("replay.pause_at"); !pause_at.empty()) {
+        options.replay.pause_at_ms = ParseTimeFlag("replay.pause_at", pause_at, 0);
+      }
 
       if (flags->data.empty()) {
         core::Result<std::string> dir = pipeline::PrepareDefaultData(

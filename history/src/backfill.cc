@@ -78,8 +78,8 @@ class Scraper : public core::RecordSink {
   }
   core::Status Flush() override { return next_.Flush(); }
 
-  /// After the processors closed their windows: the last scrape.
-  core::Status LastScrape() {
+  /// After the last record, or after the processors closed their windows at the end: one more scrape.
+  core::Status ScrapeOnce() {
     if (!started_) return core::Status::Ok();
     return ScrapeNow();
   }
@@ -189,10 +189,13 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   if (!replayed.ok()) return replayed.status();
   stats.records = replayed.value().total;
   if (stats.records == 0) return core::Status::Error("no records in the window");
+  // The scrape due after the last record sees what a live run shows then; the windows still open
+  // close at the end of the input (as in `run`), and the scrape after that shows them.
+  if (core::Status s = scraper.ScrapeOnce(); !s.ok()) return s;
   if (core::Status s = processor.Finish(); !s.ok()) return s;
   if (core::Status s = replay_out.Flush(); !s.ok()) return s;
   if (core::Status s = process_out.End(processor.owned()); !s.ok()) return s;
-  if (core::Status s = scraper.LastScrape(); !s.ok()) return s;
+  if (core::Status s = scraper.ScrapeOnce(); !s.ok()) return s;
   stats.process = processor.stats();
   if (core::Status s = out.Finish(); !s.ok()) return s;
   return stats;

@@ -137,14 +137,22 @@ core::Result<std::unique_ptr<PromtoolBlocks>> PromtoolBlocks::Open(BlockOptions 
                                  "added to a running Prometheus's directory need care: see docs/monitoring.md)");
     }
   }
+  const bool created = !fs::exists(out, ec);
   fs::create_directories(out / ".backfill", ec);
   if (ec) return core::Status::Error(options.out_dir + ": " + ec.message());
-  return std::unique_ptr<PromtoolBlocks>(new PromtoolBlocks(std::move(options)));
+  auto blocks = std::unique_ptr<PromtoolBlocks>(new PromtoolBlocks(std::move(options)));
+  blocks->created_out_dir_ = created;
+  return blocks;
 }
 
 PromtoolBlocks::~PromtoolBlocks() {
   if (chunk_ != nullptr) std::fclose(chunk_);
   running_.reset();  // kills a promtool still running (a failed backfill)
+  if (finished_) return;
+  // A failed backfill leaves no work files, and no directory it made if nothing else is in it.
+  std::error_code ec;
+  fs::remove_all(work_dir(), ec);
+  if (created_out_dir_ && fs::is_empty(options_.out_dir, ec)) fs::remove(options_.out_dir, ec);
 }
 
 core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {
@@ -203,6 +211,7 @@ core::Status PromtoolBlocks::Finish() {
   if (core::Status s = WaitForPromtool(); !s.ok()) return s;
   std::error_code ec;
   fs::remove_all(work_dir(), ec);
+  finished_ = true;
   return core::Status::Ok();
 }
 

@@ -23,6 +23,10 @@ void DeclareReplayConfig(core::Config& config) {
                  ConfigType::Time().OrEmpty());
   config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)",
                  ConfigType::Time().OrEmpty());
+  config.Declare("replay.pause_at", "",
+                 "trace time at which the replay pauses, before the first record past it, and holds (`run --pause-at`: "
+                 "the pipeline's state at that time stays on /metrics; empty = never)",
+                 ConfigType::Time().OrEmpty());
   config.Declare("replay.loop", "false", "start over at the end, trace time kept rising", ConfigType::Bool());
   config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first",
                  ConfigType::Int(0, core::kMaxConfigSeconds));
@@ -328,6 +332,7 @@ core::Result<ReplayStats> Replayer::Run() {
   // an uncontrolled max-speed replay pays no lock or clock read per record.
   bool max_speed = false;
   bool clock_started = false;
+  bool paused_at_pause_point = false;
   int64_t pending = 0;  // records sent but not yet published to stats_ (status() readers)
   int64_t pending_last_ts = std::numeric_limits<int64_t>::min();
   int64_t pending_raw_ts = 0;  // trace time of the last record sent, without the loop offset
@@ -399,6 +404,12 @@ core::Result<ReplayStats> Replayer::Run() {
       // reorder buffer take a moment), or at --start-at for replayers in lockstep.
       replay_clock_.Start(options_.start_at_ms ? wall0_ms_ : clock_.NowMs(), ts);
       clock_started = true;
+    }
+    if (options_.pause_at_ms && !paused_at_pause_point && ts > *options_.pause_at_ms) {
+      // Everything up to the pause point is out; this record waits like any record of a paused replay.
+      paused_at_pause_point = true;
+      Pause();
+      max_speed = false;
     }
     int64_t due = 0;
     int64_t sent_ms = 0;

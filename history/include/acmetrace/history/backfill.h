@@ -62,8 +62,8 @@ struct BackfillStats {
 /// the scrape at t sees every record with trace time <= t and what the processors made of them,
 /// closed anomaly flags held for two steps as a live scraper would see them, series expired where
 /// `run` expires them. The first scrape is at the first multiple of step_ms at or after the first
-/// record; after the last record the processors close their open windows and one last scrape
-/// follows. Fails if the data cannot be opened, there is no record in the window, or out fails.
+/// record; after the scrape due at the last record the processors close their open windows (the
+/// end of the input, as in `run`) and one more scrape, a step later, shows them. Fails if the data cannot be opened, there is no record in the window, or out fails.
 core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::InputErrors& errors, ScrapeOutput& out);
 
 }  // namespace acmetrace::history

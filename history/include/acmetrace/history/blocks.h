@@ -74,6 +74,8 @@ class PromtoolBlocks : public ScrapeOutput {
   int64_t chunks_ = 0;
   int64_t text_bytes_ = 0;
   std::optional<Subprocess> running_;  // promtool on the previous chunk
+  bool created_out_dir_ = false;       // removed again if the backfill fails before a block is written
+  bool finished_ = false;
   std::string running_chunk_;
   double promtool_cpu_s_ = 0;
   int64_t promtool_max_rss_ = 0;

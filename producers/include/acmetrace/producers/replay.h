@@ -43,6 +43,7 @@ struct ReplayOptions {
   bool loop = false;                       // start over at the end, trace time kept rising
   int64_t loop_gap_ms = 15'000;            // trace time between the last record and the next loop's first
   std::optional<int64_t> start_at_ms;      // the clock's NowMs() at which to start (lockstep replayers)
+  std::optional<int64_t> pause_at_ms;      // trace time to pause at, before the first record past it
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
   int64_t progress_interval_ms = 10'000;   // log lines (core/log.h) when not on a terminal (0 = none)

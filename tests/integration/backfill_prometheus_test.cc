@@ -1,0 +1,271 @@
+// acmetrace backfill through the real Prometheus: blocks made by promtool, served by
+// scripts/prometheus-history (Debian's prometheus), queried at trace times and compared with what
+// `acmetrace run --speed max --pause-at T` serves on /metrics once it has processed up to T. Also
+// the messages a user meets: a non-empty PROMDIR, promtool missing, a window without data.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "local_processes.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace acmetrace::test;  // NOLINT: the local process helpers
+using Series = std::map<std::string, double>;  // "name{sorted labels}" -> value
+
+// The first data time of the synthesized day, and the backfill's end: four hours later.
+constexpr int64_t kStart = 1688140800;  // 2023-06-30T16:00:00Z, synth's default start
+constexpr int64_t kEnd = kStart + 4 * 3600;
+
+std::string Key(const std::string& name, std::map<std::string, std::string> labels) {
+  std::string key = name + "{";
+  for (const auto& [k, v] : labels) key += k + "=\"" + v + "\",";
+  return key + "}";
+}
+
+// Series whose value in `run` depends on the wall clock or on batching, not on the data.
+bool SkippedSeries(const std::string& key) {
+  // The processors' record counts reach run's exporter every 1024 records (the backfill flushes
+  // them at every scrape); the number of anomaly_active series includes the held closed flags.
+  return key.rfind("acmetrace_records_total{stage=\"process\"", 0) == 0 ||
+         key == "acmetrace_series{metric=\"acmetrace_records_total\",}" ||
+         key == "acmetrace_series{metric=\"acmetrace_anomaly_active\",}";
+}
+
+bool Skipped(const std::string& name) {
+  // process_*: the serving process, not the data; speed and lag: `run --speed max` is not speed 1;
+  // the persona families are compared per node target; anomaly_active separately (closed flags are
+  // held for scrapers two intervals of wall time in run, of trace time in backfill).
+  return name.rfind("process_", 0) == 0 || name == "acmetrace_replay_speed" || name == "acmetrace_replay_lag_seconds" ||
+         name.rfind("DCGM_", 0) == 0 || name.rfind("acmetrace_node_", 0) == 0 || name == "acmetrace_anomaly_active";
+}
+
+// Parses exposition text (0.0.4) into series; keep(name) chooses the families.
+template <typename Keep>
+Series ParseExposition(const std::string& text, Keep keep) {
+  Series out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t i = line.find_first_of("{ ");
+    const std::string name = line.substr(0, i);
+    std::map<std::string, std::string> labels;
+    if (line[i] == '{') {
+      ++i;
+      while (line[i] != '}') {
+        const size_t eq = line.find('=', i);
+        const std::string k = line.substr(i, eq - i);
+        std::string v;
+        size_t j = eq + 2;
+        for (; line[j] != '"'; ++j) {
+          if (line[j] == '\\') ++j;
+          v += line[j];
+        }
+        labels[k] = v;
+        i = j + 1;
+        if (line[i] == ',') ++i;
+      }
+      ++i;
+    }
+    if (!keep(name)) continue;
+    out[Key(name, labels)] = std::stod(line.substr(i + 1));
+  }
+  return out;
+}
+
+class BackfillPrometheusTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    work_ = fs::temp_directory_path() / ("acmetrace-backfill-" + std::to_string(::getpid()));
+    fs::create_directories(work_);
+    data_ = (work_ / "day").string();
+    promdir_ = (work_ / "promdir").string();
+    ASSERT_EQ(RunShell(std::string(Binary()) + " synth --out " + data_ + " --days 1 --scale 0.02 --seed 11 " +
+                       "--inject-faults > " + (work_ / "synth.log").string() + " 2>&1"),
+              0)
+        << ReadFile((work_ / "synth.log").string());
+    ASSERT_EQ(RunShell(std::string(Binary()) + " backfill --data " + data_ + " --to " + std::to_string(kEnd) +
+                       " --out " + promdir_ + " > " + (work_ / "backfill.out").string() + " 2> " +
+                       (work_ / "backfill.err").string()),
+              0)
+        << ReadFile((work_ / "backfill.err").string());
+    prom_port_ = FreePort();
+    prometheus_ = std::make_unique<Child>(
+        std::vector<std::string>{std::string(ACMETRACE_SOURCE_DIR) + "/scripts/prometheus-history", promdir_,
+                                 std::to_string(prom_port_)},
+        (work_ / "history.out").string(), (work_ / "history.err").string());
+    ASSERT_TRUE(WaitUntil([] { return HttpGet(prom_port_, "/-/ready").status == 200; }, 60))
+        << ReadFile((work_ / "history.err").string());
+  }
+  static void TearDownTestSuite() {
+    if (prometheus_) prometheus_->Signal(SIGTERM);
+    prometheus_.reset();
+    std::error_code ec;
+    fs::remove_all(work_, ec);
+  }
+
+  // The samples Prometheus holds at exactly t for a selector (a range selector of 1 s ending at t).
+  static Series Stored(const std::string& selector, int64_t t) {
+    const HttpResponse r = HttpGet(prom_port_, "/api/v1/query?time=" + std::to_string(t) +
+                                                   "&query=" + UrlEncode(selector + "[1s]"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    Series out;
+    const nlohmann::json body = nlohmann::json::parse(r.body);
+    for (const auto& s : body["data"]["result"]) {
+      std::map<std::string, std::string> labels;
+      std::string name;
+      for (const auto& [k, v] : s["metric"].items()) {
+        if (k == "__name__") {
+          name = v.get<std::string>();
+        } else if (k != "job" && k != "instance") {
+          labels[k] = v.get<std::string>();
+        }
+      }
+      for (const auto& point : s["values"]) {
+        if (point[0].get<double>() == static_cast<double>(t)) out[Key(name, labels)] = std::stod(point[1].get<std::string>());
+      }
+    }
+    return out;
+  }
+
+  static fs::path work_;
+  static std::string data_;
+  static std::string promdir_;
+  static int prom_port_;
+  static std::unique_ptr<Child> prometheus_;
+};
+
+fs::path BackfillPrometheusTest::work_;
+std::string BackfillPrometheusTest::data_;
+std::string BackfillPrometheusTest::promdir_;
+int BackfillPrometheusTest::prom_port_ = 0;
+std::unique_ptr<Child> BackfillPrometheusTest::prometheus_;
+
+// What a user checks first: at a few trace times, every series Prometheus stored is the series
+// `run` serves once it has processed up to that time, with the same value, and no other.
+TEST_F(BackfillPrometheusTest, EverySampleEqualsWhatRunServesOnceItProcessedUpToThatTime) {
+  for (const int64_t t : {kStart + 3600 + 15, kStart + 2 * 3600 + 45 * 60, kStart + 3 * 3600 + 30 * 60}) {
+    SCOPED_TRACE("trace time " + std::to_string(t));
+    std::unique_ptr<Child> run;
+    const std::string out = (work_ / ("run-" + std::to_string(t) + ".out")).string();
+    run = std::make_unique<Child>(std::vector<std::string>{Binary(), "run", "--data", data_, "--speed", "max",
+                                                           "--pause-at", std::to_string(t), "--listen", "127.0.0.1:0"},
+                                  out, out + ".err");
+    int port = 0;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          const std::string text = ReadFile(out);
+          const size_t at = text.find("listening on http://127.0.0.1:");
+          if (at != std::string::npos) port = std::atoi(text.c_str() + at + 30);
+          return port > 0;
+        },
+        30));
+    // Processed up to t: the state stops changing once the paused replay's records are through.
+    std::string last, now;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          last = now;
+          now = "";
+          for (const auto& [k, v] : ParseExposition(HttpGet(port, "/metrics").body, [](const std::string& n) {
+                 return n.rfind("process_", 0) != 0 && n != "acmetrace_replay_lag_seconds";
+               })) {
+            now += k + std::to_string(v) + "\n";
+          }
+          return !now.empty() && now == last;
+        },
+        60));
+    const std::string scrape = HttpGet(port, "/metrics").body;
+
+    // The exporter's own target: job="acmetrace".
+    Series served = ParseExposition(scrape, [](const std::string& n) { return !Skipped(n); });
+    Series stored = Stored("{job=\"acmetrace\"}", t);
+    for (Series* side : {&served, &stored}) {
+      for (auto it = side->begin(); it != side->end();) {
+        const bool skip = Skipped(it->first.substr(0, it->first.find('{'))) || SkippedSeries(it->first) ||
+                          it->first.rfind("up{", 0) == 0;
+        it = skip ? side->erase(it) : std::next(it);
+      }
+    }
+    ASSERT_GT(served.size(), 100u);
+    for (const auto& [key, value] : served) {
+      auto it = stored.find(key);
+      ASSERT_NE(it, stored.end()) << key << " served by run but not stored at " << t;
+      EXPECT_EQ(it->second, value) << key;
+    }
+    for (const auto& [key, value] : stored) EXPECT_TRUE(served.count(key)) << key << " stored but not served";
+
+    // Flags: what the backfill shows at 1 (open, or closed within two scrape intervals) run shows too.
+    const Series run_flags =
+        ParseExposition(scrape, [](const std::string& n) { return n == "acmetrace_anomaly_active"; });
+    for (const auto& [key, value] : Stored("acmetrace_anomaly_active", t)) {
+      if (value == 1) {
+        EXPECT_EQ(run_flags.count(key), 1u) << key;
+      }
+    }
+
+    // Every node target: job="acmetrace-gpu-nodes", the dcgm-exporter persona.
+    Series served_nodes;
+    const nlohmann::json targets = nlohmann::json::parse(HttpGet(port, "/targets").body);
+    for (const auto& group : targets) {
+      for (const auto& node : group["targets"]) {
+        const Series one = ParseExposition(HttpGet(port, "/metrics?target=" + node.get<std::string>()).body,
+                                           [](const std::string&) { return true; });
+        served_nodes.insert(one.begin(), one.end());
+      }
+    }
+    Series stored_nodes = Stored("{job=\"acmetrace-gpu-nodes\",__name__!=\"up\"}", t);
+    ASSERT_GT(served_nodes.size(), 100u);
+    EXPECT_EQ(stored_nodes.size(), served_nodes.size());
+    for (const auto& [key, value] : served_nodes) {
+      auto it = stored_nodes.find(key);
+      ASSERT_NE(it, stored_nodes.end()) << key << " served by run but not stored at " << t;
+      EXPECT_EQ(it->second, value) << key;
+    }
+    run->Signal(SIGTERM);
+  }
+}
+
+// The shipped recording rules were backfilled over the blocks: their series are there at trace time.
+TEST_F(BackfillPrometheusTest, TheShippedRecordingRulesAreBackfilled) {
+  // Rule samples fall on promtool's own evaluation times: an instant query finds the latest.
+  const HttpResponse r = HttpGet(prom_port_, "/api/v1/query?time=" + std::to_string(kStart + 3 * 3600) +
+                                                 "&query=" + UrlEncode("cluster:acmetrace_gpu_jobs_failed:increase1h"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["data"]["result"].size(), 2u) << r.body;  // one per cluster
+  const std::string printed = ReadFile((work_ / "backfill.out").string());
+  EXPECT_NE(printed.find("--storage.tsdb.retention.time=2d"), std::string::npos) << printed;
+}
+
+// What a user meets when something is off: one clear line, exit 1 or 2, nothing half-written.
+TEST_F(BackfillPrometheusTest, RefusesANonEmptyDirectoryAMissingPromtoolAndAnEmptyWindow) {
+  const std::string bin = Binary();
+  const std::string err = (work_ / "err.txt").string();
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + promdir_ + " 2> " + err), 1);
+  EXPECT_NE(ReadFile(err).find("not empty"), std::string::npos) << ReadFile(err);
+
+  const std::string fresh = (work_ / "fresh").string();
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --promtool /nonexistent/promtool 2> " +
+                     err),
+            1);
+  EXPECT_NE(ReadFile(err).find("promtool not found"), std::string::npos) << ReadFile(err);
+
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --from 2030-01-01T00:00:00Z 2> " + err),
+            1);
+  EXPECT_NE(ReadFile(err).find("no records in the window"), std::string::npos) << ReadFile(err);
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(fresh, ec)) << "a failed backfill leaves the directory it made";
+
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --step 0 2> " + err), 2);
+  EXPECT_NE(ReadFile(err).find("--step"), std::string::npos) << ReadFile(err);
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --persona maybe 2> " + err), 2);
+  EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " 2> " + err), 2);
+  EXPECT_NE(ReadFile(err).find("--out"), std::string::npos) << ReadFile(err);
+}
+
+}  // namespace
