@@ -1,5 +1,6 @@
 // acmetrace backfill: the trace at its own dates as Prometheus TSDB blocks (or OpenMetrics text):
 // what a Prometheus scraping `run --speed 1` every step would have stored, at full speed.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -152,6 +153,13 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
                  core::FormatIsoTime(st.first_scrape_ms, 0).c_str(), core::FormatIsoTime(st.last_scrape_ms, 0).c_str(),
                  static_cast<long long>(st.samples), static_cast<long long>(st.process.windows),
                  static_cast<long long>(st.process.anomalies), static_cast<long long>(errors.total()));
+      // acmetrace's own share (the children, promtool, are counted apart): bench/backfill_day.sh.
+      struct rusage self {};
+      ::getrusage(RUSAGE_SELF, &self);
+      core::Logf(core::LogLevel::kInfo, "backfill", "acmetrace: %.1f CPU s, peak RSS %.0f MB",
+                 static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+                     static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6,
+                 static_cast<double>(self.ru_maxrss) / 1e3);
       if (blocks == nullptr) return 0;
       core::Logf(core::LogLevel::kInfo, "backfill",
                  "promtool: %lld chunks, %.1f MB of OpenMetrics, %.1f CPU s, peak RSS %.0f MB",
