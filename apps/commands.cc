@@ -24,6 +24,7 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterExport(app, registry);
   RegisterRun(app, registry);
   RegisterConfig(app, registry);
+  RegisterScore(app, registry);
 }
 
 namespace {

@@ -38,6 +38,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry);
 void RegisterExport(CLI::App& app, CommandRegistry& registry);
 void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
+void RegisterScore(CLI::App& app, CommandRegistry& registry);
 
 /// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
 /// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
