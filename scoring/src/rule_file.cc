@@ -44,6 +44,9 @@ core::Result<int64_t> ParseDurationMs(std::string_view text) {
   int next_unit = 0;  // units must come in order, each once
   while (pos < text.size()) {
     int64_t value = 0;
+    if (!std::isdigit(static_cast<unsigned char>(text[pos]))) {
+      return core::Status::Error("not a duration: \"" + std::string(text) + "\" (use e.g. 30s, 1m30s, 1h, 0s)");
+    }
     const auto [end, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), value);
     if (ec != std::errc() || end == text.data() + pos) {
       return core::Status::Error("not a duration: \"" + std::string(text) + "\" (use e.g. 30s, 1m30s, 1h, 0s)");
