@@ -247,21 +247,6 @@ std::string FormatHtml(const ScoreReport& report) {
     row(*report.flags_total, true);
   }
   h += "</table>\n";
-  if (!report.sweep.empty()) {
-    h += "<h2>for: sweep</h2>\n<table id=\"sweep\"><tr><th class=\"l\">rule</th><th>for</th><th>onsets</th>"
-         "<th>false alerts</th><th>precision</th><th>caught</th><th>recall</th><th>ttd median</th><th>ttd worst</th>"
-         "</tr>\n";
-    for (const SweepRow& r : report.sweep) {
-      const RuleScore& s = r.score;
-      h += "<tr><td class=\"l\">" + Escape(s.rule) + "</td><td>" + FormatDuration(s.for_ms) + "</td><td>" +
-           std::to_string(s.onsets) + "</td><td>" + std::to_string(s.false_alerts()) + "</td><td>" +
-           Ratio(s.precision) + "</td><td>" + std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()) +
-           "</td><td>" + Ratio(s.recall) + "</td><td>" + Seconds(s.ttd_median_s) + "</td><td>" +
-           Seconds(s.ttd_worst_s) + "</td></tr>\n";
-    }
-    h += "</table>\n";
-  }
-
   // Which rules caught each incident (for the bands' colour and the list).
   std::vector<std::vector<std::string>> caught_by(report.incidents.size());
   for (const RuleScore& s : report.scores) {
@@ -286,7 +271,7 @@ std::string FormatHtml(const ScoreReport& report) {
   std::sort(clusters.begin(), clusters.end());
   if (clusters.empty()) clusters.push_back("");
 
-  constexpr double kLeft = 290, kWidth = 1060, kRowH = 18, kTop = 30;
+  constexpr double kLeft = 290, kWidth = 1030, kRowH = 18, kTop = 30;
   const double span = std::max<double>(1.0, static_cast<double>(report.to_ms - report.from_ms));
   auto x_of = [&](int64_t ms) {
     const double clamped = std::clamp<double>(static_cast<double>(ms - report.from_ms), 0.0, span);
@@ -349,6 +334,28 @@ std::string FormatHtml(const ScoreReport& report) {
       }
     }
     h += "</svg>\n";
+  }
+
+  if (!report.sweep.empty()) {
+    // One row per rule, one column per for: value (the values in the order given).
+    std::vector<int64_t> values;
+    for (const SweepRow& r : report.sweep) {
+      if (std::find(values.begin(), values.end(), r.score.for_ms) == values.end()) values.push_back(r.score.for_ms);
+    }
+    h += "<h2>for: sweep</h2>\n<p>Each rule again at each for: value: precision / recall, median time to detect."
+         "</p>\n<table id=\"sweep\"><tr><th class=\"l\">rule</th><th class=\"l\">group</th>";
+    for (int64_t v : values) h += "<th>for: " + FormatDuration(v) + "</th>";
+    h += "</tr>\n";
+    for (size_t i = 0; i < report.sweep.size(); i += values.size()) {
+      h += "<tr><td class=\"l\">" + Escape(report.sweep[i].score.rule) + "</td><td class=\"l\">" +
+           Escape(report.sweep[i].score.group) + "</td>";
+      for (size_t k = 0; k < values.size() && i + k < report.sweep.size(); ++k) {
+        const RuleScore& s = report.sweep[i + k].score;
+        h += "<td>" + Ratio(s.precision) + " / " + Ratio(s.recall) + ", " + Seconds(s.ttd_median_s) + "</td>";
+      }
+      h += "</tr>\n";
+    }
+    h += "</table>\n";
   }
 
   h += "<h2>Incidents</h2>\n<table id=\"incidents\"><tr><th class=\"l\">cluster</th><th class=\"l\">kind</th>"
