@@ -60,9 +60,13 @@ TEST(AnomalyFlagsTest, OpenToCloseIsAFlagAndAnOpenOneLastsToTheEnd) {
       "\"ts_ms\":1688170200000,\"value\":80,\"threshold\":85}\n"
       "{\"v\":1,\"cluster\":\"kalos\",\"kind\":\"util_drop\",\"subject\":\"kalos\",\"state\":\"open\","
       "\"ts_ms\":1688171000000}\n"
-      // Opened before the window: already firing, left out.
+      // Opened before the window (closed in it, or never): already firing, left out.
       "{\"v\":1,\"cluster\":\"kalos\",\"kind\":\"xid_error\",\"subject\":\"m-1\",\"state\":\"open\","
-      "\"ts_ms\":1688160000000}\n");
+      "\"ts_ms\":1688160000000}\n"
+      "{\"v\":1,\"cluster\":\"kalos\",\"kind\":\"xid_error\",\"subject\":\"m-2\",\"state\":\"open\","
+      "\"ts_ms\":1688160000000}\n"
+      "{\"v\":1,\"cluster\":\"kalos\",\"kind\":\"xid_error\",\"subject\":\"m-2\",\"state\":\"close\","
+      "\"ts_ms\":1688170000000}\n");
   core::Result<std::vector<FlagKind>> got = LoadAnomalyFlags(path, kT0, kT0 + 3'600'000);
   ASSERT_TRUE(got.ok()) << got.status().message();
   ASSERT_EQ(got.value().size(), 3u);  // gpu_overheat, util_drop, xid_error (no flag in the window)

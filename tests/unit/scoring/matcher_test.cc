@@ -119,7 +119,8 @@ TEST(MatcherTest, TheSetCatchesWhatAnyRuleCaughtAtItsEarliest) {
   late.rule = "late";
   RuleFirings early = Firings({{61, 62}, {400, 401}}, {{"cluster", "seren"}, {"kind", "gpu_overheat"}});
   early.rule = "early";
-  const std::vector<RuleScore> scores = {ScoreRule(late, incidents, {}), ScoreRule(early, incidents, {})};
+  // The early rule first: a later, slower rule must not overwrite its time to detect.
+  const std::vector<RuleScore> scores = {ScoreRule(early, incidents, {}), ScoreRule(late, incidents, {})};
   const RuleScore total = ScoreSet("all rules", scores, incidents);
   EXPECT_EQ(total.onsets, 3);
   EXPECT_EQ(total.detecting_onsets, 2);

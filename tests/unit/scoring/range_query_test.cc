@@ -104,6 +104,11 @@ TEST(PrometheusUrlTest, MalformedUrlsAreErrorsThatSayWhy) {
   }
 }
 
+TEST(PrometheusUrlTest, HttpsIsRefusedBySaying) {
+  EXPECT_NE(ParsePrometheusUrl("https://prom:9090").status().message().find("https is not supported"),
+            std::string::npos);
+}
+
 TEST(PrometheusUrlTest, EncodesQueryValues) {
   EXPECT_EQ(UrlEncode("max by (a) (m{k=\"v\"}) > 0"), "max%20by%20%28a%29%20%28m%7Bk%3D%22v%22%7D%29%20%3E%200");
 }
