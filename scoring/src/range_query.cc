@@ -1,5 +1,5 @@
 // /api/v1/query_range over HTTP (Boost.Beast), split to Prometheus's point limit, parsed with
-// nlohmann-json (answers are a few MB at most: one series per alerting label set).
+// simdjson On-Demand.
 #include "acmetrace/scoring/range_query.h"
 
 #include <boost/asio/connect.hpp>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace acmetrace::scoring {
 
@@ -46,34 +46,74 @@ core::Result<std::vector<Series>> QueryInChunks(
 }
 
 core::Result<std::vector<Series>> ParseQueryRangeResponse(std::string_view body) {
-  nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  namespace od = simdjson::ondemand;
+  // On-Demand over the text: a week of an always-true expression on hundreds of GPUs is tens of MB of
+  // [time, "value"] pairs, which a DOM would hold several times over.
+  const simdjson::padded_string padded(body);
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  auto not_json = [&] {
     return core::Status::Error("the answer is not JSON: " + std::string(body.substr(0, 120)));
+  };
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_object().get(root) != simdjson::SUCCESS) {
+    return not_json();
   }
-  const std::string status = doc.value("status", "");
+  std::string_view status;
+  if (root.find_field_unordered("status").get_string().get(status) != simdjson::SUCCESS) {
+    return core::Status::Error("the answer has no \"status\"");
+  }
   if (status == "error") {
-    return core::Status::Error("Prometheus answered an error (" + doc.value("errorType", std::string("?")) +
-                               "): " + doc.value("error", std::string("no message")));
+    std::string_view type, message;
+    if (root.find_field_unordered("errorType").get_string().get(type) != simdjson::SUCCESS) type = "?";
+    if (root.find_field_unordered("error").get_string().get(message) != simdjson::SUCCESS) message = "no message";
+    return core::Status::Error("Prometheus answered an error (" + std::string(type) + "): " + std::string(message));
   }
   if (status != "success") return core::Status::Error("the answer has no \"status\":\"success\"");
-  const nlohmann::json& data = doc["data"];
-  if (!data.is_object() || data.value("resultType", "") != "matrix" || !data["result"].is_array()) {
-    return core::Status::Error("the answer is not a range-query matrix (data.resultType \"matrix\")");
+  const core::Status not_matrix =
+      core::Status::Error("the answer is not a range-query matrix (data.resultType \"matrix\")");
+  od::object data;
+  std::string_view result_type;
+  od::array result;
+  if (root.find_field_unordered("data").get_object().get(data) != simdjson::SUCCESS ||
+      data.find_field_unordered("resultType").get_string().get(result_type) != simdjson::SUCCESS ||
+      result_type != "matrix" || data.find_field_unordered("result").get_array().get(result) != simdjson::SUCCESS) {
+    return not_matrix;
   }
+  const core::Status bad_sample = core::Status::Error("a sample of the answer is not [time, \"value\"]");
   std::vector<Series> out;
-  for (const nlohmann::json& item : data["result"]) {
+  for (auto item_result : result) {
+    od::object item;
+    if (item_result.get_object().get(item) != simdjson::SUCCESS) return not_matrix;
     Series s;
-    if (item.contains("metric") && item["metric"].is_object()) {
-      for (const auto& [name, value] : item["metric"].items()) {
-        if (value.is_string()) s.labels[name] = value.get<std::string>();
-      }
-    }
-    if (item.contains("values") && item["values"].is_array()) {
-      for (const nlohmann::json& point : item["values"]) {
-        if (!point.is_array() || point.empty() || !point[0].is_number()) {
-          return core::Status::Error("a sample of the answer is not [time, \"value\"]");
+    for (auto field : item) {
+      std::string_view key;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS) return not_matrix;
+      if (key == "metric") {
+        od::object metric;
+        if (field.value().get_object().get(metric) != simdjson::SUCCESS) return not_matrix;
+        for (auto label : metric) {
+          std::string_view name, value;
+          if (label.unescaped_key().get(name) != simdjson::SUCCESS ||
+              label.value().get_string().get(value) != simdjson::SUCCESS) {
+            return not_matrix;
+          }
+          s.labels.emplace(std::string(name), std::string(value));
         }
-        s.ts_ms.push_back(std::llround(point[0].get<double>() * 1000.0));
+      } else if (key == "values") {
+        od::array values;
+        if (field.value().get_array().get(values) != simdjson::SUCCESS) return not_matrix;
+        for (auto point_result : values) {
+          od::array point;
+          double ts = 0;
+          if (point_result.get_array().get(point) != simdjson::SUCCESS) return bad_sample;
+          auto first = point.begin();
+          if (first.error() != simdjson::SUCCESS || first.value() == point.end().value() ||
+              (*first.value()).get_double().get(ts) != simdjson::SUCCESS) {
+            return bad_sample;
+          }
+          s.ts_ms.push_back(std::llround(ts * 1000.0));
+        }
       }
     }
     out.push_back(std::move(s));
