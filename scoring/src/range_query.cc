@@ -197,19 +197,30 @@ core::Status PrometheusClient::Get(const std::string& target, int& http_status, 
   net::ip::tcp::resolver resolver(io);
   const auto endpoints = resolver.resolve(parsed_.host, parsed_.port, ec);
   if (ec) return fail("resolving the host");
+  // tcp_stream's deadline applies to asynchronous operations only: each step is started and run to
+  // completion (or to the deadline, which closes the socket) before the next.
+  auto run = [&io] {
+    io.restart();
+    io.run();
+  };
   stream.expires_after(std::chrono::milliseconds(timeout_ms_));
-  stream.connect(endpoints, ec);
+  stream.async_connect(endpoints, [&ec](beast::error_code e, const net::ip::tcp::endpoint&) { ec = e; });
+  run();
   if (ec) return fail("connecting");
   http::request<http::empty_body> request{http::verb::get, parsed_.path_prefix + target, 11};
   request.set(http::field::host, parsed_.host);
   request.set(http::field::user_agent, "acmetrace-score");
   request.set(http::field::accept, "application/json");
-  http::write(stream, request, ec);
+  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+  http::async_write(stream, request, [&ec](beast::error_code e, size_t) { ec = e; });
+  run();
   if (ec) return fail("sending the request");
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::uint64_t{1} << 32);
-  http::read(stream, buffer, parser, ec);
+  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+  http::async_read(stream, buffer, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+  run();
   if (ec) return fail("reading the answer");
   http_status = static_cast<int>(parser.get().result_int());
   body = std::move(parser.get().body());

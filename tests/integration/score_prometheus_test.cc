@@ -166,5 +166,31 @@ TEST(ScoreUnreachableTest, APrometheusThatIsNotThereIsAFailureNotAHang) {
   fs::remove_all(dir);
 }
 
+TEST(ScoreUnreachableTest, AServerThatNeverAnswersTimesOut) {
+  // A socket that listens (the kernel completes the connection) but is never read.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string dir = testing::TempDir() + "/score_silent_" + std::to_string(::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir + "/faults.csv") << SceneFaults();
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const auto start = std::chrono::steady_clock::now();
+  const CommandRun run = RunCommand(std::string(ACMETRACE_BINARY) + " score --timeout-s 0.5 --prometheus " + url +
+                                    " --faults " + dir + "/faults.csv");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(fd);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": reading the answer: "), std::string::npos)
+      << run.output;
+  EXPECT_LT(seconds, 10.0);  // one request's timeout, not a hang
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace acmetrace::score_test
