@@ -68,18 +68,20 @@ url="http://127.0.0.1:$port"
 
 measure() {  # label, then the arguments of acmetrace score
   local label="$1"; shift
-  local walls=() rss=()
+  local walls=() rss=() cpus=()
   for _ in $(seq 1 "$runs"); do
     /usr/bin/time -v "$bin" score --prometheus "$url" --faults "$data/faults.csv" --from "$from" --to "$to" "$@" \
       >"$data/out.txt" 2>"$data/time.txt" || { cat "$data/time.txt" >&2; exit 1; }
     walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$data/time.txt")")
     rss+=("$(awk -F': ' '/Maximum resident set size/ {print $2}' "$data/time.txt")")
+    cpus+=("$(awk -F': ' '/User time|System time/ {s+=$2} END {printf "%.2f", s}' "$data/time.txt")")
   done
   local wall_median rss_max
   wall_median=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   rss_max=$(printf '%s\n' "${rss[@]}" | sort -g | tail -1)
-  printf 'score_week: %-40s wall %6.2f s (median of %d: %s)  peak RSS %d MB\n' "$label" "$wall_median" "$runs" \
-    "${walls[*]}" $((rss_max / 1024))
+  # acmetrace's own CPU: the rest of the wall time is Prometheus evaluating the queries.
+  printf 'score_week: %-40s wall %6.2f s (median of %d: %s)  acmetrace CPU %s s  peak RSS %d MB\n' "$label" \
+    "$wall_median" "$runs" "${walls[*]}" "${cpus[*]}" $((rss_max / 1024))
 }
 
 series=$(curl -s "$url/api/v1/query?query=count(%7B__name__%3D~%22.%2B%22%7D)&time=$((from + 3600))" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')

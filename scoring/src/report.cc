@@ -73,6 +73,17 @@ std::string Header() {
          PadLeft("recall", 6) + " " + PadLeft("ttd median", 10) + " " + PadLeft("ttd worst", 10) + "\n";
 }
 
+// The page lists only the kinds something was caught of (the JSON and the table have every kind).
+std::string CaughtKinds(const RuleScore& s) {
+  std::string out;
+  for (const auto& [kind, count] : s.by_kind) {
+    if (count.caught == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += kind + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
+  }
+  return out.empty() ? "-" : out;
+}
+
 std::string ForText(const RuleScore& s) { return s.source == "flag" ? "-" : FormatDuration(s.for_ms); }
 
 Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const RuleFirings* firings) {
@@ -216,7 +227,7 @@ std::string FormatHtml(const ScoreReport& report) {
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acmetrace score</title>\n<style>\n"
        "body{font-family:sans-serif;margin:16px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}"
-       "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:right}td.l,th.l{text-align:left}"
+       "td,th{border:1px solid #ccc;padding:1px 6px;font-size:12px;text-align:right;white-space:nowrap}td.l,th.l{text-align:left}td.k{white-space:normal;max-width:320px}"
        "tr.total td{font-weight:bold;background:#f3f3f3}h2{margin-top:24px}.missed{color:#b00}.caught{color:#070}"
        ".legend span{display:inline-block;width:14px;height:10px;margin:0 4px 0 12px}"
        "svg text{font-size:11px;font-family:sans-serif}\n</style></head><body>\n";
@@ -227,14 +238,14 @@ std::string FormatHtml(const ScoreReport& report) {
   // The table.
   h += "<table id=\"scores\"><tr><th class=\"l\">rule</th><th class=\"l\">group</th><th>for</th><th>onsets</th>"
        "<th>false alerts</th><th>precision</th><th>caught</th><th>recall</th><th>ttd median</th><th>ttd worst</th>"
-       "<th class=\"l\">caught by kind</th></tr>\n";
+       "<th class=\"l\">caught (by kind)</th></tr>\n";
   auto row = [&](const RuleScore& s, bool total) {
     h += std::string(total ? "<tr class=\"total\">" : "<tr>") + "<td class=\"l\">" + Escape(s.rule) +
          "</td><td class=\"l\">" + Escape(s.group) + "</td><td>" + (total ? "" : Escape(ForText(s))) + "</td><td>" +
          std::to_string(s.onsets) + "</td><td>" + std::to_string(s.false_alerts()) + "</td><td>" +
          Ratio(s.precision) + "</td><td>" + std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()) +
          "</td><td>" + Ratio(s.recall) + "</td><td>" + Seconds(s.ttd_median_s) + "</td><td>" +
-         Seconds(s.ttd_worst_s) + "</td><td class=\"l\">" + Escape(ByKind(s)) + "</td></tr>\n";
+         Seconds(s.ttd_worst_s) + "</td><td class=\"l k\">" + Escape(CaughtKinds(s)) + "</td></tr>\n";
   };
   for (const RuleScore& s : report.scores) {
     if (s.source == report.total.source) row(s, false);
@@ -271,7 +282,7 @@ std::string FormatHtml(const ScoreReport& report) {
   std::sort(clusters.begin(), clusters.end());
   if (clusters.empty()) clusters.push_back("");
 
-  constexpr double kLeft = 290, kWidth = 1030, kRowH = 18, kTop = 30;
+  constexpr double kLeft = 290, kWidth = 1030, kRowH = 14, kTop = 30;
   const double span = std::max<double>(1.0, static_cast<double>(report.to_ms - report.from_ms));
   auto x_of = [&](int64_t ms) {
     const double clamped = std::clamp<double>(static_cast<double>(ms - report.from_ms), 0.0, span);
@@ -292,7 +303,8 @@ std::string FormatHtml(const ScoreReport& report) {
       const double x = x_of(ms);
       h += "<line x1=\"" + Fixed(x, 1) + "\" y1=\"" + Fixed(kTop - 4, 0) + "\" x2=\"" + Fixed(x, 1) + "\" y2=\"" +
            Fixed(height - 10, 0) + "\" stroke=\"#ddd\"/>";
-      const std::string label = Time(ms).substr(0, 16);
+      // "2023-07-01 12:00"; without the year when there is no room for it.
+      const std::string label = Time(ms).substr(span > 86'400'000.0 ? 5 : 0, span > 86'400'000.0 ? 11 : 16);
       h += "<text x=\"" + Fixed(x, 1) + "\" y=\"12\" text-anchor=\"" + (t == 8 ? "end" : t == 0 ? "start" : "middle") +
            "\">" + Escape(label) + "</text>\n";
     }
@@ -315,7 +327,7 @@ std::string FormatHtml(const ScoreReport& report) {
     for (size_t r = 0; r < report.firings.size(); ++r) {
       const RuleFirings& f = report.firings[r];
       const double y = kTop + kRowH * static_cast<double>(r + 1);
-      h += "<text x=\"4\" y=\"" + Fixed(y + 13, 0) + "\">" + Escape(f.rule) + "</text>\n";
+      h += "<text x=\"4\" y=\"" + Fixed(y + 11, 0) + "\">" + Escape(f.rule) + "</text>\n";
       const RuleScore& s = report.scores[r];
       for (size_t k = 0; k < f.intervals.size(); ++k) {
         const FiringInterval& interval = f.intervals[k];
@@ -325,8 +337,8 @@ std::string FormatHtml(const ScoreReport& report) {
         const double w = std::max(2.0, x_of(interval.end_ms) - x);
         const bool detects = k < s.onset_detects.size() && s.onset_detects[k] != 0;
         const bool from_start = interval.start_ms <= report.from_ms;
-        h += "<rect class=\"firing\" x=\"" + Fixed(x, 1) + "\" y=\"" + Fixed(y + 3, 0) + "\" width=\"" + Fixed(w, 1) +
-             "\" height=\"" + Fixed(kRowH - 6, 0) + "\" fill=\"" +
+        h += "<rect class=\"firing\" x=\"" + Fixed(x, 1) + "\" y=\"" + Fixed(y + 2, 0) + "\" width=\"" + Fixed(w, 1) +
+             "\" height=\"" + Fixed(kRowH - 4, 0) + "\" fill=\"" +
              (detects ? "#2a8a2a" : from_start ? "#888" : "#d04040") + "\"><title>" +
              Escape(f.rule + " " + LabelsText(interval.labels) + " " + Time(interval.start_ms) + " .. " +
                     Time(interval.end_ms) + (detects ? ": detects" : ": false alert")) +
