@@ -279,10 +279,6 @@ std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet
   return used;
 }
 
-}  // namespace acmetrace::scoring
-
-namespace acmetrace::scoring {
-
 std::vector<std::string> ShippedRuleFiles() {
   namespace fs = std::filesystem;
   for (const fs::path& root : {fs::path("."), fs::path(ACMETRACE_SOURCE_DIR)}) {

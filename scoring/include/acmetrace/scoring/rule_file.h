@@ -68,10 +68,6 @@ std::set<std::string> KindsOfRule(const AlertRule& rule, const std::set<std::str
 /// boundaries), so the command can warn that their series must exist in Prometheus.
 std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet& rules);
 
-}  // namespace acmetrace::scoring
-
-namespace acmetrace::scoring {
-
 /// The shipped rule files (configs/prometheus/rules/*.yml, sorted): looked up under the current
 /// directory, then under the source tree the binary was built from. Empty if neither has them.
 std::vector<std::string> ShippedRuleFiles();
