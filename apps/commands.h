@@ -39,6 +39,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry);
 void RegisterExport(CLI::App& app, CommandRegistry& registry);
 void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
+void RegisterScore(CLI::App& app, CommandRegistry& registry);
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
 
 /// A time flag's value (unix seconds or ISO 8601 with an offset) in ms; if_empty when text is empty.

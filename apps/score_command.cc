@@ -1,0 +1,154 @@
+// acmetrace score: how good is an alerting setup on this trace (docs/monitoring.md, "Scoring alert rules").
+#include <cstdio>
+#include <fstream>
+
+#include "acmetrace/core/log.h"
+#include "acmetrace/core/time.h"
+#include "acmetrace/scoring/incidents.h"
+#include "acmetrace/scoring/range_query.h"
+#include "acmetrace/scoring/report.h"
+#include "acmetrace/scoring/rule_file.h"
+#include "acmetrace/scoring/score_run.h"
+#include "commands.h"
+
+namespace acmetrace::apps {
+
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    core::LogError("score", path + ": cannot write");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void RegisterScore(CLI::App& app, CommandRegistry& registry) {
+  struct Flags {
+    std::string prometheus, faults, anomalies, from, to, json, html, sweep_for;
+    std::vector<std::string> rules;
+    double timeout_s = 60;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "score", "score alerting rules (and acmetrace's anomaly flags) against the incidents of a faults.csv");
+  cmd->add_option("--prometheus", flags->prometheus, "Prometheus holding the trace's series, http://HOST:PORT");
+  cmd->add_option("--faults", flags->faults, "faults.csv of synth --inject-faults (cluster,kind,subject,start,end)")
+      ->required();
+  cmd->add_option("--rules", flags->rules,
+                  "Prometheus rule files (default: the shipped configs/prometheus/rules/*.yml)");
+  cmd->add_option("--anomalies", flags->anomalies,
+                  "acme.anomalies records (JSON lines of `process --sink stdout`) to score as well");
+  cmd->add_option("--from", flags->from,
+                  "first evaluation, unix seconds or ISO 8601 with offset (default: an hour before the first incident)");
+  cmd->add_option("--to", flags->to, "last evaluation (default: an hour after the last incident ends)");
+  cmd->add_option("--json", flags->json, "also write the scores as JSON to FILE");
+  cmd->add_option("--html", flags->html, "also write a self-contained HTML page (table and timelines) to FILE");
+  cmd->add_option("--sweep-for", flags->sweep_for, "score each rule again at each of these for: values, e.g. 0s,1m,5m,15m");
+  cmd->add_option("--timeout-s", flags->timeout_s, "timeout of each request to Prometheus, seconds")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  cmd->callback([&registry, flags] {
+    registry.OnRun([&registry, flags]() -> int {
+      if (!LoadConfig(registry, {})) return 2;
+      auto usage = [](const std::string& message) {
+        core::LogError("score", message);
+        return 2;
+      };
+      if (flags->prometheus.empty() && flags->anomalies.empty()) {
+        return usage("give --prometheus (to score rules) or --anomalies (to score acmetrace's flags), or both");
+      }
+      if (flags->prometheus.empty() && !flags->rules.empty()) return usage("--rules needs --prometheus to query");
+      std::unique_ptr<scoring::PrometheusClient> client;
+      if (!flags->prometheus.empty()) {
+        auto created = scoring::PrometheusClient::Create(flags->prometheus, static_cast<int64_t>(flags->timeout_s * 1000));
+        if (!created.ok()) return usage(created.status().message());
+        client = std::move(created).value();
+      }
+      // Rules.
+      scoring::RuleSet rules;
+      if (client) {
+        std::vector<std::string> files = flags->rules;
+        if (files.empty()) files = scoring::ShippedRuleFiles();
+        if (files.empty()) return usage("no --rules given and no configs/prometheus/rules/*.yml found");
+        for (const std::string& file : files) {
+          if (core::Status s = scoring::LoadRuleFile(file, rules); !s.ok()) return usage(s.message());
+        }
+        if (rules.alerts.empty()) return usage("the rule files hold no alerting rule");
+      }
+      std::vector<int64_t> sweep;
+      if (!flags->sweep_for.empty()) {
+        size_t start = 0;
+        while (start <= flags->sweep_for.size()) {
+          size_t comma = flags->sweep_for.find(',', start);
+          if (comma == std::string::npos) comma = flags->sweep_for.size();
+          auto d = scoring::ParseDurationMs(std::string_view(flags->sweep_for).substr(start, comma - start));
+          if (!d.ok()) return usage("--sweep-for: " + d.status().message());
+          sweep.push_back(d.value());
+          start = comma + 1;
+        }
+      }
+      // Incidents and the window.
+      auto incidents = scoring::LoadFaultsCsv(flags->faults);
+      if (!incidents.ok()) return usage(incidents.status().message());
+      scoring::ScoreOptions options;
+      options.sweep_for_ms = sweep;
+      if (!incidents.value().empty()) {
+        int64_t first = INT64_MAX, last = INT64_MIN;
+        for (const scoring::Incident& i : incidents.value()) {
+          first = std::min(first, i.start_ms);
+          last = std::max(last, i.end_ms);
+        }
+        options.from_ms = (first - 3'600'000) / 60'000 * 60'000;  // whole minutes
+        options.to_ms = last + 3'600'000;
+      }
+      for (const auto& [text, into, name] : {std::tuple{&flags->from, &options.from_ms, "--from"},
+                                             std::tuple{&flags->to, &options.to_ms, "--to"}}) {
+        if (text->empty()) continue;
+        std::optional<int64_t> ms = core::ParseTimeMs(*text);
+        if (!ms) return usage(std::string(name) + ": not a time (unix seconds or ISO 8601 with offset): " + *text);
+        *into = *ms;
+      }
+      if (options.to_ms <= options.from_ms) {
+        return usage(incidents.value().empty() && (flags->from.empty() || flags->to.empty())
+                         ? "the faults file has no incident: give --from and --to"
+                         : "--to must be after --from");
+      }
+      std::vector<scoring::FlagKind> flag_kinds;
+      if (!flags->anomalies.empty()) {
+        auto loaded = scoring::LoadAnomalyFlags(flags->anomalies, options.from_ms, options.to_ms);
+        if (!loaded.ok()) return usage(loaded.status().message());
+        flag_kinds = std::move(loaded).value();
+      }
+      size_t done = 0;
+      auto report = scoring::ScoreRules(rules, client.get(), std::move(flag_kinds), incidents.value(), options,
+                                        [&](const scoring::AlertRule& rule) {
+                                          core::LogDebug("score", "querying " + rule.name + " (" +
+                                                                      std::to_string(++done) + "/" +
+                                                                      std::to_string(rules.alerts.size()) + ")");
+                                        });
+      if (!report.ok()) {
+        core::LogError("score", report.status().message());
+        return 1;
+      }
+      for (const std::string& w : report.value().warnings) core::LogWarn("score", w);
+      std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
+      if (!flags->json.empty() && !WriteFile(flags->json, scoring::FormatJson(report.value()))) return 1;
+      if (!flags->html.empty() && !WriteFile(flags->html, scoring::FormatHtml(report.value()))) return 1;
+      if (client) {
+        core::Logf(core::LogLevel::kInfo, "score", "%zu rules over %s .. %s in %lld requests to %s",
+                   rules.alerts.size(), core::FormatIsoTime(options.from_ms, 0).c_str(),
+                   core::FormatIsoTime(options.to_ms, 0).c_str(), static_cast<long long>(client->requests()),
+                   flags->prometheus.c_str());
+      }
+      return 0;
+    });
+  });
+}
+
+}  // namespace acmetrace::apps

@@ -1,0 +1,45 @@
+// The alerting state machine of Prometheus (rules/alerting.go, v2.42) replayed over a range query's
+// answer: pending until `for:` has held, firing, kept firing for `keep_firing_for` after the
+// expression stops returning the series, inactive.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "acmetrace/scoring/range_query.h"
+#include "acmetrace/scoring/rule_file.h"
+
+namespace acmetrace::scoring {
+
+/// One firing spell of one alert (label set): from the evaluation at which it turned firing (its
+/// onset) to the evaluation at which it was resolved, or to the end of the window. Value type.
+struct FiringInterval {
+  Labels labels;
+  int64_t start_ms = 0;  // the onset
+  int64_t end_ms = 0;
+  bool open = false;     // still firing at the last evaluation
+};
+
+/// How one rule is evaluated over a window. Value type.
+struct EvalSchedule {
+  int64_t start_ms = 0;  // first evaluation
+  int64_t end_ms = 0;    // last evaluation is the last grid time <= end_ms
+  int64_t step_ms = kDefaultEvaluationIntervalMs;
+  int64_t for_ms = 0;
+  int64_t keep_firing_for_ms = 0;
+};
+
+/// The labels Prometheus gives the alert of one result series: the series' labels without __name__,
+/// then the rule's labels (which win), then alertname.
+Labels AlertLabels(const Labels& series_labels, const AlertRule& rule);
+
+/// Replays the state machine over the evaluations start_ms, start_ms + step_ms, ... <= end_ms. An
+/// alert is active at an evaluation when its label set has a sample at that time in `result`
+/// (series whose alert labels coincide are one alert). Each label set is independent and starts
+/// inactive at the first evaluation, as in a freshly started Prometheus. Intervals come sorted by
+/// labels, then onset.
+std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, const AlertRule& rule,
+                                            const EvalSchedule& schedule);
+
+}  // namespace acmetrace::scoring

@@ -1,0 +1,257 @@
+// /api/v1/query_range over HTTP (Boost.Beast), split to Prometheus's point limit, parsed with
+// simdjson On-Demand.
+#include "acmetrace/scoring/range_query.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <simdjson.h>
+
+namespace acmetrace::scoring {
+
+std::vector<RangeChunk> SplitRange(int64_t start_ms, int64_t end_ms, int64_t step_ms, int64_t max_points) {
+  std::vector<RangeChunk> chunks;
+  if (step_ms <= 0 || end_ms < start_ms || max_points <= 0) return chunks;
+  const int64_t points = (end_ms - start_ms) / step_ms + 1;
+  for (int64_t first = 0; first < points; first += max_points) {
+    const int64_t last = std::min(points - 1, first + max_points - 1);
+    chunks.push_back({start_ms + first * step_ms, start_ms + last * step_ms});
+  }
+  return chunks;
+}
+
+core::Result<std::vector<Series>> QueryInChunks(
+    const std::function<core::Result<std::vector<Series>>(const RangeChunk&)>& query_one, int64_t start_ms,
+    int64_t end_ms, int64_t step_ms, int64_t max_points) {
+  std::vector<Series> joined;
+  std::map<Labels, size_t> index;
+  for (const RangeChunk& chunk : SplitRange(start_ms, end_ms, step_ms, max_points)) {
+    core::Result<std::vector<Series>> part = query_one(chunk);
+    if (!part.ok()) return part.status();
+    for (Series& s : part.value()) {
+      auto [it, added] = index.try_emplace(s.labels, joined.size());
+      if (added) {
+        joined.push_back(std::move(s));
+      } else {
+        std::vector<int64_t>& ts = joined[it->second].ts_ms;
+        ts.insert(ts.end(), s.ts_ms.begin(), s.ts_ms.end());
+      }
+    }
+  }
+  return joined;
+}
+
+core::Result<std::vector<Series>> ParseQueryRangeResponse(std::string_view body) {
+  namespace od = simdjson::ondemand;
+  // On-Demand over the text: a week of an always-true expression on hundreds of GPUs is tens of MB of
+  // [time, "value"] pairs, which a DOM would hold several times over.
+  const simdjson::padded_string padded(body);
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  auto not_json = [&] {
+    return core::Status::Error("the answer is not JSON: " + std::string(body.substr(0, 120)));
+  };
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_object().get(root) != simdjson::SUCCESS) {
+    return not_json();
+  }
+  std::string_view status;
+  if (root.find_field_unordered("status").get_string().get(status) != simdjson::SUCCESS) {
+    return core::Status::Error("the answer has no \"status\"");
+  }
+  if (status == "error") {
+    std::string_view type, message;
+    if (root.find_field_unordered("errorType").get_string().get(type) != simdjson::SUCCESS) type = "?";
+    if (root.find_field_unordered("error").get_string().get(message) != simdjson::SUCCESS) message = "no message";
+    return core::Status::Error("Prometheus answered an error (" + std::string(type) + "): " + std::string(message));
+  }
+  if (status != "success") return core::Status::Error("the answer has no \"status\":\"success\"");
+  const core::Status not_matrix =
+      core::Status::Error("the answer is not a range-query matrix (data.resultType \"matrix\")");
+  od::object data;
+  std::string_view result_type;
+  od::array result;
+  if (root.find_field_unordered("data").get_object().get(data) != simdjson::SUCCESS ||
+      data.find_field_unordered("resultType").get_string().get(result_type) != simdjson::SUCCESS ||
+      result_type != "matrix" || data.find_field_unordered("result").get_array().get(result) != simdjson::SUCCESS) {
+    return not_matrix;
+  }
+  const core::Status bad_sample = core::Status::Error("a sample of the answer is not [time, \"value\"]");
+  std::vector<Series> out;
+  for (auto item_result : result) {
+    od::object item;
+    if (item_result.get_object().get(item) != simdjson::SUCCESS) return not_matrix;
+    Series s;
+    for (auto field : item) {
+      std::string_view key;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS) return not_matrix;
+      if (key == "metric") {
+        od::object metric;
+        if (field.value().get_object().get(metric) != simdjson::SUCCESS) return not_matrix;
+        for (auto label : metric) {
+          std::string_view name, value;
+          if (label.unescaped_key().get(name) != simdjson::SUCCESS ||
+              label.value().get_string().get(value) != simdjson::SUCCESS) {
+            return not_matrix;
+          }
+          s.labels.emplace(std::string(name), std::string(value));
+        }
+      } else if (key == "values") {
+        od::array values;
+        if (field.value().get_array().get(values) != simdjson::SUCCESS) return not_matrix;
+        for (auto point_result : values) {
+          od::array point;
+          double ts = 0;
+          if (point_result.get_array().get(point) != simdjson::SUCCESS) return bad_sample;
+          auto first = point.begin();
+          if (first.error() != simdjson::SUCCESS || first.value() == point.end().value() ||
+              (*first.value()).get_double().get(ts) != simdjson::SUCCESS) {
+            return bad_sample;
+          }
+          s.ts_ms.push_back(std::llround(ts * 1000.0));
+        }
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+core::Result<PrometheusUrl> ParsePrometheusUrl(std::string_view url) {
+  const std::string text(url);
+  auto bad = [&](const std::string& why) {
+    return core::Status::Error("--prometheus: \"" + text + "\": " + why + " (expected http://HOST:PORT)");
+  };
+  if (url.rfind("https://", 0) == 0) return bad("https is not supported");
+  if (url.rfind("http://", 0) != 0) return bad("not an http:// URL");
+  std::string_view rest = url.substr(7);
+  const size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  PrometheusUrl out;
+  if (slash != std::string_view::npos) {
+    out.path_prefix = std::string(rest.substr(slash));
+    while (!out.path_prefix.empty() && out.path_prefix.back() == '/') out.path_prefix.pop_back();
+    if (out.path_prefix.find_first_of("?#") != std::string::npos) return bad("no query or fragment allowed");
+  }
+  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
+  if (authority.empty()) return bad("no host");
+  if (authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unclosed [ in the host");
+    out.host = std::string(authority.substr(1, close - 1));
+    authority = authority.substr(close + 1);
+    if (!authority.empty()) {
+      if (authority.front() != ':') return bad("junk after the host");
+      out.port = std::string(authority.substr(1));
+    }
+  } else {
+    const size_t colon = authority.rfind(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) out.port = std::string(authority.substr(colon + 1));
+  }
+  if (out.host.empty()) return bad("no host");
+  if (out.port.empty() || out.port.size() > 5 || out.port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(out.port) == 0 || std::stoi(out.port) > 65535) {
+    return bad("the port is not a number in 1-65535");
+  }
+  return out;
+}
+
+std::string UrlEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size() * 3);
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+core::Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& url, int64_t timeout_ms) {
+  core::Result<PrometheusUrl> parsed = ParsePrometheusUrl(url);
+  if (!parsed.ok()) return parsed.status();
+  return std::unique_ptr<PrometheusClient>(new PrometheusClient(url, std::move(parsed).value(), timeout_ms));
+}
+
+core::Status PrometheusClient::Get(const std::string& target, int& http_status, std::string& body) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  namespace net = boost::asio;
+  ++requests_;
+  net::io_context io;
+  beast::tcp_stream stream(io);
+  beast::error_code ec;
+  auto fail = [&](const char* what) {
+    return core::Status::Error("cannot query Prometheus at " + url_ + ": " + what + ": " + ec.message());
+  };
+  net::ip::tcp::resolver resolver(io);
+  const auto endpoints = resolver.resolve(parsed_.host, parsed_.port, ec);
+  if (ec) return fail("resolving the host");
+  // tcp_stream's deadline applies to asynchronous operations only: each step is started and run to
+  // completion (or to the deadline, which closes the socket) before the next.
+  auto run = [&io] {
+    io.restart();
+    io.run();
+  };
+  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+  stream.async_connect(endpoints, [&ec](beast::error_code e, const net::ip::tcp::endpoint&) { ec = e; });
+  run();
+  if (ec) return fail("connecting");
+  http::request<http::empty_body> request{http::verb::get, parsed_.path_prefix + target, 11};
+  request.set(http::field::host, parsed_.host);
+  request.set(http::field::user_agent, "acmetrace-score");
+  request.set(http::field::accept, "application/json");
+  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+  http::async_write(stream, request, [&ec](beast::error_code e, size_t) { ec = e; });
+  run();
+  if (ec) return fail("sending the request");
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::uint64_t{1} << 32);
+  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+  http::async_read(stream, buffer, parser, [&ec](beast::error_code e, size_t) { ec = e; });
+  run();
+  if (ec) return fail("reading the answer");
+  http_status = static_cast<int>(parser.get().result_int());
+  body = std::move(parser.get().body());
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  return core::Status::Ok();
+}
+
+core::Result<std::vector<Series>> PrometheusClient::QueryRange(const std::string& expr, int64_t start_ms,
+                                                               int64_t end_ms, int64_t step_ms) {
+  auto seconds = [](int64_t ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms / 1000), static_cast<long long>(ms % 1000));
+    return std::string(buf);
+  };
+  auto one = [&](const RangeChunk& chunk) -> core::Result<std::vector<Series>> {
+    const std::string target = "/api/v1/query_range?query=" + UrlEncode(expr) + "&start=" + seconds(chunk.start_ms) +
+                               "&end=" + seconds(chunk.end_ms) + "&step=" + seconds(step_ms);
+    int status = 0;
+    std::string body;
+    if (core::Status s = Get(target, status, body); !s.ok()) return s;
+    core::Result<std::vector<Series>> parsed = ParseQueryRangeResponse(body);
+    if (!parsed.ok()) {
+      return core::Status::Error("Prometheus at " + url_ + " (HTTP " + std::to_string(status) +
+                                 "): " + parsed.status().message());
+    }
+    if (status != 200) {
+      return core::Status::Error("Prometheus at " + url_ + " answered HTTP " + std::to_string(status));
+    }
+    return parsed;
+  };
+  return QueryInChunks(one, start_ms, end_ms, step_ms);
+}
+
+}  // namespace acmetrace::scoring

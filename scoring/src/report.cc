@@ -1,0 +1,395 @@
+// Table, JSON and HTML of a score run. The HTML timeline is inline SVG drawn here, so the page needs
+// no script and no network when viewed.
+#include "acmetrace/scoring/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "acmetrace/core/time.h"
+
+namespace acmetrace::scoring {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Ratio(const std::optional<double>& v) { return v ? Fixed(*v, 2) : "-"; }
+
+std::string Seconds(const std::optional<double>& v) { return v ? Fixed(*v, 0) + " s" : "-"; }
+
+int64_t Caught(const RuleScore& s) {
+  int64_t n = 0;
+  for (const IncidentOutcome& o : s.incidents) n += o.caught ? 1 : 0;
+  return n;
+}
+
+std::string ByKind(const RuleScore& s) {
+  std::string out;
+  for (const auto& [kind, count] : s.by_kind) {
+    if (!out.empty()) out += ", ";
+    out += kind + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
+  }
+  return out.empty() ? "no incidents of its kinds" : out;
+}
+
+std::string Time(int64_t ms) { return core::FormatIsoTime(ms, 0); }
+
+Json TimeJson(int64_t ms) {
+  if (ms % 1000 == 0) return ms / 1000;
+  return static_cast<double>(ms) / 1000.0;
+}
+
+Json Optional(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string PadLeft(const std::string& s, size_t width) {
+  return s.size() < width ? std::string(width - s.size(), ' ') + s : s;
+}
+
+void AppendRow(std::string& out, const RuleScore& s, const std::string& for_text) {
+  out += Pad(s.rule, 34) + " " + Pad(s.group, 22) + " " + PadLeft(for_text, 6) + " " +
+         PadLeft(std::to_string(s.onsets), 7) + " " + PadLeft(std::to_string(s.false_alerts()), 6) + " " +
+         PadLeft(Ratio(s.precision), 9) + " " +
+         PadLeft(std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()), 9) + " " +
+         PadLeft(Ratio(s.recall), 6) + " " + PadLeft(Seconds(s.ttd_median_s), 10) + " " +
+         PadLeft(Seconds(s.ttd_worst_s), 10) + "\n";
+}
+
+std::string Header() {
+  return Pad("rule", 34) + " " + Pad("group", 22) + " " + PadLeft("for", 6) + " " + PadLeft("onsets", 7) + " " +
+         PadLeft("false", 6) + " " + PadLeft("precision", 9) + " " + PadLeft("caught", 9) + " " +
+         PadLeft("recall", 6) + " " + PadLeft("ttd median", 10) + " " + PadLeft("ttd worst", 10) + "\n";
+}
+
+// The page lists only the kinds something was caught of (the JSON and the table have every kind).
+std::string CaughtKinds(const RuleScore& s) {
+  std::string out;
+  for (const auto& [kind, count] : s.by_kind) {
+    if (count.caught == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += kind + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string ForText(const RuleScore& s) { return s.source == "flag" ? "-" : FormatDuration(s.for_ms); }
+
+Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const RuleFirings* firings) {
+  Json j;
+  j["rule"] = s.rule;
+  j["group"] = s.group;
+  j["source"] = s.source;
+  j["kinds"] = Json::array();
+  for (const std::string& k : s.kinds) j["kinds"].push_back(k);
+  if (firings != nullptr && s.source == "rule") {
+    j["for_s"] = static_cast<double>(firings->for_ms) / 1000.0;
+    j["keep_firing_for_s"] = static_cast<double>(firings->keep_firing_for_ms) / 1000.0;
+    j["interval_s"] = static_cast<double>(firings->interval_ms) / 1000.0;
+  }
+  j["onsets"] = s.onsets;
+  j["false_alerts"] = s.false_alerts();
+  j["precision"] = Optional(s.precision);
+  j["recall"] = Optional(s.recall);
+  j["caught"] = Caught(s);
+  j["total_incidents"] = s.incidents.size();
+  j["ttd_median_s"] = Optional(s.ttd_median_s);
+  j["ttd_worst_s"] = Optional(s.ttd_worst_s);
+  Json by_kind = Json::object();
+  for (const auto& [kind, count] : s.by_kind) by_kind[kind] = {{"caught", count.caught}, {"total", count.total}};
+  j["by_kind"] = by_kind;
+  Json list = Json::array();
+  for (const IncidentOutcome& o : s.incidents) {
+    const Incident& i = incidents[o.incident];
+    list.push_back({{"cluster", i.cluster},
+                    {"kind", i.kind},
+                    {"subject", i.subject},
+                    {"start", TimeJson(i.start_ms)},
+                    {"end", TimeJson(i.end_ms)},
+                    {"caught", o.caught},
+                    {"ttd_s", o.ttd_ms ? Json(static_cast<double>(*o.ttd_ms) / 1000.0) : Json(nullptr)}});
+  }
+  j["incidents"] = list;
+  if (firings != nullptr) {
+    Json firing = Json::array();
+    for (size_t f = 0; f < firings->intervals.size(); ++f) {
+      const FiringInterval& interval = firings->intervals[f];
+      Json labels = Json::object();
+      for (const auto& [name, value] : interval.labels) labels[name] = value;
+      firing.push_back({{"labels", labels},
+                        {"start", TimeJson(interval.start_ms)},
+                        {"end", TimeJson(interval.end_ms)},
+                        {"open", interval.open},
+                        {"detects", f < s.onset_detects.size() && s.onset_detects[f] != 0}});
+    }
+    j["firing"] = firing;
+  }
+  return j;
+}
+
+std::string Escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string LabelsText(const Labels& labels) {
+  std::string out = "{";
+  for (const auto& [name, value] : labels) {
+    if (out.size() > 1) out += ", ";
+    out += name + "=\"" + value + "\"";
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+std::string FormatTable(const ScoreReport& report) {
+  std::string out = "acmetrace score: " + Time(report.from_ms) + " .. " + Time(report.to_ms) + ", " +
+                    std::to_string(report.incidents.size()) + " incidents";
+  if (report.incidents_outside > 0) out += " (" + std::to_string(report.incidents_outside) + " outside the window left out)";
+  out += "; an onset detects an incident in [start - " + FormatDuration(report.window.before_ms) + ", end + " +
+         FormatDuration(report.window.after_ms) + "]\n\n";
+  out += Header();
+  auto section = [&](const RuleScore& total, const std::string& source) {
+    for (const RuleScore& s : report.scores) {
+      if (s.source != source) continue;
+      AppendRow(out, s, ForText(s));
+      out += "    caught by kind: " + ByKind(s) + "\n";
+    }
+    AppendRow(out, total, "");
+    out += "    caught by kind: " + ByKind(total) + "\n\n";
+  };
+  section(report.total, report.total.source);
+  if (report.flags_total) section(*report.flags_total, "flag");
+  if (!report.sweep.empty()) {
+    out += "for: sweep\n" + Header();
+    for (const SweepRow& row : report.sweep) AppendRow(out, row.score, FormatDuration(row.score.for_ms));
+  }
+  return out;
+}
+
+std::string FormatJson(const ScoreReport& report) {
+  Json doc;
+  doc["window"] = {{"from", TimeJson(report.from_ms)},
+                   {"to", TimeJson(report.to_ms)},
+                   {"detect_before_s", report.window.before_ms / 1000.0},
+                   {"detect_after_s", report.window.after_ms / 1000.0}};
+  doc["incidents_outside_window"] = report.incidents_outside;
+  Json rules = Json::array();
+  for (size_t i = 0; i < report.scores.size(); ++i) {
+    rules.push_back(ScoreJson(report.scores[i], report.incidents, &report.firings[i]));
+  }
+  doc["rules"] = rules;
+  doc["total"] = ScoreJson(report.total, report.incidents, nullptr);
+  if (report.flags_total) doc["flags_total"] = ScoreJson(*report.flags_total, report.incidents, nullptr);
+  Json sweep = Json::array();
+  for (const SweepRow& row : report.sweep) {
+    const RuleScore& s = row.score;
+    sweep.push_back({{"rule", s.rule},
+                     {"group", s.group},
+                     {"for_s", static_cast<double>(s.for_ms) / 1000.0},
+                     {"onsets", s.onsets},
+                     {"false_alerts", s.false_alerts()},
+                     {"precision", Optional(s.precision)},
+                     {"recall", Optional(s.recall)},
+                     {"caught", Caught(s)},
+                     {"total_incidents", s.incidents.size()},
+                     {"ttd_median_s", Optional(s.ttd_median_s)},
+                     {"ttd_worst_s", Optional(s.ttd_worst_s)}});
+  }
+  doc["sweep"] = sweep;
+  doc["warnings"] = report.warnings;
+  return doc.dump(2) + "\n";
+}
+
+std::string FormatHtml(const ScoreReport& report) {
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>acmetrace score</title>\n<style>\n"
+       "body{font-family:sans-serif;margin:16px;color:#222}table{border-collapse:collapse;margin:8px 0 16px}"
+       "td,th{border:1px solid #ccc;padding:1px 6px;font-size:12px;text-align:right;white-space:nowrap}td.l,th.l{text-align:left}td.k{white-space:normal;max-width:320px}"
+       "tr.total td{font-weight:bold;background:#f3f3f3}h2{margin-top:24px}.missed{color:#b00}.caught{color:#070}"
+       ".legend span{display:inline-block;width:14px;height:10px;margin:0 4px 0 12px}"
+       "svg text{font-size:11px;font-family:sans-serif}\n</style></head><body>\n";
+  h += "<h1>acmetrace score</h1>\n<p>Window " + Escape(Time(report.from_ms)) + " .. " + Escape(Time(report.to_ms)) +
+       ", " + std::to_string(report.incidents.size()) + " incidents. An alert's onset detects an incident when it "
+       "falls in [start - " + FormatDuration(report.window.before_ms) + ", end + " +
+       FormatDuration(report.window.after_ms) + "] and its labels agree (docs/monitoring.md).</p>\n";
+  // The table.
+  h += "<table id=\"scores\"><tr><th class=\"l\">rule</th><th class=\"l\">group</th><th>for</th><th>onsets</th>"
+       "<th>false alerts</th><th>precision</th><th>caught</th><th>recall</th><th>ttd median</th><th>ttd worst</th>"
+       "<th class=\"l\">caught (by kind)</th></tr>\n";
+  auto row = [&](const RuleScore& s, bool total) {
+    h += std::string(total ? "<tr class=\"total\">" : "<tr>") + "<td class=\"l\">" + Escape(s.rule) +
+         "</td><td class=\"l\">" + Escape(s.group) + "</td><td>" + (total ? "" : Escape(ForText(s))) + "</td><td>" +
+         std::to_string(s.onsets) + "</td><td>" + std::to_string(s.false_alerts()) + "</td><td>" +
+         Ratio(s.precision) + "</td><td>" + std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()) +
+         "</td><td>" + Ratio(s.recall) + "</td><td>" + Seconds(s.ttd_median_s) + "</td><td>" +
+         Seconds(s.ttd_worst_s) + "</td><td class=\"l k\">" + Escape(CaughtKinds(s)) + "</td></tr>\n";
+  };
+  for (const RuleScore& s : report.scores) {
+    if (s.source == report.total.source) row(s, false);
+  }
+  row(report.total, true);
+  if (report.flags_total) {
+    for (const RuleScore& s : report.scores) {
+      if (s.source == "flag") row(s, false);
+    }
+    row(*report.flags_total, true);
+  }
+  h += "</table>\n";
+  // Which rules caught each incident (for the bands' colour and the list).
+  std::vector<std::vector<std::string>> caught_by(report.incidents.size());
+  for (const RuleScore& s : report.scores) {
+    for (const IncidentOutcome& o : s.incidents) {
+      if (o.caught) {
+        caught_by[o.incident].push_back(s.rule + " (" + Fixed(static_cast<double>(*o.ttd_ms) / 1000.0, 0) + " s)");
+      }
+    }
+  }
+  // The clusters: of the incidents and of the alerts; alerts without a cluster label go to every one.
+  std::vector<std::string> clusters;
+  auto add_cluster = [&](const std::string& c) {
+    if (std::find(clusters.begin(), clusters.end(), c) == clusters.end()) clusters.push_back(c);
+  };
+  for (const Incident& i : report.incidents) add_cluster(i.cluster);
+  for (const RuleFirings& f : report.firings) {
+    for (const FiringInterval& interval : f.intervals) {
+      auto it = interval.labels.find("cluster");
+      if (it != interval.labels.end()) add_cluster(it->second);
+    }
+  }
+  std::sort(clusters.begin(), clusters.end());
+  if (clusters.empty()) clusters.push_back("");
+
+  constexpr double kLeft = 290, kWidth = 1030, kRowH = 14, kTop = 30;
+  const double span = std::max<double>(1.0, static_cast<double>(report.to_ms - report.from_ms));
+  auto x_of = [&](int64_t ms) {
+    const double clamped = std::clamp<double>(static_cast<double>(ms - report.from_ms), 0.0, span);
+    return kLeft + clamped / span * kWidth;
+  };
+  h += "<h2>Timelines</h2>\n<p class=\"legend\"><span style=\"background:rgba(40,160,40,.25)\"></span>incident "
+       "caught<span style=\"background:rgba(220,40,40,.25)\"></span>incident missed<span style=\"background:#2a8a2a\">"
+       "</span>firing, detects an incident<span style=\"background:#d04040\"></span>firing, false alert"
+       "<span style=\"background:#888\"></span>bar starting before the window: already firing</p>\n";
+  for (const std::string& cluster : clusters) {
+    const double height = kTop + kRowH * static_cast<double>(report.firings.size() + 1) + 10;
+    h += "<h3>cluster " + Escape(cluster.empty() ? "(none)" : cluster) + "</h3>\n";
+    h += "<svg class=\"timeline\" data-cluster=\"" + Escape(cluster) + "\" xmlns=\"http://www.w3.org/2000/svg\" "
+         "width=\"" + Fixed(kLeft + kWidth + 20, 0) + "\" height=\"" + Fixed(height, 0) + "\">\n";
+    // Time axis: eight ticks.
+    for (int t = 0; t <= 8; ++t) {
+      const int64_t ms = report.from_ms + static_cast<int64_t>(span * t / 8);
+      const double x = x_of(ms);
+      h += "<line x1=\"" + Fixed(x, 1) + "\" y1=\"" + Fixed(kTop - 4, 0) + "\" x2=\"" + Fixed(x, 1) + "\" y2=\"" +
+           Fixed(height - 10, 0) + "\" stroke=\"#ddd\"/>";
+      // "2023-07-01 12:00"; without the year when there is no room for it.
+      const std::string label = Time(ms).substr(span > 86'400'000.0 ? 5 : 0, span > 86'400'000.0 ? 11 : 16);
+      h += "<text x=\"" + Fixed(x, 1) + "\" y=\"12\" text-anchor=\"" + (t == 8 ? "end" : t == 0 ? "start" : "middle") +
+           "\">" + Escape(label) + "</text>\n";
+    }
+    // Incidents: bands over every row.
+    h += "<text x=\"4\" y=\"" + Fixed(kTop + 13, 0) + "\">incidents</text>\n";
+    for (size_t i = 0; i < report.incidents.size(); ++i) {
+      const Incident& inc = report.incidents[i];
+      if (inc.cluster != cluster) continue;
+      const bool caught = !caught_by[i].empty();
+      const double x = x_of(inc.start_ms);
+      const double w = std::max(2.0, x_of(inc.end_ms) - x);
+      h += "<rect class=\"incident\" x=\"" + Fixed(x, 1) + "\" y=\"" + Fixed(kTop, 0) + "\" width=\"" + Fixed(w, 1) +
+           "\" height=\"" + Fixed(height - kTop - 10, 0) + "\" fill=\"" +
+           (caught ? "rgba(40,160,40,.25)" : "rgba(220,40,40,.25)") + "\"><title>" +
+           Escape(inc.kind + " " + inc.subject + " " + Time(inc.start_ms) + " .. " + Time(inc.end_ms) +
+                  (caught ? ": caught" : ": missed")) +
+           "</title></rect>\n";
+    }
+    // One row per rule.
+    for (size_t r = 0; r < report.firings.size(); ++r) {
+      const RuleFirings& f = report.firings[r];
+      const double y = kTop + kRowH * static_cast<double>(r + 1);
+      h += "<text x=\"4\" y=\"" + Fixed(y + 11, 0) + "\">" + Escape(f.rule) + "</text>\n";
+      const RuleScore& s = report.scores[r];
+      for (size_t k = 0; k < f.intervals.size(); ++k) {
+        const FiringInterval& interval = f.intervals[k];
+        auto it = interval.labels.find("cluster");
+        if (it != interval.labels.end() ? it->second != cluster : false) continue;
+        const double x = x_of(interval.start_ms);
+        const double w = std::max(2.0, x_of(interval.end_ms) - x);
+        const bool detects = k < s.onset_detects.size() && s.onset_detects[k] != 0;
+        const bool from_start = interval.start_ms <= report.from_ms;
+        h += "<rect class=\"firing\" x=\"" + Fixed(x, 1) + "\" y=\"" + Fixed(y + 2, 0) + "\" width=\"" + Fixed(w, 1) +
+             "\" height=\"" + Fixed(kRowH - 4, 0) + "\" fill=\"" +
+             (detects ? "#2a8a2a" : from_start ? "#888" : "#d04040") + "\"><title>" +
+             Escape(f.rule + " " + LabelsText(interval.labels) + " " + Time(interval.start_ms) + " .. " +
+                    Time(interval.end_ms) + (detects ? ": detects" : ": false alert")) +
+             "</title></rect>\n";
+      }
+    }
+    h += "</svg>\n";
+  }
+
+  if (!report.sweep.empty()) {
+    // One row per rule, one column per for: value (the values in the order given).
+    std::vector<int64_t> values;
+    for (const SweepRow& r : report.sweep) {
+      if (std::find(values.begin(), values.end(), r.score.for_ms) == values.end()) values.push_back(r.score.for_ms);
+    }
+    h += "<h2>for: sweep</h2>\n<p>Each rule again at each for: value: precision / recall, median time to detect."
+         "</p>\n<table id=\"sweep\"><tr><th class=\"l\">rule</th><th class=\"l\">group</th>";
+    for (int64_t v : values) h += "<th>for: " + FormatDuration(v) + "</th>";
+    h += "</tr>\n";
+    for (size_t i = 0; i < report.sweep.size(); i += values.size()) {
+      h += "<tr><td class=\"l\">" + Escape(report.sweep[i].score.rule) + "</td><td class=\"l\">" +
+           Escape(report.sweep[i].score.group) + "</td>";
+      for (size_t k = 0; k < values.size() && i + k < report.sweep.size(); ++k) {
+        const RuleScore& s = report.sweep[i + k].score;
+        h += "<td>" + Ratio(s.precision) + " / " + Ratio(s.recall) + ", " + Seconds(s.ttd_median_s) + "</td>";
+      }
+      h += "</tr>\n";
+    }
+    h += "</table>\n";
+  }
+
+  h += "<h2>Incidents</h2>\n<table id=\"incidents\"><tr><th class=\"l\">cluster</th><th class=\"l\">kind</th>"
+       "<th class=\"l\">subject</th><th class=\"l\">start</th><th class=\"l\">end</th><th class=\"l\">caught by "
+       "(time to detect)</th></tr>\n";
+  for (size_t i = 0; i < report.incidents.size(); ++i) {
+    const Incident& inc = report.incidents[i];
+    std::string by;
+    for (const std::string& b : caught_by[i]) by += (by.empty() ? "" : ", ") + b;
+    h += "<tr><td class=\"l\">" + Escape(inc.cluster) + "</td><td class=\"l\">" + Escape(inc.kind) +
+         "</td><td class=\"l\">" + Escape(inc.subject) + "</td><td class=\"l\">" + Escape(Time(inc.start_ms)) +
+         "</td><td class=\"l\">" + Escape(Time(inc.end_ms)) + "</td><td class=\"l " +
+         (by.empty() ? "missed\">missed" : "caught\">" + Escape(by)) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  if (!report.warnings.empty()) {
+    h += "<h2>Warnings</h2>\n<ul>\n";
+    for (const std::string& w : report.warnings) h += "<li>" + Escape(w) + "</li>\n";
+    h += "</ul>\n";
+  }
+  h += "</body></html>\n";
+  return h;
+}
+
+}  // namespace acmetrace::scoring

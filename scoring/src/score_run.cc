@@ -1,0 +1,90 @@
+// The run: rules queried one by one (each answer kept only while its sweep runs), flags added, scores.
+#include "acmetrace/scoring/score_run.h"
+
+namespace acmetrace::scoring {
+
+const std::set<std::string>& DetectorKinds() {
+  static const std::set<std::string> kKinds = {"gpu_overheat", "xid_error",     "telemetry_gap",
+                                               "gpu_straggler", "util_drop",    "failure_burst",
+                                               "queue_backlog", "large_job_failure", "node_failure"};
+  return kKinds;
+}
+
+core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier, std::vector<FlagKind> flags,
+                                     const std::vector<Incident>& incidents, const ScoreOptions& options,
+                                     const std::function<void(const AlertRule&)>& progress) {
+  ScoreReport report;
+  report.from_ms = options.from_ms;
+  report.to_ms = options.to_ms;
+  report.window = options.window;
+  for (const Incident& i : incidents) {
+    if (i.start_ms >= options.from_ms && i.start_ms <= options.to_ms) {
+      report.incidents.push_back(i);
+    } else {
+      ++report.incidents_outside;
+    }
+  }
+  std::set<std::string> known_kinds = DetectorKinds();
+  for (const Incident& i : report.incidents) known_kinds.insert(i.kind);
+  if (!rules.alerts.empty() && querier == nullptr) return core::Status::Error("no Prometheus to query the rules with");
+
+  std::vector<RuleScore> rule_scores;
+  for (const AlertRule& rule : rules.alerts) {
+    if (progress) progress(rule);
+    for (const std::string& used : RecordingRulesUsed(rule, rules)) {
+      report.warnings.push_back(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + " uses " + used +
+                                ", a recording rule: its series must be in Prometheus (recorded live, or backfilled "
+                                "with promtool tsdb create-blocks-from rules), else the alert never fires");
+    }
+    core::Result<std::vector<Series>> result =
+        querier->QueryRange(rule.expr, options.from_ms, options.to_ms, rule.interval_ms);
+    if (!result.ok()) {
+      return core::Status::Error(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + ": " +
+                                 result.status().message());
+    }
+    EvalSchedule schedule{options.from_ms, options.to_ms, rule.interval_ms, rule.for_ms, rule.keep_firing_for_ms};
+    RuleFirings firings;
+    firings.rule = rule.name;
+    firings.group = rule.group;
+    firings.kinds = KindsOfRule(rule, known_kinds);
+    firings.for_ms = rule.for_ms;
+    firings.keep_firing_for_ms = rule.keep_firing_for_ms;
+    firings.interval_ms = rule.interval_ms;
+    firings.intervals = ReplayAlertRule(result.value(), rule, schedule);
+    rule_scores.push_back(ScoreRule(firings, report.incidents, options.window));
+    for (int64_t for_ms : options.sweep_for_ms) {
+      RuleFirings swept = firings;
+      swept.for_ms = for_ms;
+      schedule.for_ms = for_ms;
+      swept.intervals = ReplayAlertRule(result.value(), rule, schedule);
+      report.sweep.push_back({ScoreRule(swept, report.incidents, options.window)});
+    }
+    report.firings.push_back(std::move(firings));
+  }
+  std::vector<RuleScore> flag_scores;
+  for (FlagKind& kind : flags) {
+    RuleFirings firings;
+    firings.rule = "flag:" + kind.kind;
+    firings.group = "acmetrace-flags";
+    firings.source = "flag";
+    firings.kinds = {kind.kind};
+    firings.intervals = std::move(kind.intervals);
+    flag_scores.push_back(ScoreRule(firings, report.incidents, options.window));
+    report.firings.push_back(std::move(firings));
+  }
+  if (!rule_scores.empty() || flag_scores.empty()) {
+    report.total = ScoreSet("all rules", rule_scores, report.incidents);
+    if (!flag_scores.empty()) {
+      report.flags_total = ScoreSet("all flags", flag_scores, report.incidents);
+      report.flags_total->source = "flag";
+    }
+  } else {
+    report.total = ScoreSet("all flags", flag_scores, report.incidents);
+    report.total.source = "flag";
+  }
+  report.scores = std::move(rule_scores);
+  for (RuleScore& s : flag_scores) report.scores.push_back(std::move(s));
+  return report;
+}
+
+}  // namespace acmetrace::scoring

@@ -1,0 +1,198 @@
+// What the `acmetrace score` integration tests share: a Prometheus of their own (Debian's binary) on a
+// TSDB built from hand-written OpenMetrics with promtool, and running the acmetrace binary.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace acmetrace::score_test {
+
+namespace fs = std::filesystem;
+
+inline int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The HTTP status of GET path on 127.0.0.1:port (0: no answer).
+inline int HttpStatus(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!::write(fd, request.data(), request.size());
+  char buf[64] = {};
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return n > 12 ? std::atoi(buf + 9) : 0;
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CommandRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command line, stdout and stderr captured together.
+inline CommandRun RunCommand(const std::string& command) {
+  CommandRun run;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) run.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// A Prometheus serving the blocks promtool makes of `openmetrics`, killed by the destructor.
+class LocalPrometheus {
+ public:
+  LocalPrometheus(const std::string& dir, const std::string& openmetrics) : dir_(dir) {
+    fs::create_directories(dir);
+    std::ofstream(dir + "/data.om") << openmetrics;
+    std::ofstream(dir + "/prometheus.yml") << "global: {}\n";  // no scrapes: the blocks are the data
+    const CommandRun blocks =
+        RunCommand("promtool tsdb create-blocks-from openmetrics " + dir + "/data.om " + dir + "/tsdb");
+    if (blocks.exit_code != 0) {
+      error_ = "promtool: " + blocks.output;
+      return;
+    }
+    port_ = FreePort();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::freopen((dir + "/prometheus.log").c_str(), "w", stdout);
+      std::freopen((dir + "/prometheus.log").c_str(), "a", stderr);
+      const std::string tsdb = "--storage.tsdb.path=" + dir + "/tsdb";
+      const std::string config = "--config.file=" + dir + "/prometheus.yml";
+      const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+      ::execl("/usr/bin/prometheus", "prometheus", tsdb.c_str(), "--storage.tsdb.retention.time=100y",
+              config.c_str(), listen.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    // Real components take real time to start.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (HttpStatus(port_, "/-/ready") == 200) return;
+      if (::waitpid(pid_, nullptr, WNOHANG) != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    error_ = "prometheus did not become ready: " + ReadAll(dir + "/prometheus.log");
+  }
+  ~LocalPrometheus() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  LocalPrometheus(const LocalPrometheus&) = delete;
+  LocalPrometheus& operator=(const LocalPrometheus&) = delete;
+
+  const std::string& error() const { return error_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string dir_;
+  std::string error_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// 2023-07-01T00:00:00Z and the scene the tests score: four hours of 15 s samples.
+inline constexpr int64_t kT0 = 1'688'169'600;
+inline constexpr int64_t kHours = 4;
+
+// OpenMetrics of the scene:
+// - acmetrace_anomaly_active for GPU n1-3: 1 over [01:00, 01:10), else 0;
+// - DCGM_FI_DEV_GPU_TEMP of n1 GPU 3: 90 over [01:00, 01:12) (the overheat), 88 over [02:30, 02:35)
+//   (a spike nobody injected), else 60;
+// - flap_metric: 1 two minutes, 0 two minutes, all along; always_metric: 1 all along.
+inline std::string SceneOpenMetrics() {
+  std::string om;
+  auto series = [&](const std::string& name, const std::string& labels, auto value_at) {
+    for (int64_t t = kT0; t < kT0 + kHours * 3600; t += 15) {
+      om += name + "{" + labels + "} " + std::to_string(value_at(t - kT0)) + " " + std::to_string(t) + "\n";
+    }
+  };
+  om += "# TYPE acmetrace_anomaly_active gauge\n";
+  series("acmetrace_anomaly_active", "cluster=\"seren\",kind=\"gpu_overheat\",subject=\"n1-3\"",
+         [](int64_t s) { return s >= 3600 && s < 4200 ? 1 : 0; });
+  om += "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n";
+  series("DCGM_FI_DEV_GPU_TEMP", "cluster=\"seren\",Hostname=\"n1\",gpu=\"3\",UUID=\"GPU-1\",modelName=\"A100\"",
+         [](int64_t s) { return s >= 3600 && s < 4320 ? 90 : s >= 9000 && s < 9300 ? 88 : 60; });
+  om += "# TYPE flap_metric gauge\n";
+  series("flap_metric", "cluster=\"seren\"", [](int64_t s) { return (s / 120) % 2 == 0 ? 1 : 0; });
+  om += "# TYPE always_metric gauge\n";
+  series("always_metric", "cluster=\"seren\"", [](int64_t) { return 1; });
+  om += "# EOF\n";
+  return om;
+}
+
+// The overheat (caught) and an XID error at 03:00 nothing alerts on (missed).
+inline std::string SceneFaults() {
+  return "cluster,kind,subject,start,end\n"
+         "seren,gpu_overheat,n1-3," + std::to_string(kT0 + 3600) + "," + std::to_string(kT0 + 4200) + "\n" +
+         "seren,xid_error,n2-0," + std::to_string(kT0 + 3 * 3600) + "," + std::to_string(kT0 + 3 * 3600 + 300) + "\n";
+}
+
+inline const char* SceneRules() {
+  return R"(groups:
+  - name: scene
+    rules:
+      - alert: GpuHot
+        expr: max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85
+        for: 2m
+      - alert: Overheat
+        expr: max by (cluster, kind, subject) (acmetrace_anomaly_active{kind="gpu_overheat"}) > 0
+        for: 0s
+      - alert: Never
+        expr: DCGM_FI_DEV_GPU_TEMP > 200
+      - alert: AlwaysOn
+        expr: always_metric > 0
+      - alert: Flapping
+        expr: flap_metric > 0
+      - alert: FlappingKept
+        expr: flap_metric > 0
+        keep_firing_for: 5m
+  - name: every-second
+    interval: 1s
+    rules:
+      - alert: OverheatEverySecond
+        expr: max by (cluster, kind, subject) (acmetrace_anomaly_active{kind="gpu_overheat"}) > 0
+)";
+}
+
+}  // namespace acmetrace::score_test

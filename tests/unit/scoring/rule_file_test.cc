@@ -1,0 +1,154 @@
+// Prometheus rule files as `acmetrace score` reads them: durations, groups, errors with file and line.
+#include "acmetrace/scoring/rule_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_files.h"
+
+namespace acmetrace::scoring {
+namespace {
+
+int64_t Ms(std::string_view text) {
+  core::Result<int64_t> d = ParseDurationMs(text);
+  EXPECT_TRUE(d.ok()) << text << ": " << d.status().message();
+  return d.ok() ? d.value() : -1;
+}
+
+TEST(DurationTest, ParsesPrometheusDurations) {
+  EXPECT_EQ(Ms("0s"), 0);
+  EXPECT_EQ(Ms("0"), 0);
+  EXPECT_EQ(Ms("15s"), 15'000);
+  EXPECT_EQ(Ms("1m30s"), 90'000);
+  EXPECT_EQ(Ms("1h"), 3'600'000);
+  EXPECT_EQ(Ms("2d"), 2 * 86'400'000LL);
+  EXPECT_EQ(Ms("1w"), 7 * 86'400'000LL);
+  EXPECT_EQ(Ms("1y"), 365 * 86'400'000LL);
+  EXPECT_EQ(Ms("500ms"), 500);
+  EXPECT_EQ(Ms("1m500ms"), 60'500);
+  EXPECT_EQ(Ms("1h1m1s"), 3'661'000);
+}
+
+TEST(DurationTest, RejectsWhatPrometheusRejects) {
+  for (const char* bad : {"", "5", "1x", "1s1m", "1m1m", "m", "-1s", "1.5m", "1 m", "1m "}) {
+    EXPECT_FALSE(ParseDurationMs(bad).ok()) << "\"" << bad << "\"";
+  }
+}
+
+TEST(DurationTest, FormatsAsPrometheusPrintsDurations) {
+  EXPECT_EQ(FormatDuration(0), "0s");
+  EXPECT_EQ(FormatDuration(90'000), "1m30s");
+  EXPECT_EQ(FormatDuration(3'600'000), "1h");
+  EXPECT_EQ(FormatDuration(250), "250ms");
+}
+
+TEST(RuleFileTest, ReadsGroupsIntervalsForAndKeepFiringFor) {
+  const std::string dir = TestDir();
+  const std::string path = WriteFile(dir, "r.yml",
+                                     "groups:\n"
+                                     "  - name: fast\n"
+                                     "    interval: 15s\n"
+                                     "    rules:\n"
+                                     "      - record: job:up:sum\n"
+                                     "        expr: sum(up)\n"
+                                     "      - alert: Hot\n"
+                                     "        expr: temp > 85\n"
+                                     "        for: 1m30s\n"
+                                     "        keep_firing_for: 5m\n"
+                                     "        labels:\n"
+                                     "          severity: warning\n"
+                                     "          kind: gpu_overheat\n"
+                                     "        annotations:\n"
+                                     "          summary: hot\n"
+                                     "  - name: default\n"
+                                     "    rules:\n"
+                                     "      - alert: Down\n"
+                                     "        expr: up == 0\n");
+  RuleSet rules;
+  ASSERT_TRUE(LoadRuleFile(path, rules).ok());
+  ASSERT_EQ(rules.alerts.size(), 2u);
+  ASSERT_EQ(rules.records.size(), 1u);
+  const AlertRule& hot = rules.alerts[0];
+  EXPECT_EQ(hot.name, "Hot");
+  EXPECT_EQ(hot.group, "fast");
+  EXPECT_EQ(hot.line, 7);
+  EXPECT_EQ(hot.interval_ms, 15'000);
+  EXPECT_EQ(hot.for_ms, 90'000);
+  EXPECT_EQ(hot.keep_firing_for_ms, 300'000);
+  EXPECT_EQ(hot.labels.at("severity"), "warning");
+  const AlertRule& down = rules.alerts[1];
+  EXPECT_EQ(down.interval_ms, kDefaultEvaluationIntervalMs);
+  EXPECT_EQ(down.for_ms, 0);
+  EXPECT_EQ(rules.records[0].name, "job:up:sum");
+}
+
+// Each bad file gives "FILE:LINE: field: reason" with the line of the offending value.
+struct BadRuleFile {
+  const char* text;
+  const char* expected;  // after "FILE:"
+};
+
+TEST(RuleFileTest, ErrorsNameFileLineAndField) {
+  const BadRuleFile cases[] = {
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        for: 5x\n", "6: for: not a duration"},
+      {"groups:\n  - name: g\n    interval: soon\n    rules: []\n", "3: interval: not a duration"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        exp: up\n", "5: exp: unknown field of a rule"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        for: 1m\n", "4: expr: missing"},
+      {"groups:\n  - name: g\n    rules:\n      - expr: up\n", "4: alert: a rule has exactly one of"},
+      {"groups:\n  - rules: []\n", "2: name: a group needs a name"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        keep_firing_for: [1]\n",
+       "6: keep_firing_for: must be a duration"},
+      {"groups:\n  - name: g\n    rules:\n     - alert: [\n", "yaml:"},
+      {"rules: []\n", "1: rules: unknown field"},
+  };
+  const std::string dir = TestDir();
+  for (const BadRuleFile& c : cases) {
+    const std::string path = WriteFile(dir, "bad.yml", c.text);
+    RuleSet rules;
+    core::Status s = LoadRuleFile(path, rules);
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_EQ(s.message().rfind(path + ":", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message() << "\nexpected: " << c.expected;
+    EXPECT_TRUE(rules.alerts.empty());
+  }
+  RuleSet rules;
+  EXPECT_NE(LoadRuleFile(dir + "/missing.yml", rules).message().find("cannot open"), std::string::npos);
+}
+
+TEST(RuleFileTest, ShippedRulesLoad) {
+  RuleSet rules;
+  const std::string dir = std::string(ACMETRACE_FIXTURES) + "/../../configs/prometheus/rules";
+  for (const char* f : {"anomalies.yml", "dcgm.yml", "jobs.yml", "pipeline.yml"}) {
+    ASSERT_TRUE(LoadRuleFile(dir + "/" + f, rules).ok()) << f;
+  }
+  EXPECT_EQ(rules.alerts.size(), 21u);
+  EXPECT_EQ(rules.records.size(), 3u);
+}
+
+TEST(RuleFileTest, KindsComeFromTheKindLabelOrTheExpressionsMatchers) {
+  const std::set<std::string> known = {"gpu_overheat", "xid_error", "util_drop"};
+  AlertRule rule;
+  rule.expr = "max by (cluster, kind, subject) (acmetrace_anomaly_active{kind=\"gpu_overheat\"}) > 0";
+  EXPECT_EQ(KindsOfRule(rule, known), (std::set<std::string>{"gpu_overheat"}));
+  rule.expr = "acmetrace_anomaly_active{cluster=\"seren\", kind =~ \"xid_error|util_drop|other\"} > 0";
+  EXPECT_EQ(KindsOfRule(rule, known), (std::set<std::string>{"util_drop", "xid_error"}));
+  // A job metric's kind="gpu" is no incident kind.
+  rule.expr = "increase(acmetrace_jobs_finished_total{kind=\"gpu\"}[10m]) > 20";
+  EXPECT_TRUE(KindsOfRule(rule, known).empty());
+  // The rule's own kind label wins.
+  rule.labels["kind"] = "failure_burst";
+  EXPECT_EQ(KindsOfRule(rule, known), (std::set<std::string>{"failure_burst"}));
+}
+
+TEST(RuleFileTest, FindsTheRecordingRulesAnAlertUses) {
+  RuleSet rules;
+  rules.records.push_back({"dcgm:xid:count", "g", "f", 1});
+  rules.records.push_back({"dcgm:xid", "g", "f", 2});
+  AlertRule alert;
+  alert.expr = "dcgm:xid:count{xid!=\"0\"} > 0";
+  EXPECT_EQ(RecordingRulesUsed(alert, rules), std::vector<std::string>{"dcgm:xid:count"});
+}
+
+}  // namespace
+}  // namespace acmetrace::scoring
