@@ -531,7 +531,11 @@ core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std
   // Sorted by index: records stay where they are.
   order_.resize(records.size());
   for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return records[a] < records[b]; });
+  // A window's records mostly arrive in that order already (the replay writes them so): checking
+  // costs one comparison per record, sorting ~log2(n) (ties are broken by seq, so the order is the
+  // same either way).
+  const auto by_record = [&](uint32_t a, uint32_t b) { return records[a] < records[b]; };
+  if (!std::is_sorted(order_.begin(), order_.end(), by_record)) std::sort(order_.begin(), order_.end(), by_record);
   for (uint32_t i : order_) {
     Pending& p = records[i];
     c.metrics.Apply(p.record, start_ms, p.late);
