@@ -158,6 +158,7 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
 class FastScanner;
 
 struct RecordParser::Impl {
+  bool fast = true;  // try the fast path first
   od::parser parser;
   std::string padded;  // the input copied with simdjson's padding after it
   // Interned names seen by this parser: a lock-free front for InternName's shared table.
@@ -719,13 +720,13 @@ bool RecordParser::Impl::FastFramedLine(std::string_view line, Record& out, std:
   return has_topic && has_value && in.AtEnd();
 }
 
-RecordParser::RecordParser() : impl_(std::make_unique<Impl>()) {}
+RecordParser::RecordParser(Path path) : impl_(std::make_unique<Impl>()) { impl_->fast = path == Path::kFastFirst; }
 RecordParser::~RecordParser() = default;
 
 Status RecordParser::ParseValue(std::string_view topic, std::string_view json, Record& out) {
   const RecordKind kind = RecordKindOfTopic(topic);
   if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + std::string(topic) + "\"");
-  if (impl_->FastValue(kind, json, out)) return Status::Ok();
+  if (impl_->fast && impl_->FastValue(kind, json, out)) return Status::Ok();
   od::document doc;
   if (auto e = impl_->Iterate(json).get(doc); e) return FieldError("(value)", e);
   od::object obj;
@@ -735,7 +736,7 @@ Status RecordParser::ParseValue(std::string_view topic, std::string_view json, R
 
 Status RecordParser::ParseFramedLine(std::string_view line, Record& out, std::string* key) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (impl_->FastFramedLine(line, out, key)) return Status::Ok();
+  if (impl_->fast && impl_->FastFramedLine(line, out, key)) return Status::Ok();
   od::document doc;
   if (auto e = impl_->Iterate(line).get(doc); e) return FieldError("(line)", e);
   od::object obj;
