@@ -124,9 +124,14 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
     for (;;) {
       if (out.size() + n == max_values) return simdjson::CAPACITY;  // one more value than allowed
       double d;
-      if (const size_t n = ShortNumberLength(p, end, readable_end); n != 0 && ParseShortDecimal(p, n, d)) {
+      if (const size_t len = ShortNumberLength(p, end, readable_end); len != 0 && ParseShortDecimal(p, len, d)) {
+        // The common case: the ',' or ']' right after the number is known already.
         add(d);
-        p += n;
+        const char stop = p[len];
+        p += len + 1;
+        if (stop == ']') break;
+        skip_spaces();
+        continue;
       } else if (const char* next = ParseJsonNumberPrefix(p, end, d)) {
         add(d);
         p = next;
