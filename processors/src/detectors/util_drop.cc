@@ -84,6 +84,7 @@ struct Gpu {
 struct Cluster {
   SampleTimeCursor times;
   std::map<std::string, std::vector<Gpu>> nodes;
+  NodeCursor<std::map<std::string, std::vector<Gpu>>> cursor;  // not state: where the last lookup ended
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
@@ -117,7 +118,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
     if (util == nullptr) return;
     const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
-    std::vector<Gpu>& gpus = c.nodes[sample->node];
+    std::vector<Gpu>& gpus = c.cursor.Find(c.nodes, sample->node);
     if (gpus.size() < util->size()) gpus.resize(util->size());
     const int64_t t = sample->ts_ms;
     const bool learn = !c.state.open() && !c.state.pending();
