@@ -526,15 +526,21 @@ class FastScanner {
   bool String(std::string_view& out) {
     if (!Take('"')) return false;
     const char* const start = p_;
-    // 8 bytes at a time while none is '"', '\\', a control character or non-ASCII.
+    // 8 bytes at a time up to the first '"', '\\', control character or non-ASCII byte: the lowest
+    // flagged byte is always one of them (a byte can be flagged falsely only above a true one, by a
+    // borrow), so the scan jumps to it and the loop below looks at that byte alone.
     constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = kOnes * 0x80;
     while (end_ - p_ >= 8) {
       uint64_t w;
       std::memcpy(&w, p_, 8);
       const uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
-      const uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
-                               (w - kOnes * 0x20) | w;  // '"', '\\', < 0x20 (borrow), >= 0x80
-      if ((special & kHigh) != 0) break;
+      const uint64_t special = (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                                (w - kOnes * 0x20) | w) &  // '"', '\\', < 0x20 (borrow), >= 0x80
+                               kHigh;
+      if (special != 0) {
+        p_ += static_cast<size_t>(__builtin_ctzll(special)) / 8;
+        break;
+      }
       p_ += 8;
     }
     for (; p_ != end_; ++p_) {
