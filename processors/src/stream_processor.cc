@@ -233,6 +233,22 @@ struct StreamProcessor::Pending {
   }
 };
 
+// A window record's place in processing order, its sort key taken out once (Pending::operator<'s,
+// without a visit of the record per comparison).
+struct StreamProcessor::OrderKey {
+  int64_t eff_ts_ms;
+  int topic_rank;
+  uint32_t index;  // into the window's records
+  std::string_view suffix;
+  uint64_t seq;
+  bool operator<(const OrderKey& o) const {
+    if (eff_ts_ms != o.eff_ts_ms) return eff_ts_ms < o.eff_ts_ms;
+    if (topic_rank != o.topic_rank) return topic_rank < o.topic_rank;
+    if (const int c = suffix.compare(o.suffix); c != 0) return c < 0;
+    return seq < o.seq;
+  }
+};
+
 struct StreamProcessor::ClusterState {
   ClusterState(const std::string& name, const ProcessOptions& options) : name(name), metrics(name, options) {}
   std::string name;
@@ -539,15 +555,17 @@ ProcessStats StreamProcessor::stats() const {
 core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records) {
   const int64_t end_ms = start_ms + options_.base_window_ms();
   // Sorted by index: records stay where they are.
-  order_.resize(records.size());
-  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  // A window's records mostly arrive in that order already (the replay writes them so): checking
-  // costs one comparison per record, sorting ~log2(n) (ties are broken by seq, so the order is the
-  // same either way).
-  const auto by_record = [&](uint32_t a, uint32_t b) { return records[a] < records[b]; };
-  if (!std::is_sorted(order_.begin(), order_.end(), by_record)) std::sort(order_.begin(), order_.end(), by_record);
-  for (uint32_t i : order_) {
-    Pending& p = records[i];
+  order_.clear();
+  for (uint32_t i = 0; i < records.size(); ++i) {
+    const Pending& p = records[i];
+    order_.push_back(OrderKey{p.eff_ts_ms, p.topic_rank, i, KeySuffix(p.record), p.seq});
+  }
+  // From stdin a window's records arrive in that order already (the replay writes them so): checking
+  // costs one comparison per record, sorting ~log2(n). The order is total (seq breaks ties), so it is
+  // the same either way.
+  if (!std::is_sorted(order_.begin(), order_.end())) std::sort(order_.begin(), order_.end());
+  for (const OrderKey& key : order_) {
+    Pending& p = records[key.index];
     c.metrics.Apply(p.record, start_ms, p.late);
     if (!p.late) {
       for (auto& d : c.detectors) d->Observe(p.record);
