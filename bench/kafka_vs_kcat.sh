@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Side by side: `acmetrace replay --speed max --sink kafka` against `kcat -P -K` producing the same records
 # (the JSON lines of `--sink stdout`, split into one key<TAB>value file per topic) into the same local broker,
-# with the same topic settings. Prints records/s and MB/s (key+value bytes) of each and the ratio.
+# with the same topic settings. Prints records/s and MB/s (key+value bytes) of each and the ratio, and the
+# CPU seconds per million records of each client (user+sys, /usr/bin/time) and of the broker during its run
+# (utime+stime of the broker's JVM from /proc): on a 2-core machine where the broker shares the cores, the
+# wall-time ratio follows the clients' CPU.
 #
 #   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--warm] [--sweep]
 #
@@ -94,6 +97,13 @@ config_args=()
 
 # Records the broker should hold, in a file: the runs are timed in $(...) subshells.
 sent_file="$bench_dir/sent"
+cpu_file="$bench_dir/cpu"  # the last run's "client_cpu_s broker_cpu_s"
+ticks="$(getconf CLK_TCK)"
+broker_cpu() {  # the broker JVM's utime+stime so far, in seconds
+  local pid
+  pid="$(cat "${ACMETRACE_KAFKA_HOME:-$root/.cache/kafka}/broker-$port.pid" 2>/dev/null)" || { echo 0; return; }
+  awk -v t="$ticks" '{sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / t}' "/proc/$pid/stat" 2>/dev/null || echo 0
+}
 echo 0 >"$sent_file"
 fresh_broker() {  # fresh_broker CONFIG...: empty broker, topics created with the given acmetrace config
   if ((warm && $(cat "$sent_file") > 0)); then return 0; fi
@@ -116,14 +126,17 @@ end_offsets() {  # per topic "topic=sum of end offsets"
   done
 }
 
-check_offsets() {  # the records the broker holds equal the records sent
+held() { end_offsets | awk -F= '{s += $2} END {print s + 0}'; }  # messages the broker holds, markers included
+
+check_offsets() {  # check_offsets HELD_BEFORE MARKERS: the broker holds what it held, the records and the markers
   local sums total
   sums="$(end_offsets)"
   total="$(awk -F= '{s += $2} END {print s}' <<<"$sums")"
-  local sent=$(($(cat "$sent_file") + records))
+  local sent=$(($1 + records + $2))
   echo "$sent" >"$sent_file"
   ((total == sent)) && return 0
-  log "ERROR: broker holds $total records, expected $sent: $(echo $sums); expected per run $(python3 -c '
+  log "ERROR: broker holds $total records, expected $sent ($1 before, $records records, $2 stream markers):" \
+    "$(echo $sums); expected records per run $(python3 -c '
 import json, sys; print(json.load(open(sys.argv[1]))["records"])' "$data/counts.json")"
   sleep 3
   log "  3 s later: $(echo $(end_offsets)); consumed: $(for t in ${topics//,/ }; do
@@ -133,25 +146,39 @@ import json, sys; print(json.load(open(sys.argv[1]))["records"])' "$data/counts.
 
 run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds
   fresh_broker "$@"
-  local t0 t1
+  local t0 t1 b0 b1 before markers
+  before="$(held)"
+  b0="$(broker_cpu)"
   t0="$(now_ns)"
-  "$bin" "$@" replay --data "$data" --speed max --sink kafka --brokers "$boot" 2>"$bench_dir/acmetrace.err" >/dev/null ||
-    { cat "$bench_dir/acmetrace.err" >&2; exit 1; }
+  /usr/bin/time -f '%U %S' -o "$cpu_file.client" "$bin" "$@" replay --data "$data" --speed max --sink kafka \
+    --brokers "$boot" 2>"$bench_dir/acmetrace.err" >/dev/null || { cat "$bench_dir/acmetrace.err" >&2; exit 1; }
   t1="$(now_ns)"
-  check_offsets
+  b1="$(broker_cpu)"
+  awk -v b0="$b0" -v b1="$b1" '{printf "%.2f %.2f\n", $1 + $2, b1 - b0}' "$cpu_file.client" >"$cpu_file"
+  # The replay also writes stream markers (docs/kafka.md), which kcat's run does not.
+  markers="$(sed -n 's/.*records produced (and \([0-9]*\) stream markers).*/\1/p' "$bench_dir/acmetrace.err")"
+  echo "${markers:-0}" >"$bench_dir/markers"
+  check_offsets "$before" "${markers:-0}"
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
 run_kcat() {
   fresh_broker "${config_args[@]}"
-  local t0 t1 t
+  local t0 t1 t b0 b1 before
+  before="$(held)"
+  b0="$(broker_cpu)"
+  echo 0 >"$cpu_file.sum"
   t0="$(now_ns)"
   for t in ${topics//,/ }; do
     # shellcheck disable=SC2086
-    kcat -P -b "$boot" -t "$t" -K $'\t' $kcat_args <"$data/$t.kv"
+    /usr/bin/time -f '%U %S' -o "$cpu_file.client" kcat -P -b "$boot" -t "$t" -K $'\t' $kcat_args <"$data/$t.kv"
+    awk '{s += $1 + ($2 == "" ? 0 : $2)} END {print s}' "$cpu_file.sum" "$cpu_file.client" >"$cpu_file.tmp"
+    mv "$cpu_file.tmp" "$cpu_file.sum"
   done
   t1="$(now_ns)"
-  check_offsets
+  b1="$(broker_cpu)"
+  awk -v b0="$b0" -v b1="$b1" '{printf "%.2f %.2f\n", $1, b1 - b0}' "$cpu_file.sum" >"$cpu_file"
+  check_offsets "$before" 0
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
@@ -189,7 +216,7 @@ if ((sweep)); then
   exit 0
 fi
 
-acm=() kc=() alone=()
+acm=() kc=() alone=() acm_cpu=() kc_cpu=() acm_broker=() kc_broker=()
 if ((warm)); then
   log "warm-up round (not counted)"
   run_acmetrace "${config_args[@]}" >/dev/null
@@ -199,8 +226,13 @@ for ((i = 1; i <= runs; i++)); do
   log "round $i/$runs"
   alone+=("$(run_replay_alone)")
   acm+=("$(run_acmetrace "${config_args[@]}")")
+  read -r c b <"$cpu_file"
+  acm_cpu+=("$c") acm_broker+=("$b")
   kc+=("$(run_kcat)")
-  log "  acmetrace ${acm[-1]} s, kcat ${kc[-1]} s, replay to /dev/null ${alone[-1]} s"
+  read -r c b <"$cpu_file"
+  kc_cpu+=("$c") kc_broker+=("$b")
+  log "  acmetrace ${acm[-1]} s (client CPU ${acm_cpu[-1]} s, broker ${acm_broker[-1]} s)," \
+    "kcat ${kc[-1]} s (client CPU ${kc_cpu[-1]} s, broker ${kc_broker[-1]} s), replay to /dev/null ${alone[-1]} s"
 done
 printf '%-34s %9s %8s %11s %8s\n' producer records seconds records/s MB/s
 row "acmetrace replay --sink kafka" "$(median "${acm[@]}")"
@@ -208,4 +240,11 @@ row "kcat -P -K (3 topics, in turn)" "$(median "${kc[@]}")"
 row "(replay --sink stdout >/dev/null)" "$(median "${alone[@]}")"
 awk -v a="$(median "${acm[@]}")" -v k="$(median "${kc[@]}")" \
   'BEGIN {printf "ratio acmetrace/kcat (records/s): %.2fx\n", k / a}'
+per_m() { awk -v s="$1" -v n="$records" 'BEGIN {printf "%.2f", s / (n / 1e6)}'; }
+echo "acmetrace's runs also wrote $(cat "$bench_dir/markers") stream markers each (messages without key or value," \
+  "docs/kafka.md) that kcat's did not; records/s and CPU per million records count the records only"
+echo "CPU seconds per million records (median): acmetrace client $(per_m "$(median "${acm_cpu[@]}")")" \
+  "(broker meanwhile $(per_m "$(median "${acm_broker[@]}")")); kcat client $(per_m "$(median "${kc_cpu[@]}")")" \
+  "(broker meanwhile $(per_m "$(median "${kc_broker[@]}")"))"
 echo "# runs (s): acmetrace ${acm[*]}; kcat ${kc[*]}; replay alone ${alone[*]}"
+echo "# client CPU (s): acmetrace ${acm_cpu[*]}; kcat ${kc_cpu[*]}; broker CPU (s): during acmetrace ${acm_broker[*]}; during kcat ${kc_broker[*]}"

@@ -3,9 +3,15 @@
 # `kcat -C` reading the same topics raw, from the same local broker; then the processor's peak RSS over a
 # simulated week (synth -> replay --sink stdout -> process --source stdin, under /usr/bin/time -v).
 #
-#   bench/process_throughput.sh [--scale F] [--days N] [--runs N] [--week-scale F] [--no-week] [--bin PATH]
+#   bench/process_throughput.sh [--scale F] [--days N] [--clusters C] [--metrics M] [--issue14] [--runs N]
+#                               [--week-scale F] [--no-week] [--bin PATH]
 #
 #   --scale F, --days N  the data set read from Kafka (`acmetrace synth --seed 1`), default a day at scale 0.05
+#   --clusters C         `synth --clusters` (default both, seren,kalos)
+#   --metrics M          `synth --metrics` (default all)
+#   --issue14            issue 14's configuration: a day of Seren at scale 0.3 with five GPU metrics
+#                        (--scale 0.3 --clusters seren --metrics GPU_UTIL,GPU_TEMP,POWER_USAGE,SM_ACTIVE,XID_ERRORS):
+#                        ~500k records, five 8-value arrays in every util record
 #   --runs N             rounds (default 3) after one warm-up round that is not counted (the first process run
 #                        creates the ownership topic; the broker's read path warms up): each round kcat then
 #                        acmetrace, each with a fresh consumer; medians, and the median of the rounds' ratios
@@ -15,18 +21,23 @@
 #
 # Goal: acmetrace records/s >= 0.5 x kcat records/s. kcat only moves bytes (-q -f '%o\n' to /dev/null is no
 # cheaper than -f '%s\n'); acmetrace parses every record, keeps the watermark, applies every metric, runs
-# every detector and writes its windows (to /dev/null). Data cached in $ACMETRACE_BENCH_DIR/process (.cache/bench).
+# every detector and writes its windows (to /dev/null). Each side's CPU seconds (user+sys of the processes,
+# from /usr/bin/time) are printed per million records next to records/s: on a shared 2-core machine wall
+# times swing, CPU seconds much less. Data cached in $ACMETRACE_BENCH_DIR/process (.cache/bench).
 # Needs acmetrace, kcat, java (scripts/kafka-local), /usr/bin/time.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build/apps/acmetrace"
 kafka_local="$root/scripts/kafka-local"
 bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/process"
-scale=0.05 days=1 runs=3 week_scale=0.2 week=1
+scale=0.05 days=1 runs=3 week_scale=0.2 week=1 clusters="" metrics=""
 while (($#)); do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
     --days) days="$2"; shift 2 ;;
+    --clusters) clusters="$2"; shift 2 ;;
+    --metrics) metrics="$2"; shift 2 ;;
+    --issue14) scale=0.3 clusters=seren metrics=GPU_UTIL,GPU_TEMP,POWER_USAGE,SM_ACTIVE,XID_ERRORS; shift ;;
     --runs) runs="$2"; shift 2 ;;
     --week-scale) week_scale="$2"; shift 2 ;;
     --no-week) week=0; shift ;;
@@ -45,10 +56,13 @@ now_ns() { date +%s%N; }
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 data="$bench_dir/synth-d$days-s$scale"
+synth_args=()
+if [[ -n "$clusters" ]]; then data+="-${clusters//,/+}"; synth_args+=(--clusters "$clusters"); fi
+if [[ -n "$metrics" ]]; then data+="-m$(cksum <<<"$metrics" | cut -d' ' -f1)"; synth_args+=(--metrics "$metrics"); fi
 if [[ ! -f "$data/.done" ]]; then
   log "generating $data"
   rm -rf "$data"
-  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 1 >&2
+  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 1 "${synth_args[@]}" >&2
   touch "$data/.done"
 fi
 
@@ -57,48 +71,65 @@ port="${boot##*:}"
 trap '"$kafka_local" --port "$port" reset >/dev/null 2>&1 || true' EXIT
 log "broker $boot; producing the data set"
 "$bin" replay --data "$data" --sink kafka --brokers "$boot" 2>&1 | tail -1 >&2
-topics="acme.jobs acme.util acme.power"
+topics=""
 records=0
-for t in $topics; do
-  n="$(kcat -b "$boot" -L -t "$t" | sed -n 's/.* with \([0-9]*\) partitions.*/\1/p')"
+for t in acme.jobs acme.util acme.power; do
+  n="$(kcat -b "$boot" -L -t "$t" 2>/dev/null | sed -n 's/.* with \([0-9]*\) partitions.*/\1/p')"
+  [[ -n "$n" ]] || continue  # a data set without power files has no acme.power
+  topics+="${topics:+ }$t"
   for ((p = 0; p < n; p++)); do
     records=$((records + $(kcat -b "$boot" -Q -t "$t:$p:-1" | awk '{print $NF}')))
   done
 done
 log "data: $records records in $topics"
 
-kcat_rates=() acme_rates=() round_ratios=()
+cpu_file="$bench_dir/cpu"
+cpu_of() {  # cpu_of CMD...: runs CMD under /usr/bin/time, adds its user+sys seconds to $cpu_file
+  /usr/bin/time -f '%U %S' -o "$cpu_file.one" "$@"
+  awk '{s += $1 + $2} END {printf "%.3f\n", s}' "$cpu_file" "$cpu_file.one" >"$cpu_file.sum"
+  mv "$cpu_file.sum" "$cpu_file"
+}
+per_m() { awk -v s="$1" -v n="$records" 'BEGIN {printf "%.2f", s / (n / 1e6)}'; }
+
+kcat_rates=() acme_rates=() round_ratios=() kcat_cpus=() acme_cpus=()
 for ((r = 0; r <= runs; r++)); do
+  echo 0 >"$cpu_file"
   t0="$(now_ns)"
   got=0
   for t in $topics; do  # kcat -C reads one topic per run: the topics one after the other
-    n="$(kcat -b "$boot" -C -t "$t" -o beginning -e -q -f '%s\n' | wc -l)"
+    n="$(cpu_of kcat -b "$boot" -C -t "$t" -o beginning -e -q -f '%s\n' | wc -l)"
     got=$((got + n))
   done
   t1="$(now_ns)"
+  kcat_cpu="$(per_m "$(cat "$cpu_file")")"
   ((got == records)) || { log "kcat read $got records, expected $records"; exit 1; }
   kcat_rate="$(awk -v n="$records" -v ns="$((t1 - t0))" 'BEGIN {printf "%.0f", n / (ns / 1e9)}')"
 
+  echo 0 >"$cpu_file"
   t0="$(now_ns)"
-  "$bin" process --source kafka --sink stdout --brokers "$boot" --group "bench-$r-$$" --until-end \
+  cpu_of "$bin" process --source kafka --sink stdout --brokers "$boot" --group "bench-$r-$$" --until-end \
     >/dev/null 2>"$bench_dir/process.err"
   t1="$(now_ns)"
+  acme_cpu="$(per_m "$(cat "$cpu_file")")"
   grep -q "records processed" "$bench_dir/process.err" || { cat "$bench_dir/process.err" >&2; exit 1; }
   acme_rate="$(awk -v n="$records" -v ns="$((t1 - t0))" 'BEGIN {printf "%.0f", n / (ns / 1e9)}')"
   if ((r == 0)); then
     log "warm-up: kcat $kcat_rate records/s, acmetrace process $acme_rate records/s (not counted)"
     continue
   fi
-  kcat_rates+=("$kcat_rate") acme_rates+=("$acme_rate")
+  kcat_rates+=("$kcat_rate") acme_rates+=("$acme_rate") kcat_cpus+=("$kcat_cpu") acme_cpus+=("$acme_cpu")
   round_ratios+=("$(awk -v a="$acme_rate" -v k="$kcat_rate" 'BEGIN {printf "%.2f", a / k}')")
-  log "round $r: kcat $kcat_rate records/s, acmetrace process $acme_rate records/s, ratio ${round_ratios[-1]}"
+  log "round $r: kcat $kcat_rate records/s ($kcat_cpu CPU s/M records), acmetrace process $acme_rate records/s" \
+    "($acme_cpu CPU s/M records), ratio ${round_ratios[-1]}"
 done
 kcat_median="$(printf '%s\n' "${kcat_rates[@]}" | median)"
 acme_median="$(printf '%s\n' "${acme_rates[@]}" | median)"
 ratio="$(awk -v a="$acme_median" -v k="$kcat_median" 'BEGIN {printf "%.2f", a / k}')"
-echo "kafka: $records records; kcat -C ${kcat_median} records/s; acmetrace process ${acme_median} records/s" \
-  "(whole run: connect, group join, parse, metrics, detectors); ratio ${ratio} (goal >= 0.5);" \
-  "median of the rounds' ratios $(printf '%s\n' "${round_ratios[@]}" | median)"
+echo "kafka: $records records ($(basename "$data")); kcat -C ${kcat_median} records/s" \
+  "($(printf '%s\n' "${kcat_cpus[@]}" | median) CPU s per M records); acmetrace process ${acme_median} records/s" \
+  "($(printf '%s\n' "${acme_cpus[@]}" | median) CPU s per M records; whole run: connect, group join, parse," \
+  "metrics, detectors); ratio ${ratio} (goal >= 0.5); median of the rounds' ratios" \
+  "$(printf '%s\n' "${round_ratios[@]}" | median)"
 tail -1 "$bench_dir/process.err" >&2
 
 if ((week)); then

@@ -71,14 +71,34 @@ simdjson::error_code GetNumberOrNull(od::value v, double& out) {
   return e;
 }
 
+// The length of the token at p when it ends at a ',' or ']' within 8 bytes and has JSON's shape of
+// an unsigned number (no leading zero before a digit) as far as ParseShortDecimal does not check it;
+// else 0. Reads 8 bytes at p, so only when they are readable.
+inline size_t ShortNumberLength(const char* p, const char* end, const char* readable_end) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = kOnes * 0x80;
+  if (readable_end - p < 8) return 0;
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const uint64_t comma = w ^ (kOnes * ','), close = w ^ (kOnes * ']');
+  // The lowest flagged byte is a true ',' or ']' (only bytes above one can be flagged falsely).
+  const uint64_t stops = (((comma - kOnes) & ~comma) | ((close - kOnes) & ~close)) & kHigh;
+  if (stops == 0) return 0;
+  const size_t n = static_cast<size_t>(__builtin_ctzll(stops)) / 8;
+  if (n == 0 || p + n >= end || (p[0] == '0' && n > 1 && p[1] != '.')) return 0;
+  return n;
+}
+
 // The elements of a JSON array of numbers or nulls (null = no sample), from the array's raw text.
 // A util record is a dozen such arrays: one pass over the text with ParseJsonNumberPrefix (correctly
 // rounded, as simdjson) costs less than On-Demand's value-by-value reads, which were a quarter of
 // `process` (bench/process_throughput.sh). Strict: anything but numbers, nulls, commas and JSON
 // whitespace is an error.
-simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>& out, size_t max_values) {
+// readable_end: bytes up to there may be read (ParseShortDecimal loads 8 at a time), at least raw's end.
+simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>& out, size_t max_values,
+                                      const char* readable_end = nullptr) {
   const char* p = raw.data();
   const char* const end = p + raw.size();
+  if (readable_end == nullptr || readable_end < end) readable_end = end;
   auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   auto skip_spaces = [&] {
     while (p != end && is_space(*p)) ++p;
@@ -104,7 +124,15 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
     for (;;) {
       if (out.size() + n == max_values) return simdjson::CAPACITY;  // one more value than allowed
       double d;
-      if (const char* next = ParseJsonNumberPrefix(p, end, d)) {
+      if (const size_t len = ShortNumberLength(p, end, readable_end); len != 0 && ParseShortDecimal(p, len, d)) {
+        // The common case: the ',' or ']' right after the number is known already.
+        add(d);
+        const char stop = p[len];
+        p += len + 1;
+        if (stop == ']') break;
+        skip_spaces();
+        continue;
+      } else if (const char* next = ParseJsonNumberPrefix(p, end, d)) {
         add(d);
         p = next;
       } else if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
@@ -132,7 +160,10 @@ simdjson::error_code ParseNumberArray(std::string_view raw, std::vector<double>&
 
 }  // namespace
 
+class FastScanner;
+
 struct RecordParser::Impl {
+  bool fast = true;  // try the fast path first
   od::parser parser;
   std::string padded;  // the input copied with simdjson's padding after it
   // Interned names seen by this parser: a lock-free front for InternName's shared table.
@@ -152,6 +183,11 @@ struct RecordParser::Impl {
     padded.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
     return parser.iterate(padded.data(), json.size(), padded.size());
   }
+
+  // The fast path (below): true when it parsed the text completely, false to hand it to simdjson.
+  bool FastValue(RecordKind kind, std::string_view json, Record& out);
+  bool FastFramedLine(std::string_view line, Record& out, std::string* key);
+  bool FastUtil(FastScanner& in, UtilSample& s);
 
   Status ParseJob(od::object obj, JobEvent& e);
   Status ParseUtil(od::object obj, UtilSample& s);
@@ -450,12 +486,258 @@ Status RecordParser::Impl::ParseObject(RecordKind kind, od::object obj, Record& 
   return Status::Error("unknown topic");
 }
 
-RecordParser::RecordParser() : impl_(std::make_unique<Impl>()) {}
+
+// ---- The fast path ----------------------------------------------------------------------------------
+//
+// Most of the feed is util records exactly as record_json.cc writes them: a flat object of plain ASCII
+// strings, one integer time and arrays of numbers. FastScanner reads that shape straight from the
+// text, without simdjson's structural index (its stage 1 alone cost more than the whole scan) and
+// without copying the text into a padded buffer. It accepts a strict subset of what the simdjson path
+// accepts, and gives the same record for it: strings without escapes, control characters or non-ASCII
+// bytes, numbers in the shape ParseJsonNumberPrefix reads exactly, the arrays through the same
+// ParseNumberArray, nothing but whitespace after the object. Anything else (another shape, an error
+// of any kind) makes it give up, and the simdjson path parses the text from the start: so every error
+// message, with its field, is the simdjson path's.
+
+/// A cursor over JSON text for the fast path. Each method returns false where the text leaves the
+/// shape it reads (the caller then gives up). Not thread-safe.
+class FastScanner {
+ public:
+  FastScanner(const char* p, const char* end) : p_(p), end_(end) {}
+
+  void SkipSpaces() {
+    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  bool Take(char c) {
+    SkipSpaces();
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+  bool Peek(char c) {
+    SkipSpaces();
+    return p_ != end_ && *p_ == c;
+  }
+  bool AtEnd() {
+    SkipSpaces();
+    return p_ == end_;
+  }
+  /// A string of printable ASCII without backslashes: its bytes are its value.
+  bool String(std::string_view& out) {
+    if (!Take('"')) return false;
+    const char* const start = p_;
+    // 8 bytes at a time up to the first '"', '\\', control character or non-ASCII byte: the lowest
+    // flagged byte is always one of them (a byte can be flagged falsely only above a true one, by a
+    // borrow), so the scan jumps to it and the loop below looks at that byte alone.
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = kOnes * 0x80;
+    while (end_ - p_ >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p_, 8);
+      const uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
+      const uint64_t special = (((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                                (w - kOnes * 0x20) | w) &  // '"', '\\', < 0x20 (borrow), >= 0x80
+                               kHigh;
+      if (special != 0) {
+        p_ += static_cast<size_t>(__builtin_ctzll(special)) / 8;
+        break;
+      }
+      p_ += 8;
+    }
+    for (; p_ != end_; ++p_) {
+      const unsigned char c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(start, static_cast<size_t>(p_ - start));
+        ++p_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+    }
+    return false;
+  }
+  /// An integer [1-9][0-9]{0,17} (the digits of a trace time; others are the simdjson path's).
+  bool Int(int64_t& out) {
+    SkipSpaces();
+    const char* const start = p_;
+    if (p_ == end_ || *p_ < '1' || *p_ > '9') return false;
+    int64_t v = 0;
+    for (; p_ != end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
+      if (p_ - start == 18) return false;
+      v = v * 10 + (*p_ - '0');
+    }
+    out = v;
+    return EndOfScalar();
+  }
+  /// A number without exponent that ExactDecimalValue converts (the value simdjson gives it), or null.
+  bool NumberOrNull(double& out) {
+    SkipSpaces();
+    if (end_ - p_ >= 4 && std::memcmp(p_, "null", 4) == 0) {
+      p_ += 4;
+      out = kNoSample;
+      return EndOfScalar();
+    }
+    const internal::DecimalScan d = internal::ScanDecimal(p_, end_);
+    const char* const integer = d.negative ? p_ + 1 : p_;
+    if (d.integer_digits == 0 || (d.integer_digits > 1 && *integer == '0') || (d.dot && d.fraction_digits == 0)) {
+      return false;
+    }
+    if (!internal::ExactDecimalValue(d, out)) return false;
+    p_ = d.end;
+    return EndOfScalar();
+  }
+  /// The text from '[' to the first ']' (an array of numbers for ParseNumberArray).
+  bool FlatArray(std::string_view& out) {
+    if (!Peek('[')) return false;
+    const char* const start = p_;
+    // Whatever else comes before the ']' (a string, a nested array) ParseNumberArray rejects.
+    const void* close = std::memchr(p_, ']', static_cast<size_t>(end_ - p_));
+    if (close == nullptr) return false;
+    const char* const stop = static_cast<const char*>(close) + 1;
+    out = std::string_view(start, static_cast<size_t>(stop - start));
+    p_ = stop;
+    return true;
+  }
+  /// A value of a field the record does not use: a number, string, true, false or null.
+  bool SkipScalar() {
+    SkipSpaces();
+    if (p_ == end_) return false;
+    if (*p_ == '"') {
+      std::string_view ignored;
+      return String(ignored);
+    }
+    for (std::string_view word : {"true", "false", "null"}) {
+      if (static_cast<size_t>(end_ - p_) >= word.size() && std::memcmp(p_, word.data(), word.size()) == 0) {
+        p_ += word.size();
+        return EndOfScalar();
+      }
+    }
+    double ignored;
+    return NumberOrNull(ignored);
+  }
+  /// After a scalar: the next non-space character ends it (',', '}' or ']'), or the text ends.
+  bool EndOfScalar() {
+    SkipSpaces();
+    return p_ == end_ || *p_ == ',' || *p_ == '}' || *p_ == ']';
+  }
+  /// Between an object's members: true and sets more to whether another member follows.
+  bool NextMember(bool& more) {
+    SkipSpaces();
+    if (p_ != end_ && *p_ == ',') {
+      ++p_;
+      more = true;
+      return true;
+    }
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      more = false;
+      return true;
+    }
+    return false;
+  }
+  /// The start of an object: '{', then whether it has members.
+  bool OpenObject(bool& has_members) {
+    if (!Take('{')) return false;
+    has_members = !Peek('}');
+    if (!has_members) ++p_;
+    return true;
+  }
+  const char* end() const { return end_; }
+  /// A member's key and the ':' after it.
+  bool Key(std::string_view& key) { return String(key) && Take(':'); }
+
+ private:
+  const char* p_;
+  const char* const end_;
+};
+
+bool RecordParser::Impl::FastUtil(FastScanner& in, UtilSample& s) {
+  bool has_cluster = false, has_node = false, has_ts = false, more = false;
+  size_t gpu_used = 0;
+  s.host.clear();
+  if (!in.OpenObject(more)) return false;
+  while (more) {
+    std::string_view key, str;
+    if (!in.Key(key)) return false;
+    if (key == "cluster") {
+      if (!in.String(str)) return false;
+      s.cluster.assign(str);
+      has_cluster = true;
+    } else if (key == "node") {
+      if (!in.String(str)) return false;
+      s.node.assign(str);
+      has_node = true;
+    } else if (key == "ts_ms") {
+      if (!in.Int(s.ts_ms) || !IsTraceTimeMs(s.ts_ms)) return false;
+      has_ts = true;
+    } else if (key == "gpu") {
+      bool metrics = false;
+      if (!in.OpenObject(metrics)) return false;
+      while (metrics) {
+        std::string_view name, raw;
+        if (gpu_used == kMaxValuesPerObject || !in.Key(name) || !in.FlatArray(raw)) return false;
+        if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
+        GpuMetric& m = s.gpu[gpu_used++];
+        if (m.name != name) m.name = Intern(name);
+        m.values.clear();
+        if (ParseNumberArray(raw, m.values, kMaxGpusPerNode, in.end()) != simdjson::SUCCESS) return false;
+        if (!in.NextMember(metrics)) return false;
+      }
+    } else if (key == "host") {
+      bool metrics = false;
+      if (!in.OpenObject(metrics)) return false;
+      size_t count = 0;
+      while (metrics) {
+        std::string_view name;
+        double d;
+        if (++count > kMaxValuesPerObject || !in.Key(name) || !in.NumberOrNull(d)) return false;
+        s.host.push_back(HostMetric{Intern(name), d});
+        if (!in.NextMember(metrics)) return false;
+      }
+    } else if (!in.SkipScalar()) {
+      return false;
+    }
+    if (!in.NextMember(more)) return false;
+  }
+  s.gpu.resize(gpu_used);
+  return has_cluster && has_node && has_ts;
+}
+
+bool RecordParser::Impl::FastValue(RecordKind kind, std::string_view json, Record& out) {
+  if (kind != RecordKind::kUtil) return false;
+  FastScanner in(json.data(), json.data() + json.size());
+  return FastUtil(in, Emplace<UtilSample>(out)) && in.AtEnd();
+}
+
+bool RecordParser::Impl::FastFramedLine(std::string_view line, Record& out, std::string* key) {
+  FastScanner in(line.data(), line.data() + line.size());
+  bool more = false, has_topic = false, has_value = false;
+  if (!in.OpenObject(more)) return false;
+  while (more) {
+    std::string_view name, str;
+    if (!in.Key(name)) return false;
+    if (name == "topic") {
+      if (!in.String(str) || RecordKindOfTopic(str) != RecordKind::kUtil) return false;
+      has_topic = true;
+    } else if (name == "key") {
+      if (!in.String(str)) return false;
+      if (key != nullptr) key->assign(str);
+    } else if (name == "value") {
+      if (!has_topic || !FastUtil(in, Emplace<UtilSample>(out))) return false;  // the value first: deferred
+      has_value = true;
+    } else {
+      return false;
+    }
+    if (!in.NextMember(more)) return false;
+  }
+  return has_topic && has_value && in.AtEnd();
+}
+
+RecordParser::RecordParser(Path path) : impl_(std::make_unique<Impl>()) { impl_->fast = path == Path::kFastFirst; }
 RecordParser::~RecordParser() = default;
 
 Status RecordParser::ParseValue(std::string_view topic, std::string_view json, Record& out) {
   const RecordKind kind = RecordKindOfTopic(topic);
   if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + std::string(topic) + "\"");
+  if (impl_->fast && impl_->FastValue(kind, json, out)) return Status::Ok();
   od::document doc;
   if (auto e = impl_->Iterate(json).get(doc); e) return FieldError("(value)", e);
   od::object obj;
@@ -465,6 +747,7 @@ Status RecordParser::ParseValue(std::string_view topic, std::string_view json, R
 
 Status RecordParser::ParseFramedLine(std::string_view line, Record& out, std::string* key) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (impl_->fast && impl_->FastFramedLine(line, out, key)) return Status::Ok();
   od::document doc;
   if (auto e = impl_->Iterate(line).get(doc); e) return FieldError("(line)", e);
   od::object obj;

@@ -1,7 +1,8 @@
 // Fuzzes the JSON record parser that `process` and `export` run on every input line
 // (RecordParser::ParseFramedLine, and ParseValue for each topic). Checks the round trip: a line
 // that parses writes (AppendFramedLine) to a line that parses to a record writing the same bytes;
-// a parsed record respects the bounds (trace times, kMaxGpusPerNode values per GPU array).
+// a parsed record respects the bounds (trace times, kMaxGpusPerNode values per GPU array); and the
+// fast path for util records gives what simdjson alone gives (status, message, record).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,7 +36,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Record record;
   const std::string input(reinterpret_cast<const char*>(data), size);  // exact size for ASan
   std::string key;
-  if (parser.ParseFramedLine(input, record, &key).ok()) {
+  static RecordParser simdjson_only(RecordParser::Path::kSimdjsonOnly);
+  static Record simdjson_record;
+  std::string simdjson_key;
+  const Status framed = parser.ParseFramedLine(input, record, &key);
+  const Status framed_simdjson = simdjson_only.ParseFramedLine(input, simdjson_record, &simdjson_key);
+  ACMETRACE_FUZZ_CHECK(framed.ok() == framed_simdjson.ok() && framed.message() == framed_simdjson.message());
+  if (framed.ok()) {
+    std::string a, b;
+    AppendFramedLine(a, record);
+    AppendFramedLine(b, simdjson_record);
+    ACMETRACE_FUZZ_CHECK(a == b && key == simdjson_key);
+  }
+  if (framed.ok()) {
     CheckBounds(record);
     std::string first;
     AppendFramedLine(first, record);
@@ -54,7 +67,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static constexpr std::string_view kTopics[] = {kTopicJobs, kTopicUtil, kTopicPower, kTopicMetrics,
                                                  kTopicAnomalies};
   const std::string_view topic = kTopics[size % std::size(kTopics)];
-  if (parser.ParseValue(topic, input, record).ok()) {
+  const Status value = parser.ParseValue(topic, input, record);
+  const Status value_simdjson = simdjson_only.ParseValue(topic, input, simdjson_record);
+  ACMETRACE_FUZZ_CHECK(value.ok() == value_simdjson.ok() && value.message() == value_simdjson.message());
+  if (value.ok()) {
+    std::string a, b;
+    AppendRecordJson(a, record);
+    AppendRecordJson(b, simdjson_record);
+    ACMETRACE_FUZZ_CHECK(a == b);
+  }
+  if (value.ok()) {
     CheckBounds(record);
     std::string first;
     AppendRecordJson(first, record);

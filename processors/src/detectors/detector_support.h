@@ -3,7 +3,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
@@ -194,6 +196,60 @@ class SampleTimeCursor {
   int64_t done_ms_ = kNoTimeMs;
 };
 
+namespace internal {
+// Bumped whenever a snapshot load erases entries of a node-keyed map: every NodeCursor's hint is then
+// dropped (it may point at an erased entry). Any thread's load drops all hints: cheap and safe.
+inline std::atomic<uint64_t> node_map_erasures{0};
+}  // namespace internal
+inline void NodeMapEntriesErased() { internal::node_map_erasures.fetch_add(1, std::memory_order_relaxed); }
+
+/// A lookup cursor for a map keyed by node name (or "cluster/node"), kept next to the map. The replay
+/// writes a sample time's nodes in name order, one record each, so the entry after the one found last
+/// is the next record's nearly always: one string compare finds it instead of a walk down the tree
+/// (~7 compares of keys that share their first 10-15 bytes at 86 nodes). Same entries, same output.
+/// A copy starts without a hint, as does every cursor after a snapshot load erased map entries. Use it
+/// only with maps whose entries are erased by NodeEntriesRef::Read alone (or that are replaced whole).
+/// Not thread-safe (as the map).
+template <class Map>
+class NodeCursor {
+ public:
+  NodeCursor() = default;
+  NodeCursor(const NodeCursor&) {}
+  NodeCursor& operator=(const NodeCursor&) {
+    valid_ = false;
+    return *this;
+  }
+
+  /// map[key], made on first use.
+  template <class Key>
+  typename Map::mapped_type& Find(Map& map, const Key& key) {
+    const uint64_t erasures = internal::node_map_erasures.load(std::memory_order_relaxed);
+    typename Map::iterator it;
+    if (valid_ && erasures_ == erasures && next_ != map.end() && next_->first == key) {
+      it = next_;
+    } else {
+      it = map.find(key);
+      if (it == map.end()) it = map.emplace(key, typename Map::mapped_type()).first;
+    }
+    next_ = std::next(it);
+    erasures_ = erasures;
+    valid_ = true;
+    return it->second;
+  }
+
+ private:
+  typename Map::iterator next_{};
+  uint64_t erasures_ = 0;
+  bool valid_ = false;
+};
+
+/// NodeEntry's scratch: the key of the record at hand, and the lookup cursor.
+template <typename V>
+struct NodeKey {
+  std::string key;
+  NodeCursor<std::map<std::string, V>> cursor;
+};
+
 /// The entries of a map keyed "cluster/node" that belong to cluster, as one field of a detector's
 /// state: the count, then each node name (without the cluster) and value. Loading replaces cluster's
 /// entries and keeps the other clusters'. Made by NodeEntriesOf.
@@ -214,6 +270,7 @@ class NodeEntriesRef {
   }
   void Read(StateReader& in) {
     using Value = typename std::remove_const_t<Map>::mapped_type;
+    NodeMapEntriesErased();
     auto it = nodes_.lower_bound(prefix_);
     while (it != nodes_.end() && it->first.starts_with(prefix_)) it = nodes_.erase(it);
     const uint64_t n = in.Count(8 + state_codec_internal::MinBytes<Value>(in.version()));
@@ -304,6 +361,12 @@ V& NodeEntry(std::map<std::string, V>& nodes, std::string& key, std::string_view
   auto it = nodes.find(key);
   if (it == nodes.end()) it = nodes.emplace(key, V()).first;
   return it->second;
+}
+/// The same with a NodeCursor (nodes' entries are erased by NodeEntriesRef::Read alone).
+template <typename V>
+V& NodeEntry(std::map<std::string, V>& nodes, NodeKey<V>& scratch, std::string_view cluster, std::string_view node) {
+  scratch.key.assign(cluster).append(1, '/').append(node);
+  return scratch.cursor.Find(nodes, scratch.key);
 }
 
 /// A GPU metric's name, interned once, so FindGpuMetric finds it by address (GpuMetric names are

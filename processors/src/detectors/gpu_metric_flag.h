@@ -66,7 +66,7 @@ class GpuMetricFlagDetector : public DetectorWithState<GpuMetricFlagDetector> {
   const GpuMetricName metric_;
   const int64_t open_for_ms_, close_for_ms_;
   std::map<std::string, std::vector<HysteresisState>> nodes_;  // "cluster/node" -> per GPU
-  std::string key_;  // scratch
+  NodeKey<std::vector<HysteresisState>> key_;  // scratch and lookup cursor
   AnomalyOutbox outbox_;
 };
 

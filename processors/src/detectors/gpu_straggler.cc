@@ -171,7 +171,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const int64_t min_peers_;
   const double min_gpu_util_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
-  std::string key_;            // scratch: the key of the record at hand
+  NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and the lookup cursor
   std::vector<double> fresh_;  // scratch: the node's fresh smoothed values, sorted
   AnomalyOutbox outbox_;
 };

@@ -33,6 +33,7 @@ struct Node {
 struct Cluster {
   SampleTimeCursor times;
   std::map<std::string, Node> nodes;
+  NodeCursor<std::map<std::string, Node>> cursor;  // not state: where the last lookup ended
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
     io(c.times, c.nodes);
@@ -51,7 +52,7 @@ class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Clu
     if (sample == nullptr) return;
     Cluster& c = clusters_[sample->cluster];
     if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
-    Node& node = c.nodes[sample->node];
+    Node& node = c.cursor.Find(c.nodes, sample->node);
     node.last_ms = std::max(node.last_ms, sample->ts_ms);
   }
 

@@ -84,6 +84,7 @@ struct Gpu {
 struct Cluster {
   SampleTimeCursor times;
   std::map<std::string, std::vector<Gpu>> nodes;
+  NodeCursor<std::map<std::string, std::vector<Gpu>>> cursor;  // not state: where the last lookup ended
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
@@ -117,10 +118,13 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
     if (util == nullptr) return;
     const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
-    std::vector<Gpu>& gpus = c.nodes[sample->node];
+    std::vector<Gpu>& gpus = c.cursor.Find(c.nodes, sample->node);
     if (gpus.size() < util->size()) gpus.resize(util->size());
     const int64_t t = sample->ts_ms;
     const bool learn = !c.state.open() && !c.state.pending();
+    // A node's GPUs are sampled together, so their time steps are mostly equal: each decay factor is
+    // computed once per distinct step (the same value exp gives each time).
+    double short_dt = NAN, short_decay = 0, baseline_dt = NAN, baseline_decay = 0;
     for (size_t i = 0; i < util->size(); ++i) {
       const double u = (*util)[i];
       if (!core::IsSample(u)) continue;
@@ -139,14 +143,22 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         g.busy_since_ms = t;
         g.short_avg = u;
       } else {
-        g.short_avg += (1 - std::exp(-dt / static_cast<double>(short_ms_))) * (u - g.short_avg);
+        if (dt != short_dt) {
+          short_dt = dt;
+          short_decay = 1 - std::exp(-dt / static_cast<double>(short_ms_));
+        }
+        g.short_avg += short_decay * (u - g.short_avg);
       }
       if (t - g.busy_since_ms < settle_ms_ || !learn) continue;  // start-up, or the cluster is down
       if (!g.has_baseline) {
         g.baseline = u;
         g.has_baseline = true;
       } else {
-        g.baseline += (1 - std::exp(-dt / static_cast<double>(baseline_ms_))) * (u - g.baseline);
+        if (dt != baseline_dt) {
+          baseline_dt = dt;
+          baseline_decay = 1 - std::exp(-dt / static_cast<double>(baseline_ms_));
+        }
+        g.baseline += baseline_decay * (u - g.baseline);
         g.learned_ms += static_cast<int64_t>(dt);
       }
     }

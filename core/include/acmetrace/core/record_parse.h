@@ -15,7 +15,7 @@ namespace acmetrace::core {
 enum class RecordKind { kJob, kUtil, kPower, kMetrics, kAnomaly, kUnknown };
 RecordKind RecordKindOfTopic(std::string_view topic);
 
-/// Parses record JSON (simdjson On-Demand) back into core::Record: ParseValue(AppendRecordJson(r))
+/// Parses record JSON (simdjson On-Demand, behind a fast path for util records) back into core::Record: ParseValue(AppendRecordJson(r))
 /// == r for every kind, and a framed line rewritten by AppendFramedLine gives the same bytes.
 /// Fields may come in any order; unknown fields are skipped; a malformed value or a missing
 /// required field is an error naming the field (never a throw). Reuses the storage of `out` when it
@@ -23,7 +23,12 @@ RecordKind RecordKindOfTopic(std::string_view topic);
 /// per thread.
 class RecordParser {
  public:
-  RecordParser();
+  /// kFastFirst: util records in the plain shape record_json.cc writes are read by a scanner of
+  /// their own, anything else by simdjson (the same records and the same errors; see
+  /// record_parse.cc). kSimdjsonOnly: simdjson for everything (tests and the fuzzer compare the two).
+  enum class Path { kFastFirst, kSimdjsonOnly };
+
+  explicit RecordParser(Path path = Path::kFastFirst);
   ~RecordParser();
   RecordParser(const RecordParser&) = delete;
   RecordParser& operator=(const RecordParser&) = delete;

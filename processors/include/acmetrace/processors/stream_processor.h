@@ -153,7 +153,8 @@ class StreamProcessor {
   static constexpr size_t kMaxSpareRecords = 4096;
   SpareRecords spare_;
   size_t last_kind_ = 0;  // the kind of the record processed last: the likely kind of the next
-  std::vector<uint32_t> order_;  // scratch: a window's records in processing order
+  struct OrderKey;
+  std::vector<OrderKey> order_;  // scratch: a window's records in processing order
   static constexpr size_t kMaxEmptyWindows = 64;
   std::vector<std::vector<Pending>> empty_windows_;  // applied windows' vectors, capacity kept
   std::unique_ptr<Worker> worker_;  // last: it stops before the state it works on goes
