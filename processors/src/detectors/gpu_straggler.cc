@@ -2,9 +2,11 @@
 // those agree with each other (one job spans them: a straggler slows the whole job down; a node shared
 // by jobs of different intensity has peers that disagree). SM activity is smoothed per GPU (EWMA over
 // smooth_s); the peers agree when the interquartile range of theirs is within max_peer_iqr of their
-// median. The flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and
-// closes once it is back above close_ratio (or the peers stop working or agreeing) for close_for_s.
-// Subject: the GPU.
+// median. A GPU is judged once it has worked for warmup_s: a job's first minutes (loading data and
+// weights, the smoothed value still catching up from idle) are not straggling, and on nodes shared by
+// one-GPU jobs, which start all the time, they made most false flags. The flag opens when the GPU has
+// run below open_ratio x the peers' median for open_for_s and closes once it is back above close_ratio
+// (or the peers stop working or agreeing, or it stops working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -32,6 +34,8 @@ constexpr KeySpec kKeys[] = {
     {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison", &Count},
     {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do",
      &Percent},
+    {"warmup_s", "300", "seconds a GPU must have been working before it is judged (its job's start-up is not straggling)",
+     &Seconds},
 };
 
 struct GpuStragglerSettings {
@@ -44,6 +48,7 @@ struct GpuStragglerSettings {
   double max_peer_iqr;
   int64_t min_peers;
   double min_gpu_util;
+  int64_t warmup_ms;
 };
 
 GpuStragglerSettings ReadSettings(const KindConfig& c) {
@@ -55,7 +60,8 @@ GpuStragglerSettings ReadSettings(const KindConfig& c) {
                          c.Double("min_peer_sm"),
                          c.Double("max_peer_iqr"),
                          c.Int("min_peers"),
-                         c.Double("min_gpu_util")};
+                         c.Double("min_gpu_util"),
+                         c.Millis("warmup_s")};
   if (s.close_ratio < s.open_ratio) c.Fail("close_ratio", "must be at least open_ratio (" + c.Text("open_ratio") + ")");
   return s;
 }
@@ -71,7 +77,8 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
         min_peer_sm_(s.min_peer_sm),
         max_peer_iqr_(s.max_peer_iqr),
         min_peers_(s.min_peers),
-        min_gpu_util_(s.min_gpu_util) {}
+        min_gpu_util_(s.min_gpu_util),
+        warmup_ms_(s.warmup_ms) {}
 
   std::string_view kind() const override { return "gpu_straggler"; }
 
@@ -92,7 +99,8 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       const double v = (*sm)[i];
       g.fresh = core::IsSample(v);
       if (!g.fresh) continue;
-      if (g.last_ms == kNoTimeMs) {
+      const bool first = g.last_ms == kNoTimeMs;
+      if (first) {
         g.smooth = v;
       } else {
         if (g.last_ms != decay_last_ms) {
@@ -103,7 +111,9 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       }
       g.last_ms = t;
       const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
-      g.working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      const bool working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      if (working && (!g.working || first)) g.working_since_ms = t;
+      g.working = working;
     }
     // Each GPU's peers are the node's other fresh GPUs: the sorted fresh values without one copy
     // of its own.
@@ -126,8 +136,10 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
         busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
         if (median > 0) ratio = g.smooth / median;
       }
-      const bool straggling = busy_peers && g.working && ratio < open_ratio_;
-      const bool recovered = !busy_peers || !g.working || !(ratio < close_ratio_);
+      // kNoTimeMs: working since before a version 1 snapshot was loaded, judged as it was then.
+      const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
+      const bool straggling = busy_peers && judged && ratio < open_ratio_;
+      const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
       switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
         case HysteresisState::Change::kOpened:
@@ -145,7 +157,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
+  static constexpr uint32_t kStateVersion = 2;  // 2: each GPU's working_since_ms
   template <class Io, class Self>
   static void StateFields(Io& io, Self& d, std::string_view cluster) {
     io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
@@ -157,11 +169,13 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     int64_t last_ms = kNoTimeMs;
     bool fresh = false;    // sampled in the current record
     bool working = false;
+    int64_t working_since_ms = kNoTimeMs;  // start of the current run of working samples
     HysteresisState state;
     template <class Io, class Self>
     static void Fields(Io& io, Self& g) {
       // GPUs beyond a short record's columns keep their fresh flag: it is state too.
       io(g.smooth, g.last_ms, StateBits(g.fresh, g.working), g.state);
+      if (io.version() >= 2) io(g.working_since_ms);
     }
   };
 
@@ -170,6 +184,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const double min_peer_sm_, max_peer_iqr_;
   const int64_t min_peers_;
   const double min_gpu_util_;
+  const int64_t warmup_ms_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
   std::string key_;            // scratch: the key of the record at hand
   std::vector<double> fresh_;  // scratch: the node's fresh smoothed values, sorted
