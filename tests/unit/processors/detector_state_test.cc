@@ -141,7 +141,7 @@ Script GpuStraggler() {
       s.Feed(Util("10.140.1.10", t, {{"GPU_UTIL", Values(8, 99)}, {"SM_ACTIVE", EightWith(0.7, 4, straggler_sm)}}));
     }
   };
-  feed(0.7, 20);
+  feed(0.7, 130);  // working when first seen: level for level_for_unknown_s (30 min) before it may straggle
   feed(0.2, 20);
   feed(0.5, 10);
   feed(0.7, 30);

@@ -110,7 +110,8 @@ Part FindPart(const std::string& snapshot, const std::string& tag) {
 }
 
 // gpu_straggler's layout 2 part as layout 1: per node (count, then name and GPUs), each GPU's 40 bytes
-// of layout 1 then its working_since_ms (8 bytes) dropped; the outbox after the nodes as it is.
+// of layout 1 then its run of work (24 bytes of times, 8 of bits) dropped; the outbox after the nodes
+// as it is.
 std::string StragglerLayout1(std::string_view v2) {
   const std::string s(v2);
   std::string out = s.substr(0, 8);
@@ -120,14 +121,14 @@ std::string StragglerLayout1(std::string_view v2) {
     out += s.substr(at, name + 8);  // the node's name and its GPU count
     const uint64_t gpus = U64At(s, at + name);
     at += name + 8;
-    for (uint64_t g = 0; g < gpus; ++g, at += 48) out += s.substr(at, 40);
+    for (uint64_t g = 0; g < gpus; ++g, at += 72) out += s.substr(at, 40);
   }
   return at <= s.size() ? out + s.substr(at) : std::string();
 }
 
 // The golden (version 2) bytes as this build writes them: version 3, gpu_straggler's part at its layout
-// 2 (each GPU's working_since_ms, for the warm-up of issue #14, after layout 1's fields: the rest of the
-// part must be the golden's to the byte), and the capacity seen in telemetry appended after the
+// 2 (each GPU's run of work, for the rules of issue #14, after layout 1's fields: the rest of the part
+// must be the golden's to the byte), and the capacity seen in telemetry appended after the
 // detectors (the only changes since).
 bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden) {
   uint64_t magic_size = 0;
