@@ -29,7 +29,7 @@ const GpuMetricName kGpuUtil{"GPU_UTIL"};
 constexpr KeySpec kKeys[] = {
     {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio},
     {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio},
-    {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
+    {"open_for_s", "240", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
     {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds},
     {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
     {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share},

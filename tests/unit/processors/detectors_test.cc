@@ -255,7 +255,7 @@ TEST(GpuStragglerTest, OpensForAWorkingGpuFarBelowAgreeingPeersAndClosesWhenItRe
     }
   };
   feed(0.7, 130);  // working when first seen: level with its peers for level_for_unknown_s (30 min)
-  feed(0.2, 20);   // 5 minutes at 30% of its peers
+  feed(0.2, 30);   // 7.5 minutes at 30% of its peers
   h.AdvanceSeconds(t);
   ASSERT_EQ(h.Opens(), 1);
   EXPECT_EQ(h.events()[0].subject, "10.140.1.10-4");
@@ -296,13 +296,13 @@ TEST(GpuStragglerTest, AGpuWhoseJobHasJustStartedIsNotAStraggler) {
     }
   };
   feed(0, 0, 0, 40);         // the node idle for 10 minutes
-  feed(98, 0.7, 0.3, 12);    // a job starts on all eight; GPU 3 loads for 3 minutes at 40% of the others
+  feed(98, 0.7, 0.3, 24);    // a job starts on all eight; GPU 3 loads its shard for 6 minutes at 40% of the others
   feed(99, 0.7, 0.7, 40);    // then runs like them
   h.AdvanceSeconds(t);
   EXPECT_EQ(h.Opens(), 0) << "opened " << (h.events().empty() ? 0 : h.events()[0].ts_ms / 1000 - kT0 - 600)
                           << " s after the job started";
   // Once it has kept up with its peers, the same GPU falling behind is a straggler.
-  feed(99, 0.7, 0.2, 20);
+  feed(99, 0.7, 0.2, 30);
   h.AdvanceSeconds(t);
   EXPECT_EQ(h.Opens(), 1);
 }
