@@ -1,10 +1,16 @@
-// gpu_straggler: a working GPU whose SM activity stays far below that of its node's other GPUs while
-// those agree with each other (one job spans them: a straggler slows the whole job down; a node shared
-// by jobs of different intensity has peers that disagree). SM activity is smoothed per GPU (EWMA over
-// smooth_s); the peers agree when the interquartile range of theirs is within max_peer_iqr of their
-// median. The flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and
-// closes once it is back above close_ratio (or the peers stop working or agreeing) for close_for_s.
-// Subject: the GPU.
+// gpu_straggler: a working GPU whose SM activity stays far below that of the other GPUs of its job on
+// its node while those agree with each other (a straggler slows the whole job down). DCGM does not say
+// which job a GPU runs: its job's GPUs are those whose work started within same_start_s of its own (a
+// job's GPUs start together), so that on a node shared by jobs a GPU of a light job is not compared
+// with a heavy job's GPUs. SM activity is smoothed per GPU (EWMA over smooth_s); the peers agree when
+// the interquartile range of theirs is within max_peer_iqr of their median. A GPU is judged once it
+// has worked for warmup_s: a job's first minutes (loading data and weights, the smoothed value still
+// catching up from idle) are not straggling. GPUs already working when first seen started at a time
+// unknown: they are one group, and a GPU of it may straggle only once it has been level with its peers
+// (a straggler falls behind; a lighter job never was level). These rules come from issue #14, where
+// nodes shared by one-GPU jobs (the release's median GPU job) made most flags false. The flag opens when the GPU has
+// run below open_ratio x the peers' median for open_for_s and closes once it is back above close_ratio
+// (or the peers stop working or agreeing, or it stops working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -23,7 +29,7 @@ const GpuMetricName kGpuUtil{"GPU_UTIL"};
 constexpr KeySpec kKeys[] = {
     {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio},
     {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio},
-    {"open_for_s", "120", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
+    {"open_for_s", "240", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
     {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds},
     {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
     {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share},
@@ -32,6 +38,16 @@ constexpr KeySpec kKeys[] = {
     {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison", &Count},
     {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do",
      &Percent},
+    {"warmup_s", "300", "seconds a GPU must have been working before it is judged (its job's start-up is not straggling)",
+     &Seconds},
+    {"same_start_s", "30", "a GPU's peers are the node's GPUs whose work started within this many seconds of its own (its job's)",
+     &Seconds},
+    {"idle_break_s", "30", "a GPU idle (GPU_UTIL below min_gpu_util) for longer than this has ended its job: its next work is a new one",
+     &Seconds},
+    {"level_for_s", "300", "a GPU may straggle once it has been level with its agreeing peers (at or above close_ratio) for this long in its run",
+     &Seconds},
+    {"level_for_unknown_s", "1800", "the same for a GPU already working when first seen, whose job is not known by its start",
+     &Seconds},
 };
 
 struct GpuStragglerSettings {
@@ -44,6 +60,11 @@ struct GpuStragglerSettings {
   double max_peer_iqr;
   int64_t min_peers;
   double min_gpu_util;
+  int64_t warmup_ms;
+  int64_t same_start_ms;
+  int64_t idle_break_ms;
+  int64_t level_for_ms;
+  int64_t level_for_unknown_ms;
 };
 
 GpuStragglerSettings ReadSettings(const KindConfig& c) {
@@ -55,7 +76,12 @@ GpuStragglerSettings ReadSettings(const KindConfig& c) {
                          c.Double("min_peer_sm"),
                          c.Double("max_peer_iqr"),
                          c.Int("min_peers"),
-                         c.Double("min_gpu_util")};
+                         c.Double("min_gpu_util"),
+                         c.Millis("warmup_s"),
+                         c.Millis("same_start_s"),
+                         c.Millis("idle_break_s"),
+                         c.Millis("level_for_s"),
+                         c.Millis("level_for_unknown_s")};
   if (s.close_ratio < s.open_ratio) c.Fail("close_ratio", "must be at least open_ratio (" + c.Text("open_ratio") + ")");
   return s;
 }
@@ -71,7 +97,12 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
         min_peer_sm_(s.min_peer_sm),
         max_peer_iqr_(s.max_peer_iqr),
         min_peers_(s.min_peers),
-        min_gpu_util_(s.min_gpu_util) {}
+        min_gpu_util_(s.min_gpu_util),
+        warmup_ms_(s.warmup_ms),
+        same_start_ms_(s.same_start_ms),
+        idle_break_ms_(s.idle_break_ms),
+        level_for_ms_(s.level_for_ms),
+        level_for_unknown_ms_(s.level_for_unknown_ms) {}
 
   std::string_view kind() const override { return "gpu_straggler"; }
 
@@ -92,7 +123,8 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       const double v = (*sm)[i];
       g.fresh = core::IsSample(v);
       if (!g.fresh) continue;
-      if (g.last_ms == kNoTimeMs) {
+      const bool first = g.last_ms == kNoTimeMs;
+      if (first) {
         g.smooth = v;
       } else {
         if (g.last_ms != decay_last_ms) {
@@ -103,31 +135,59 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       }
       g.last_ms = t;
       const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
-      g.working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      const bool working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      if (working) {
+        // A new run of work (a new job) starts after an idle spell longer than idle_break_s; a GPU
+        // already working when first seen (or when a version 1 snapshot was loaded) started at a time
+        // unknown (kNoTimeMs).
+        const bool new_run = g.last_working_ms == kNoTimeMs ? !first && !g.working
+                                                            : t - g.last_working_ms > idle_break_ms_;
+        if (first || new_run) {
+          g.working_since_ms = first ? kNoTimeMs : t;
+          g.level_since_ms = kNoTimeMs;
+          g.kept_up = false;
+        }
+        g.last_working_ms = t;
+      }
+      g.working = working;
     }
-    // Each GPU's peers are the node's other fresh GPUs: the sorted fresh values without one copy
-    // of its own.
-    fresh_.clear();
-    for (const Gpu& g : gpus) {
-      if (g.fresh) fresh_.push_back(g.smooth);
-    }
-    std::sort(fresh_.begin(), fresh_.end());
     for (size_t i = 0; i < gpus.size(); ++i) {
       Gpu& g = gpus[i];
       if (!g.fresh) continue;
-      const size_t n = fresh_.size() - 1;  // peers
       double ratio = NAN;
       bool busy_peers = false;
-      if (static_cast<int64_t>(n) >= min_peers_) {
-        const size_t self = static_cast<size_t>(std::lower_bound(fresh_.begin(), fresh_.end(), g.smooth) - fresh_.begin());
-        auto peer = [&](size_t k) { return fresh_[k < self ? k : k + 1]; };
-        const double median = n % 2 ? peer(n / 2) : 0.5 * (peer(n / 2 - 1) + peer(n / 2));
-        const double iqr = peer((3 * n) / 4) - peer(n / 4);
-        busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
-        if (median > 0) ratio = g.smooth / median;
+      if (g.working) {
+        // Its peers: the node's other fresh working GPUs whose work started with its own, the GPUs of
+        // its job (a job's GPUs start together; DCGM says nothing of jobs).
+        peers_.clear();
+        for (size_t j = 0; j < gpus.size(); ++j) {
+          const Gpu& p = gpus[j];
+          if (j != i && p.fresh && p.working && SameStart(g, p)) peers_.push_back(p.smooth);
+        }
+        const size_t n = peers_.size();
+        if (static_cast<int64_t>(n) >= min_peers_) {
+          std::sort(peers_.begin(), peers_.end());
+          const double median = n % 2 ? peers_[n / 2] : 0.5 * (peers_[n / 2 - 1] + peers_[n / 2]);
+          const double iqr = peers_[(3 * n) / 4] - peers_[n / 4];
+          busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
+          if (median > 0) ratio = g.smooth / median;
+        }
       }
-      const bool straggling = busy_peers && g.working && ratio < open_ratio_;
-      const bool recovered = !busy_peers || !g.working || !(ratio < close_ratio_);
+      // A GPU whose run started at an unknown time is not warming up. Starting together is not proof
+      // of one job (a scheduling pass starts several jobs at once, and GPUs already working when
+      // first seen started at an unknown time): a GPU may straggle only once it has been level with
+      // its peers (at or above close_ratio) for open_for_s in this run. A straggler falls behind; a
+      // GPU of a lighter job never was level with the others.
+      const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
+      if (judged && busy_peers && !(ratio < close_ratio_)) {
+        if (g.level_since_ms == kNoTimeMs) g.level_since_ms = t;
+        const int64_t level_for_ms = g.working_since_ms == kNoTimeMs ? level_for_unknown_ms_ : level_for_ms_;
+        if (t - g.level_since_ms >= level_for_ms) g.kept_up = true;
+      } else {
+        g.level_since_ms = kNoTimeMs;
+      }
+      const bool straggling = busy_peers && judged && g.kept_up && ratio < open_ratio_;
+      const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
       switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
         case HysteresisState::Change::kOpened:
@@ -141,11 +201,20 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     }
   }
 
+  // Whether two GPUs' runs of work started together (kNoTimeMs: before a version 1 snapshot, unknown).
+  template <class G>
+  bool SameStart(const G& a, const G& b) const {
+    if (a.working_since_ms == kNoTimeMs || b.working_since_ms == kNoTimeMs) {
+      return a.working_since_ms == b.working_since_ms;
+    }
+    return std::abs(a.working_since_ms - b.working_since_ms) <= same_start_ms_;
+  }
+
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;
+  static constexpr uint32_t kStateVersion = 2;  // 2: each GPU's run of work (since, last, kept up)
   template <class Io, class Self>
   static void StateFields(Io& io, Self& d, std::string_view cluster) {
     io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
@@ -157,11 +226,16 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     int64_t last_ms = kNoTimeMs;
     bool fresh = false;    // sampled in the current record
     bool working = false;
+    int64_t working_since_ms = kNoTimeMs;  // start of the current run of work (kNoTimeMs: unknown)
+    int64_t last_working_ms = kNoTimeMs;   // last working sample
+    int64_t level_since_ms = kNoTimeMs;    // level with its peers since (kNoTimeMs: not now)
+    bool kept_up = false;                  // level with its peers for open_for_s in this run
     HysteresisState state;
     template <class Io, class Self>
     static void Fields(Io& io, Self& g) {
       // GPUs beyond a short record's columns keep their fresh flag: it is state too.
       io(g.smooth, g.last_ms, StateBits(g.fresh, g.working), g.state);
+      if (io.version() >= 2) io(g.working_since_ms, g.last_working_ms, g.level_since_ms, StateBits(g.kept_up));
     }
   };
 
@@ -170,9 +244,14 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const double min_peer_sm_, max_peer_iqr_;
   const int64_t min_peers_;
   const double min_gpu_util_;
+  const int64_t warmup_ms_;
+  const int64_t same_start_ms_;
+  const int64_t idle_break_ms_;
+  const int64_t level_for_ms_;
+  const int64_t level_for_unknown_ms_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
-  NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and the lookup cursor
-  std::vector<double> fresh_;  // scratch: the node's fresh smoothed values, sorted
+  std::string key_;            // scratch: the key of the record at hand
+  std::vector<double> peers_;  // scratch: one GPU's peers' smoothed values, sorted
   AnomalyOutbox outbox_;
 };
 

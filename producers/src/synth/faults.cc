@@ -55,6 +55,18 @@ int64_t Uniform(Rng& rng, int64_t lo, int64_t hi) {  // [lo, hi]
   return hi <= lo ? lo : lo + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(hi - lo + 1)));
 }
 
+// CPUs and memory of a GPU job as the cluster's trace writes them.
+void SetResources(const ClusterModel& model, Job& job) {
+  if (model.kalos_format) {
+    const int per_pod = std::min(job.gpus, 8);
+    job.cpus = job.nodes * 15 * per_pod;
+    job.mem_gb = 125 * per_pod;
+    job.shared_mem_gb = 12.5f * static_cast<float>(per_pod);
+  } else {
+    job.cpus = job.gpus >= 8 ? job.nodes * 128 : job.gpus * 8;
+  }
+}
+
 // A job that fails at once, as in a burst of failures (bad image, storage outage, broken driver): the
 // size, type and user follow the cluster's GPU job mix; it runs between 10 s and 10 min.
 Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng) {
@@ -82,14 +94,7 @@ Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng
   job.start_s = end_s - job.run_s;
   job.eligible_s = job.start_s;
   job.submit_s = job.start_s - static_cast<int64_t>(rng.Below(30));
-  if (model.kalos_format) {
-    const int per_pod = std::min(job.gpus, 8);
-    job.cpus = job.nodes * 15 * per_pod;
-    job.mem_gb = 125 * per_pod;
-    job.shared_mem_gb = 12.5f * static_cast<float>(per_pod);
-  } else {
-    job.cpus = job.gpus >= 8 ? job.nodes * 128 : job.gpus * 8;
-  }
+  SetResources(model, job);
   return job;
 }
 
@@ -104,6 +109,8 @@ std::string_view FaultKindName(FaultKind kind) {
     case FaultKind::kUtilDrop: return "util_drop";
     case FaultKind::kFailureBurst: return "failure_burst";
     case FaultKind::kNodeFailure: return "node_failure";
+    case FaultKind::kQueueBacklog: return "queue_backlog";
+    case FaultKind::kLargeJobFailure: return "large_job_failure";
   }
   return "unknown";
 }
@@ -150,6 +157,46 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
       break;
     }
   }
+  // Queue backlogs: a team submits a sweep of 8-64-GPU jobs, 320-1,024 GPUs in all, within five
+  // minutes, and it waits 45-90 minutes (a maintenance reservation, a large job draining the
+  // partition) before it starts, briefly: the GPUs waiting far exceed the cluster's usual (a few dozen,
+  // at most ~150 on a synthetic day). Drawn from a generator of their own, so that the incidents of the
+  // other kinds of a seed stay as they were.
+  {
+    Rng backlog_rng(MixKey(plan.noise_key_, 0xBAC));
+    Spans backlogs;
+    for (int n = CountFor(backlog_rng, days); n > 0; --n) {
+      for (int tries = 0; tries < kMaxTries; ++tries) {
+        const int64_t duration = Uniform(backlog_rng, 2700, 5400);
+        const int64_t start = Uniform(backlog_rng, lo, hi - duration);
+        if (!backlogs.Free(start, start + duration, kClusterApartS)) continue;
+        backlogs.Add(start, start + duration);
+        const int64_t want = Uniform(backlog_rng, 320, 1024);
+        int64_t gpus = 0;
+        int user = -1;
+        while (gpus < want) {
+          Job job = MakeFailingJob(model, nodes, start + duration, backlog_rng);
+          job.gpus = std::min(8 << backlog_rng.Below(4), 8 * nodes);
+          job.nodes = job.gpus / 8;
+          SetResources(model, job);
+          job.state = JobState::kCompleted;
+          if (user < 0) user = job.user;
+          job.user = user;
+          job.submit_s = start + static_cast<int64_t>(backlog_rng.Below(300));
+          job.eligible_s = job.submit_s;
+          job.start_s = start + duration;
+          job.run_s = Uniform(backlog_rng, 60, 600);
+          job.end_s = job.start_s + job.run_s;
+          job.key = MixKey(plan.noise_key_, 0xBAC0000 + extra.size());
+          job.in_trace = job.submit_s >= ws && job.submit_s < we;
+          gpus += job.gpus;
+          extra.push_back(std::move(job));
+        }
+        plan.faults_.push_back({FaultKind::kQueueBacklog, start, start + duration, -1, -1, -1, static_cast<double>(gpus)});
+        break;
+      }
+    }
+  }
   if (!extra.empty()) {
     for (Job& job : extra) schedule.jobs.push_back(std::move(job));
     std::stable_sort(schedule.jobs.begin(), schedule.jobs.end(),
@@ -191,6 +238,15 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
     if (taken[j] || !job.in_trace || job.gpus == 0 || job.state != JobState::kNodeFail) continue;
     Fault f{FaultKind::kNodeFailure, job.end_s, job.end_s, -1, -1, static_cast<int32_t>(j), 0};
     f.injected = false;
+    plan.faults_.push_back(f);
+  }
+  // Large failed jobs, of the model or of a burst: every one ends hours of hundreds of GPUs.
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Job& job = jobs[j];
+    if (!job.in_trace || job.gpus < kLargeJobGpus || !IsFailed(job.state)) continue;
+    Fault f{FaultKind::kLargeJobFailure, job.end_s, job.end_s, -1, -1, static_cast<int32_t>(j),
+            static_cast<double>(job.gpus)};
+    f.injected = taken[j] != 0;
     plan.faults_.push_back(f);
   }
 
@@ -400,8 +456,10 @@ void FaultPlan::AppendRows(const ClusterModel& model, const ClusterLayout& layou
     if (!visible) continue;
     switch (f.kind) {
       case FaultKind::kUtilDrop:
-      case FaultKind::kFailureBurst: subject = model.name; break;
-      case FaultKind::kNodeFailure: subject = job_ids[f.job]; break;
+      case FaultKind::kFailureBurst:
+      case FaultKind::kQueueBacklog: subject = model.name; break;
+      case FaultKind::kNodeFailure:
+      case FaultKind::kLargeJobFailure: subject = job_ids[f.job]; break;
       case FaultKind::kTelemetryGap: subject = layout.nodes[f.node].name; break;
       default: subject = layout.nodes[f.node].name + "-" + std::to_string(f.gpu);
     }

@@ -23,8 +23,13 @@ enum class FaultKind : uint8_t {
   kUtilDrop,
   kFailureBurst,
   kNodeFailure,
+  kQueueBacklog,
+  kLargeJobFailure,
 };
-inline constexpr int kFaultKindCount = 7;
+inline constexpr int kFaultKindCount = 9;
+/// A job of this many GPUs or more is large (the paper's large pretraining jobs): when it ends failed
+/// (FAILED, NODE_FAIL, TIMEOUT) it is a large_job_failure incident.
+inline constexpr int kLargeJobGpus = 256;
 /// The detector kind id: "gpu_overheat", "xid_error", ...
 std::string_view FaultKindName(FaultKind kind);
 
@@ -36,9 +41,10 @@ struct Fault {
   int64_t end_s = 0;
   int32_t node = -1;  // telemetry faults: the node (index into the layout)
   int32_t gpu = -1;   // GPU faults: the GPU index on the node
-  int32_t job = -1;   // node failures: index into Schedule::jobs
+  int32_t job = -1;   // node and large job failures: index into Schedule::jobs
   // Magnitude: degrees C (overheat), XID code (xid_error), SM fraction of the peers (straggler), points
-  // of cluster GPU_UTIL (util drop), multiple of the baseline failure rate (burst).
+  // of cluster GPU_UTIL (util drop), multiple of the baseline failure rate (burst), GPUs waiting
+  // (backlog), the job's GPUs (large job failure).
   double level = 0;
   bool injected = true;  // false: the generator's own incident, listed as ground truth
 };
@@ -66,7 +72,8 @@ class FaultPlan {
   FaultPlan() = default;
 
   /// Plans the faults of one cluster. Job faults change schedule at once: failure bursts add FAILED
-  /// jobs (re-sorted by submit time), node failures end running jobs NODE_FAIL early.
+  /// jobs, queue backlogs jobs that wait (both re-sorted by submit time), node failures end running
+  /// jobs NODE_FAIL early. Failed jobs of at least kLargeJobGpus are listed as large job failures.
   static FaultPlan Inject(const ClusterModel& model, Schedule& schedule, uint64_t seed);
 
   // ---- Telemetry hooks --------------------------------------------------------------------------

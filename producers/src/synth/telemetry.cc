@@ -616,10 +616,13 @@ class TelemetryWriter {
           const float base = running ? job->activity + static_cast<float>(kJobSd) * e : 0.f;
           if (want_activity_) {
             if (running) {
-              const float z_util = startup ? -6.f : base + static_cast<float>(kFastSd) * noise[0];
-              v[kUtil] = RoundPositive(run_[kUtil](z_util));
-              v[kSm] = run_[kSm](startup ? -6.f : base + static_cast<float>(kFastSd) * noise[1]);
-              v[kTensor] = run_[kTensor](startup ? -6.f : base + static_cast<float>(kFastSd) * noise[2]);
+              // Start-up loads data and weights: no kernel runs (GPU_UTIL and SM activity 0), whatever
+              // the running band starts at (when the window's GPUs idle more than the release's 31%/26%
+              // of zero samples, the band starts above the zeros, and start-ups used to read 70-98%
+              // util: a new job on a GPU looked like the old one going on, issue #14).
+              v[kUtil] = startup ? 0.f : RoundPositive(run_[kUtil](base + static_cast<float>(kFastSd) * noise[0]));
+              v[kSm] = startup ? 0.f : run_[kSm](base + static_cast<float>(kFastSd) * noise[1]);
+              v[kTensor] = startup ? 0.f : run_[kTensor](base + static_cast<float>(kFastSd) * noise[2]);
               v[kOccupancy] = v[kTensor];  // identical series in the release
               v[kDram] = startup ? 0.01f : run_[kDram](base + 0.4f * noise[3]);
               v[kMemCopy] = RoundPositive(std::clamp(v[kDram] * 85.f + 1.5f * noise[4], 0.f, 100.f));
