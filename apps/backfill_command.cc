@@ -60,16 +60,17 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         core::LogError("backfill", "give exactly one of --out PROMDIR (blocks) and --openmetrics FILE (text only)");
         return 2;
       }
-      std::vector<history::RuleFileText> rules = history::ShippedRuleFiles();
-      if (!flags->rules.empty()) {
-        core::Result<std::vector<history::RuleFileText>> read = history::ReadRuleFiles(flags->rules);
+      std::vector<scoring::RuleFileText> rules = scoring::ShippedRules();
+      if (!flags->rules.empty()) rules.clear();
+      for (const std::string& path : flags->rules) {
+        core::Result<scoring::RuleFileText> read = scoring::ReadRuleFile(path);
         if (!read.ok()) {
           core::LogError("backfill", read.status().message());
           return 2;
         }
-        rules = std::move(read).value();
+        rules.push_back(std::move(read).value());
       }
-      for (const history::RuleFileText& file : rules) {  // a bad rule file is known before hours of work
+      for (const scoring::RuleFileText& file : rules) {  // a bad rule file is known before hours of work
         if (core::Result<int> n = history::CountRecordingRules(file); !n.ok()) {
           core::LogError("backfill", n.status().message());
           return 2;

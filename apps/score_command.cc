@@ -73,10 +73,12 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
       // Rules.
       scoring::RuleSet rules;
       if (client) {
-        std::vector<std::string> files = flags->rules;
-        if (files.empty()) files = scoring::ShippedRuleFiles();
-        if (files.empty()) return usage("no --rules given and no configs/prometheus/rules/*.yml found");
-        for (const std::string& file : files) {
+        if (flags->rules.empty()) {
+          for (const scoring::RuleFileText& file : scoring::ShippedRules()) {
+            if (core::Status s = scoring::LoadRuleText(file, rules); !s.ok()) return usage(s.message());
+          }
+        }
+        for (const std::string& file : flags->rules) {
           if (core::Status s = scoring::LoadRuleFile(file, rules); !s.ok()) return usage(s.message());
         }
         if (rules.alerts.empty()) return usage("the rule files hold no alerting rule");

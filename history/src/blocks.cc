@@ -13,8 +13,6 @@
 #include <sstream>
 #include <thread>
 
-#include <yaml-cpp/yaml.h>
-
 #include "acmetrace/history/openmetrics.h"
 
 namespace acmetrace::history {
@@ -217,49 +215,16 @@ core::Status PromtoolBlocks::Finish() {
 
 // --- rules ---
 
-core::Result<std::vector<RuleFileText>> ReadRuleFiles(const std::vector<std::string>& paths) {
-  std::vector<RuleFileText> files;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) return core::Status::Error(path + ": a directory, not a rule file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return core::Status::Error(path + ": cannot read");
-    std::ostringstream text;
-    text << in.rdbuf();
-    files.push_back({path, text.str()});
-  }
-  return files;
-}
-
-core::Result<int> CountRecordingRules(const RuleFileText& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(file.text);
-  } catch (const YAML::Exception& e) {
-    return core::Status::Error(file.name + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
-  }
-  if (!root || root.IsNull()) return 0;
-  if (!root.IsMap() || !root["groups"] || !root["groups"].IsSequence()) {
-    return core::Status::Error(file.name + ": groups: expected a list of rule groups");
-  }
-  int count = 0;
-  for (const YAML::Node& group : root["groups"]) {
-    const YAML::Node rules = group["rules"];
-    if (!rules) continue;
-    if (!rules.IsSequence()) {
-      return core::Status::Error(file.name + ":" + std::to_string(rules.Mark().line + 1) + ": rules: expected a list");
-    }
-    for (const YAML::Node& rule : rules) {
-      if (rule.IsMap() && rule["record"]) ++count;
-    }
-  }
-  return count;
+core::Result<int> CountRecordingRules(const scoring::RuleFileText& file) {
+  scoring::RuleSet rules;
+  if (core::Status s = scoring::LoadRuleText(file, rules); !s.ok()) return s;
+  return static_cast<int>(rules.records.size());
 }
 
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
-  std::vector<RuleFileText> recording;
+  std::vector<scoring::RuleFileText> recording;
   int rules = 0;
-  for (const RuleFileText& file : options.rules) {
+  for (const scoring::RuleFileText& file : options.rules) {
     core::Result<int> n = CountRecordingRules(file);
     if (!n.ok()) return n.status();
     if (n.value() > 0) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace acmetrace::scoring {
 
@@ -88,14 +89,27 @@ std::string FormatDuration(int64_t ms) {
   return out;
 }
 
+core::Result<RuleFileText> ReadRuleFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return core::Status::Error(path + ": a directory, not a rule file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::Status::Error(path + ": cannot open the rule file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return RuleFileText{path, text.str()};
+}
+
 core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default_interval_ms) {
-  {
-    std::ifstream probe(path);
-    if (!probe) return core::Status::Error(path + ": cannot open the rule file");
-  }
+  core::Result<RuleFileText> file = ReadRuleFile(path);
+  if (!file.ok()) return file.status();
+  return LoadRuleText(file.value(), out, default_interval_ms);
+}
+
+core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t default_interval_ms) {
+  const std::string& path = file.name;
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(file.text);
   } catch (const YAML::Exception& e) {
     return core::Status::Error(path + ":" + std::to_string(e.mark.line + 1) + ": yaml: " + e.msg);
   }
@@ -277,22 +291,6 @@ std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet
     }
   }
   return used;
-}
-
-std::vector<std::string> ShippedRuleFiles() {
-  namespace fs = std::filesystem;
-  for (const fs::path& root : {fs::path("."), fs::path(ACMETRACE_SOURCE_DIR)}) {
-    const fs::path dir = root / "configs" / "prometheus" / "rules";
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) continue;
-    std::vector<std::string> files;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      if (e.path().extension() == ".yml" || e.path().extension() == ".yaml") files.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
-    if (!files.empty()) return files;
-  }
-  return {};
 }
 
 }  // namespace acmetrace::scoring

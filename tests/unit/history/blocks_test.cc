@@ -137,11 +137,12 @@ TEST(RulesTest, RecordingRulesAreCountedAndBadFilesNamed) {
   core::Result<int> bad = CountRecordingRules({"bad.yml", "groups: [\n"});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("bad.yml:", 0), 0u) << bad.status().message();
+  EXPECT_EQ(scoring::ShippedRules().front().name.rfind("configs/prometheus/rules/", 0), 0u);
   EXPECT_FALSE(CountRecordingRules({"x.yml", "groups: 3\n"}).ok());
   // The shipped files are built in and are rule files.
-  ASSERT_FALSE(ShippedRuleFiles().empty());
+  ASSERT_FALSE(scoring::ShippedRules().empty());
   int shipped = 0;
-  for (const RuleFileText& file : ShippedRuleFiles()) {
+  for (const scoring::RuleFileText& file : scoring::ShippedRules()) {
     core::Result<int> c = CountRecordingRules(file);
     ASSERT_TRUE(c.ok()) << c.status().message();
     shipped += c.value();

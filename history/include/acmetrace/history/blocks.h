@@ -14,6 +14,7 @@
 #include "acmetrace/core/status.h"
 #include "acmetrace/history/backfill.h"
 #include "acmetrace/history/subprocess.h"
+#include "acmetrace/scoring/rule_file.h"
 
 namespace acmetrace::history {
 
@@ -81,24 +82,15 @@ class PromtoolBlocks : public ScrapeOutput {
   int64_t promtool_max_rss_ = 0;
 };
 
-/// A rule file's name and text.
-struct RuleFileText {
-  std::string name;
-  std::string text;
-};
-/// configs/prometheus/rules/*.yml as built into the binary: the default rules of backfill and score.
-const std::vector<RuleFileText>& ShippedRuleFiles();
-/// Reads rule files from disk (FILE: reason on failure).
-core::Result<std::vector<RuleFileText>> ReadRuleFiles(const std::vector<std::string>& paths);
-/// The number of recording rules (`record:`) in a rule file (error: FILE: why it is not one).
-core::Result<int> CountRecordingRules(const RuleFileText& file);
+/// The number of recording rules (`record:`) in a rule file (error: FILE:LINE: field: reason).
+core::Result<int> CountRecordingRules(const scoring::RuleFileText& file);
 
 /// What BackfillRecordingRules needs. Value type.
 struct RuleBackfillOptions {
   std::string promtool = "promtool";
   std::string prometheus = "prometheus";
   std::string out_dir;          // the blocks the rules read, and where their blocks go
-  std::vector<RuleFileText> rules;
+  std::vector<scoring::RuleFileText> rules;
   int64_t from_ms = 0;          // the window the rules are evaluated over
   int64_t to_ms = 0;
   int64_t eval_interval_ms = 15'000;  // for groups without an interval (the shipped global)

@@ -68,8 +68,18 @@ std::set<std::string> KindsOfRule(const AlertRule& rule, const std::set<std::str
 /// boundaries), so the command can warn that their series must exist in Prometheus.
 std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet& rules);
 
-/// The shipped rule files (configs/prometheus/rules/*.yml, sorted): looked up under the current
-/// directory, then under the source tree the binary was built from. Empty if neither has them.
-std::vector<std::string> ShippedRuleFiles();
+/// A rule file's name (as errors name it) and text. Value type.
+struct RuleFileText {
+  std::string name;
+  std::string text;
+};
+/// Reads a rule file (error: "FILE: cannot open the rule file").
+core::Result<RuleFileText> ReadRuleFile(const std::string& path);
+/// LoadRuleFile on text already read (the shipped rules, built in).
+core::Status LoadRuleText(const RuleFileText& file, RuleSet& out,
+                          int64_t default_interval_ms = kDefaultEvaluationIntervalMs);
+/// The shipped rule files, configs/prometheus/rules/*.yml as built into the binary (sorted by name):
+/// the default rules of score and backfill, wherever the binary runs.
+const std::vector<RuleFileText>& ShippedRules();
 
 }  // namespace acmetrace::scoring
