@@ -9,7 +9,7 @@
    reached, the alert on its kind (the rule reading acmetrace_anomaly_active{kind="..."}) with its cluster and
    subject, from Prometheus' ALERTS series (alertstate="firing") and GET /api/v1/alerts.
 
-Usage: panels_return_data.py --prometheus http://127.0.0.1:9090 [--since UNIX_SECONDS] [--data DIR]
+Usage: panels_return_data.py --prometheus http://127.0.0.1:9090 [--since UNIX_SECONDS] [--until UNIX_SECONDS] [--data DIR]
                              [--dashboards DIR] [--rules DIR] [--min-faults N] [--grace SECONDS]
                              [--allow-empty REGEX] [--no-nvidia]
 Prints one line per failure naming the dashboard and panel (or the fault) and exits 1 if there is any.
@@ -205,6 +205,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prometheus", required=True, help="base URL, e.g. http://127.0.0.1:9090")
     ap.add_argument("--since", type=float, help="start of the checked range, unix seconds (default: 10 minutes ago)")
+    ap.add_argument("--until", type=float,
+                    help="end of the checked range, unix seconds (default: now; a backfilled trace: its own dates)")
     ap.add_argument("--data", help="data directory with faults.csv: check that alerts fired for its faults")
     ap.add_argument("--dashboards", default=os.path.join(ROOT, "grafana", "dashboards"))
     ap.add_argument("--rules", default=os.path.join(ROOT, "configs", "prometheus", "rules"))
@@ -221,7 +223,7 @@ def main():
     args = ap.parse_args()
 
     prom = Prometheus(args.prometheus)
-    end = time.time()
+    end = args.until if args.until else time.time()
     start = args.since if args.since else end - 600
     problems, checked = check_panels(prom, args.dashboards, start, end, args.step, args.rate_interval,
                                      args.allow_empty)

@@ -19,47 +19,18 @@
 #include <thread>
 #include <vector>
 
+#include "local_processes.h"
+
 namespace acmetrace::score_test {
 
 namespace fs = std::filesystem;
 
-inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using acmetrace::test::FreePort;
 
 // The HTTP status of GET path on 127.0.0.1:port (0: no answer).
-inline int HttpStatus(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  char buf[64] = {};
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  return n > 12 ? std::atoi(buf + 9) : 0;
-}
+inline int HttpStatus(int port, const std::string& path) { return acmetrace::test::HttpGet(port, path).status; }
 
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string ReadAll(const std::string& path) { return acmetrace::test::ReadFile(path); }
 
 struct CommandRun {
   int exit_code = -1;
