@@ -24,7 +24,7 @@ constexpr KeySpec kKeys[] = {
     {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s",
      &Share},
     {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)", &Share},
-    {"open_for_s", "180", "seconds the share must stay at or above open_share before the flag opens", &Seconds},
+    {"open_for_s", "420", "seconds the share must stay at or above open_share before the flag opens", &Seconds},
     {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes", &Seconds},
     {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average", &PositiveSeconds},
     {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average", &PositiveSeconds},

@@ -138,7 +138,9 @@ struct XidEvent {
 struct JobNoise {
   int64_t step = -2;
   float e = 0;
+  float fast = 0;      // the job's fast activity noise (see MainPass): its GPUs idle and work together
   uint64_t rng = 0;
+  uint64_t fast_rng = 0;
 };
 
 struct GpuState {
@@ -224,6 +226,7 @@ class TelemetryWriter {
       // Model size (FB) and host memory are properties of the job, loosely tied to its activity.
       fb_level_[j] = static_cast<float>(0.5 * job.activity + 0.75 * rng.Normal());
       mem_level_[j] = static_cast<float>(0.4 * job.activity + 0.8 * rng.Normal());
+      job_noise_[j].fast_rng = rng.Next();
     }
     for (int g = 0; g < gpus_; ++g) {
       auto& list = intervals_[g];
@@ -385,6 +388,8 @@ class TelemetryWriter {
   // Latent structure of running samples (see MainPass): z = activity + kJobSd * e + per-metric noise.
   static constexpr double kJobSd = 0.5;
   static constexpr double kFastSd = 0.3;
+  static constexpr double kGpuFastSd = 0.1;  // of kFastSd, the GPU's own part; the rest is its job's
+  static constexpr double kJobFastSd = 0.28284271247461906;  // sqrt(kFastSd^2 - kGpuFastSd^2)
   static constexpr double kFbRankSd = 0.35;  // spread of FB use across one job's GPUs
 
   void BuildTables() {
@@ -550,9 +555,11 @@ class TelemetryWriter {
     JobNoise& n = job_noise_[j];
     if (n.step != k) {
       const float draw = normals_.At(SplitMix64(n.rng));
-      n.e = n.step == k - 1 ? static_cast<float>(kJobNoisePhi) * n.e +
-                                  static_cast<float>(std::sqrt(1 - kJobNoisePhi * kJobNoisePhi)) * draw
-                            : draw;
+      const float fast_draw = normals_.At(SplitMix64(n.fast_rng));
+      const bool next = n.step == k - 1;
+      const float keep = static_cast<float>(kJobNoisePhi), renew = static_cast<float>(std::sqrt(1 - kJobNoisePhi * kJobNoisePhi));
+      n.e = next ? keep * n.e + renew * draw : draw;
+      n.fast = fast_draw;
       n.step = k;
     }
     return n.e;
@@ -620,9 +627,21 @@ class TelemetryWriter {
               // the running band starts at (when the window's GPUs idle more than the release's 31%/26%
               // of zero samples, the band starts above the zeros, and start-ups used to read 70-98%
               // util: a new job on a GPU looked like the old one going on, issue #14).
-              v[kUtil] = startup ? 0.f : RoundPositive(run_[kUtil](base + static_cast<float>(kFastSd) * noise[0]));
-              v[kSm] = startup ? 0.f : run_[kSm](base + static_cast<float>(kFastSd) * noise[1]);
-              v[kTensor] = startup ? 0.f : run_[kTensor](base + static_cast<float>(kFastSd) * noise[2]);
+              // The fast part of the latent value is mostly the job's (its GPUs work in lockstep: a
+              // data-parallel step waits for all of them), with a little of the GPU's own on top, and
+              // whether the job computes at all is the job's: when its part maps to GPU_UTIL 0 (no kernel:
+              // checkpointing, loading, waiting on I/O) every GPU of it reads 0, and otherwise none does.
+              // Drawing the fast part per GPU made single GPUs of a busy job dip to 0 for a scrape or two
+              // while the others worked, which the release does not show: its GPU_UTIL is polarized (31% /
+              // 26% of samples at 0, 22% / 24% at 100), GPUs off or on, not in between (issue #14: such
+              // dips broke a GPU's run of work apart from its job's). The two parts add up to kFastSd, the
+              // spread the tables were built for, so the pooled distributions stay the published ones.
+              const float job_z = base + static_cast<float>(kJobFastSd) * job_noise_[j].fast;
+              const bool computing = !startup && RoundPositive(run_[kUtil](job_z)) > 0;
+              const float gpu_sd = static_cast<float>(kGpuFastSd);
+              v[kUtil] = computing ? std::max(1.f, RoundPositive(run_[kUtil](job_z + gpu_sd * noise[0]))) : 0.f;
+              v[kSm] = startup ? 0.f : run_[kSm](job_z + gpu_sd * noise[1]);
+              v[kTensor] = startup ? 0.f : run_[kTensor](job_z + gpu_sd * noise[2]);
               v[kOccupancy] = v[kTensor];  // identical series in the release
               v[kDram] = startup ? 0.01f : run_[kDram](base + 0.4f * noise[3]);
               v[kMemCopy] = RoundPositive(std::clamp(v[kDram] * 85.f + 1.5f * noise[4], 0.f, 100.f));

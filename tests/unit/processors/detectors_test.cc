@@ -345,8 +345,10 @@ TEST(UtilDropTest, OpensWhenMostBusyGpusFallBelowTheirBaselineAndClosesOnRecover
   h.AdvanceSeconds(t - 1);
   ASSERT_EQ(h.Opens(), 1);
   EXPECT_EQ(h.events()[0].subject, "seren");
-  EXPECT_GE(h.events()[0].ts_ms, (drop + 180) * 1000);
-  EXPECT_LE(h.events()[0].ts_ms, (drop + 300) * 1000);
+  // open_for_s 420 (issue #14: a big job's pauses of a few minutes are no drop) after the short-term
+  // averages have fallen.
+  EXPECT_GE(h.events()[0].ts_ms, (drop + 420) * 1000);
+  EXPECT_LE(h.events()[0].ts_ms, (drop + 540) * 1000);
   EXPECT_DOUBLE_EQ(h.events()[0].value, 1.0);  // every busy GPU is down
   for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);
   h.AdvanceSeconds(t);

@@ -594,6 +594,36 @@ TEST_F(SynthCoherenceTest, MultiNodeJobsMoveTogether) {
   EXPECT_GT(min_corr, 0.6) << "nodes of one job rise and fall together";
 }
 
+// A job's GPUs compute or pause together (issue #14): past its start-up, at any scrape either every GPU
+// of a job's placement reads GPU_UTIL 0 or none does. When each GPU drew its own zeros, single GPUs of
+// a busy job dipped to 0 while the others worked, and the straggler detector took them for new jobs.
+TEST_F(SynthCoherenceTest, AJobsGpusPauseTogether) {
+  const Wide& util = (*files_)["GPU_UTIL"];
+  int64_t scrapes = 0, paused = 0, split = 0;
+  for (const auto& p : *placements_) {
+    if (p.gpus.size() < 2) continue;
+    std::vector<int> columns;
+    for (int g : p.gpus) columns.push_back(util.Column(p.node + "-" + std::to_string(g)));
+    for (size_t r = 0; r < util.times.size(); ++r) {
+      if (util.times[r] < p.start + 600 || util.times[r] >= p.end) continue;  // past any start-up
+      int zero = 0, seen = 0;
+      for (int c : columns) {
+        const double u = util.rows[r][c];
+        if (std::isnan(u)) continue;
+        ++seen;
+        zero += u == 0;
+      }
+      if (seen < 2) continue;
+      ++scrapes;
+      paused += zero == seen;
+      split += zero > 0 && zero < seen;
+    }
+  }
+  ASSERT_GT(scrapes, 10000);
+  EXPECT_GT(paused, 100) << "jobs do pause (the release's zero samples are not all idle GPUs)";
+  EXPECT_EQ(split, 0) << "scrapes where some GPUs of a job read 0 and others work, of " << scrapes;
+}
+
 TEST_F(SynthCoherenceTest, FailedJobsLeaveTheirXidOnOneOfTheirGpus) {
   const Wide& xid = (*files_)["XID_ERRORS"];
   int checked = 0;
