@@ -33,8 +33,8 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
     if (progress) progress(rule);
     for (const std::string& used : RecordingRulesUsed(rule, rules)) {
       report.warnings.push_back(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + " uses " + used +
-                                ", a recording rule: its series must be in Prometheus (recorded live, or backfilled "
-                                "with promtool tsdb create-blocks-from rules), else the alert never fires");
+                                ", a recording rule: its series must be in Prometheus (recorded live, or backfilled: "
+                                "acmetrace backfill does the shipped ones), else the alert never fires");
     }
     core::Result<std::vector<Series>> result =
         querier->QueryRange(rule.expr, options.from_ms, options.to_ms, rule.interval_ms);
