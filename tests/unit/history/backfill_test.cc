@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <regex>
+#include <sstream>
 #include <vector>
 
 #include "acmetrace/core/record.h"
@@ -111,14 +111,14 @@ TEST(BackfillTest, TheShippedScrapeConfigsTargetsAndLabels) {
       if (line.rfind("DCGM_", 0) == 0 || line.rfind("acmetrace_node_", 0) == 0) {
         // A node's own target: instance is the node, as /metrics?target=NODE scraped by acmetrace-gpu-nodes.
         persona = true;
-        const std::smatch m = [&] {
-          std::smatch r;
-          std::regex_search(line, r, std::regex("^[A-Za-z_]+\\{job=\"acmetrace-gpu-nodes\",instance=\"([^\"]+)\""));
-          return r;
-        }();
-        ASSERT_FALSE(m.empty()) << line;
+        const std::string prefix = "{job=\"acmetrace-gpu-nodes\",instance=\"";
+        const size_t brace = line.find('{');
+        ASSERT_EQ(line.compare(brace, prefix.size(), prefix), 0) << line;
+        const size_t from = brace + prefix.size();
+        const std::string instance = line.substr(from, line.find('"', from) - from);
+        ASSERT_FALSE(instance.empty()) << line;
         if (line.rfind("DCGM_", 0) == 0) {
-          EXPECT_NE(line.find("Hostname=\"" + m[1].str() + "\""), std::string::npos) << line;
+          EXPECT_NE(line.find("Hostname=\"" + instance + "\""), std::string::npos) << line;
         }
       } else if (line.rfind("up{", 0) == 0) {
         EXPECT_NE(line.find(" 1 "), std::string::npos) << line;
