@@ -132,17 +132,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       core::Result<history::BackfillStats> done = history::RunBackfill(options, errors, *output);
       errors.Finish();
       if (!done.ok()) {
-        std::string why = done.status().message();
-        if (why == "no records in the window") {
-          why += std::string(" (") + options.stream.data_dir + ", " +
-                 (options.stream.range.from_ms == INT64_MIN ? std::string("start")
-                                                            : core::FormatIsoTime(options.stream.range.from_ms, 0)) +
-                 " .. " +
-                 (options.stream.range.to_ms == INT64_MAX ? std::string("end")
-                                                          : core::FormatIsoTime(options.stream.range.to_ms, 0)) +
-                 "): check --from/--to and --clusters against `acmetrace summary`";
-        }
-        core::LogError("backfill", why);
+        core::LogError("backfill", done.status().message());
         return 1;
       }
       if (errors.must_stop()) return 1;

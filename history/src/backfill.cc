@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "acmetrace/core/clock.h"
+#include "acmetrace/core/time.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/history/openmetrics.h"
 #include "acmetrace/pipeline/pipeline.h"
@@ -50,13 +51,12 @@ class StageFanout : public core::RecordSink {
 class Scraper : public core::RecordSink {
  public:
   Scraper(const BackfillOptions& options, exporters::Exporter& exporter, core::ManualClock& wall,
-          core::RecordSink& next, pipeline::CountingTee& replay_counts, pipeline::CountingTee& process_counts,
+          pipeline::CountingTee& replay_out, pipeline::CountingTee& process_counts,
           ScrapeOutput& out, BackfillStats& stats)
       : options_(options),
         exporter_(exporter),
         wall_(wall),
-        next_(next),
-        replay_counts_(replay_counts),
+        replay_out_(replay_out),
         process_counts_(process_counts),
         out_(out),
         stats_(stats),
@@ -74,9 +74,9 @@ class Scraper : public core::RecordSink {
       if (core::Status s = ScrapeNow(); !s.ok()) return s;
     }
     MoveWall(ts);
-    return next_.Write(record);
+    return replay_out_.Write(record);
   }
-  core::Status Flush() override { return next_.Flush(); }
+  core::Status Flush() override { return replay_out_.Flush(); }
 
   /// After the last record, or after the processors closed their windows at the end: one more scrape.
   core::Status ScrapeOnce() {
@@ -94,17 +94,16 @@ class Scraper : public core::RecordSink {
     next_scrape_ms_ += options_.step_ms;
     MoveWall(at);
     // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
-    if (core::Status s = replay_counts_.Flush(); !s.ok()) return s;
+    if (core::Status s = replay_out_.Flush(); !s.ok()) return s;
     if (core::Status s = process_counts_.Flush(); !s.ok()) return s;
     text_.clear();
     int64_t samples = 0;
-    up_nodes_.clear();
     exporter_.ScrapeEveryTarget(cluster_view_, [&](const exporters::SeriesStore::TargetSample& s) {
       if (!options_.persona) return;
-      AppendOpenMetricsSample(text_, s.family.name, s.labels_text, NodeTargetLabels(s.cluster, s.target), s.value,
-                              at);
+      NodeTarget& node = NodeTargetOf(s.cluster, s.target);
+      node.scraped_at_ms = at;
+      AppendOpenMetricsSample(text_, s.family.name, s.labels_text, node.labels, s.value, at);
       ++samples;
-      up_nodes_.emplace(s.target, s.cluster);
     });
     const size_t before = text_.size();
     if (core::Status s = AppendOpenMetricsSamples(text_, cluster_view_, cluster_target_, at); !s.ok()) return s;
@@ -112,11 +111,9 @@ class Scraper : public core::RecordSink {
     // What Prometheus adds for every target it scraped.
     AppendOpenMetricsSample(text_, "up", {}, cluster_target_, 1.0, at);
     ++samples;
-    for (const auto& [node, cluster] : up_nodes_) {
-      std::string labels = "{cluster=\"";
-      exporters::AppendEscaped(labels, cluster, true);
-      labels += "\"}";
-      AppendOpenMetricsSample(text_, "up", labels, NodeTargetLabels(cluster, node), 1.0, at);
+    for (const auto& [key, node] : node_targets_) {
+      if (node.scraped_at_ms != at) continue;  // not a target now: no series of it left
+      AppendOpenMetricsSample(text_, "up", node.up_labels, node.labels, 1.0, at);
       ++samples;
     }
     ++stats_.scrapes;
@@ -125,13 +122,25 @@ class Scraper : public core::RecordSink {
     return out_.Scrape(at, text_);
   }
 
-  const std::string& NodeTargetLabels(std::string_view cluster, std::string_view node) {
-    std::string key(cluster);
-    key += '/';
-    key += node;
-    auto it = node_targets_.find(key);
+  // A node's target: its target labels and `up`'s, rendered once; the last scrape it had series in.
+  struct NodeTarget {
+    std::string labels;     // job="acmetrace-gpu-nodes",instance="NODE"
+    std::string up_labels;  // {cluster="CLUSTER"}
+    int64_t scraped_at_ms = INT64_MIN;
+  };
+
+  NodeTarget& NodeTargetOf(std::string_view cluster, std::string_view node) {
+    key_.assign(cluster);  // a scratch key: no allocation per sample once the node is known
+    key_ += '/';
+    key_ += node;
+    auto it = node_targets_.find(key_);
     if (it == node_targets_.end()) {
-      it = node_targets_.emplace(std::move(key), RenderTargetLabels(options_.targets.node_job, node)).first;
+      NodeTarget target;
+      target.labels = RenderTargetLabels(options_.targets.node_job, node);
+      target.up_labels = "{cluster=\"";
+      exporters::AppendEscaped(target.up_labels, cluster, true);
+      target.up_labels += "\"}";
+      it = node_targets_.emplace(key_, std::move(target)).first;
     }
     return it->second;
   }
@@ -139,8 +148,7 @@ class Scraper : public core::RecordSink {
   const BackfillOptions& options_;
   exporters::Exporter& exporter_;
   core::ManualClock& wall_;
-  core::RecordSink& next_;
-  pipeline::CountingTee& replay_counts_;
+  pipeline::CountingTee& replay_out_;  // the replay's output (counted), behind the scraper
   pipeline::CountingTee& process_counts_;
   ScrapeOutput& out_;
   BackfillStats& stats_;
@@ -149,8 +157,8 @@ class Scraper : public core::RecordSink {
   int64_t next_scrape_ms_ = 0;
   std::string text_;
   std::string cluster_view_;
-  std::unordered_map<std::string, std::string> node_targets_;  // "cluster/node" -> target labels
-  std::map<std::string, std::string> up_nodes_;                // node -> cluster, this scrape
+  std::map<std::string, NodeTarget> node_targets_;  // "cluster/node" -> its target (sorted: `up` in node order)
+  std::string key_;
 };
 
 }  // namespace
@@ -179,7 +187,7 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   StageFanout fanout(processor, exporter);
   // The replay's counting tee sits behind the scraper: a scrape at t counts the records up to t.
   pipeline::CountingTee replay_out("replay", exporter, /*note_trace_time=*/true, fanout);
-  Scraper scraper(options, exporter, wall, replay_out, replay_out, process_out, out, stats);
+  Scraper scraper(options, exporter, wall, replay_out, process_out, out, stats);
 
   core::ManualClock replay_clock(0);  // speed max never waits
   producers::ReplayOptions replay_options;
@@ -188,7 +196,14 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   core::Result<producers::ReplayStats> replayed = replayer.Run();
   if (!replayed.ok()) return replayed.status();
   stats.records = replayed.value().total;
-  if (stats.records == 0) return core::Status::Error("no records in the window");
+  if (stats.records == 0) {
+    const producers::TimeRange& r = options.stream.range;
+    return core::Status::Error(
+        "no records in the window (" + options.stream.data_dir + ", " +
+        (r.from_ms == INT64_MIN ? std::string("start") : core::FormatIsoTime(r.from_ms, 0)) + " .. " +
+        (r.to_ms == INT64_MAX ? std::string("end") : core::FormatIsoTime(r.to_ms, 0)) +
+        "): check --from/--to and --clusters against `acmetrace summary`");
+  }
   // The scrape due after the last record sees what a live run shows then; the windows still open
   // close at the end of the input (as in `run`), and the scrape after that shows them.
   if (core::Status s = scraper.ScrapeOnce(); !s.ok()) return s;
