@@ -2,7 +2,9 @@
 // scripts/prometheus-history (Debian's prometheus), queried at trace times and compared with what
 // `acmetrace run --speed max --pause-at T` serves on /metrics once it has processed up to T. Also
 // the messages a user meets: a non-empty PROMDIR, promtool missing, a window without data.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include <set>
 
 #include "local_processes.h"
+#include "../suite_prepare.h"
 
 namespace {
 
@@ -81,12 +84,20 @@ Series ParseExposition(const std::string& text, Keep keep) {
 
 class BackfillPrometheusTest : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override { PrepareSuiteOnce(prepared_, &Prepare); }
+  // Made once per process by the first test (suite_prepare.h).
+  static void Prepare() {
     work_ = fs::temp_directory_path() / ("acmetrace-backfill-" + std::to_string(::getpid()));
     fs::create_directories(work_);
     // A day at scale 0.05 with faults, backfilled once per build of the binary (minutes) and shared by
-    // this file's tests (CTest runs them one at a time: RESOURCE_LOCK).
+    // this file's tests. CTest runs them one at a time (RESOURCE_LOCK); the lock file also keeps
+    // processes started otherwise (by hand, or a CTest that lost the property) from making or
+    // serving the cache at the same time. Held until the process exits.
     const fs::path cache = fs::path(ACMETRACE_TEST_CACHE) / "backfill-day";
+    fs::create_directories(cache.parent_path());
+    lock_fd_ = ::open((cache.parent_path() / "backfill-day.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(lock_fd_, 0);
+    ASSERT_EQ(::flock(lock_fd_, LOCK_EX), 0);
     data_ = (cache / "day").string();
     promdir_ = (cache / "promdir").string();
     const std::string stamp = std::to_string(fs::last_write_time(Binary()).time_since_epoch().count());
@@ -112,12 +123,21 @@ class BackfillPrometheusTest : public testing::Test {
         (work_ / "history.out").string(), (work_ / "history.err").string());
     ASSERT_TRUE(WaitUntil([] { return HttpGet(prom_port_, "/-/ready").status == 200; }, 60))
         << ReadFile((work_ / "history.err").string());
+    // The Prometheus that answers is the one serving the cache, not another that took the free port.
+    const HttpResponse flags = HttpGet(prom_port_, "/api/v1/status/flags");
+    ASSERT_EQ(flags.status, 200);
+    ASSERT_EQ(fs::canonical(nlohmann::json::parse(flags.body)["data"]["storage.tsdb.path"].get<std::string>()),
+              fs::canonical(promdir_))
+        << ReadFile((work_ / "history.err").string());
   }
+  static inline Prepared prepared_ = Prepared::kNotYet;
   static void TearDownTestSuite() {
     if (prometheus_) prometheus_->Signal(SIGTERM);
     prometheus_.reset();
     std::error_code ec;
     fs::remove_all(work_, ec);
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    lock_fd_ = -1;
   }
 
   // The samples Prometheus holds at exactly t for a selector (a range selector of 1 s ending at t).
@@ -150,6 +170,7 @@ class BackfillPrometheusTest : public testing::Test {
   static std::string backfill_out_;
   static int prom_port_;
   static std::unique_ptr<Child> prometheus_;
+  static int lock_fd_;
 };
 
 fs::path BackfillPrometheusTest::work_;
@@ -158,6 +179,7 @@ std::string BackfillPrometheusTest::promdir_;
 std::string BackfillPrometheusTest::backfill_out_;
 int BackfillPrometheusTest::prom_port_ = 0;
 std::unique_ptr<Child> BackfillPrometheusTest::prometheus_;
+int BackfillPrometheusTest::lock_fd_ = -1;
 
 // What a user checks first: at a few trace times, every series Prometheus stored is the series
 // `run` serves once it has processed up to that time, with the same value, and no other.
@@ -211,6 +233,7 @@ TEST_F(BackfillPrometheusTest, EverySampleEqualsWhatRunServesOnceItProcessedUpTo
       }
     }
     ASSERT_GT(served.size(), 100u);
+    ASSERT_GT(stored.size(), 100u) << "Prometheus holds almost nothing of job=\"acmetrace\" at " << t;
     for (const auto& [key, value] : served) {
       auto it = stored.find(key);
       ASSERT_NE(it, stored.end()) << key << " served by run but not stored at " << t;

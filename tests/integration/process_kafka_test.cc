@@ -17,9 +17,13 @@
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/core/record_parse.h"
 #include "kafka_test_support.h"
+#include "../suite_prepare.h"
 
 namespace acmetrace::kafka::testing {
 namespace {
+
+using ::acmetrace::test::Prepared;
+using ::acmetrace::test::PrepareSuiteOnce;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -124,7 +128,8 @@ std::map<std::string, std::map<std::string, double>> FinalTotals(const std::set<
 
 class ProcessKafkaTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  // Made once per process by the first test (suite_prepare.h).
+  static void Prepare() {
     broker_ = new OwnBroker();
     if (broker_->bootstrap().empty()) return;
     dir_ = FreshDir("process-kafka");
@@ -144,11 +149,14 @@ class ProcessKafkaTest : public ::testing::Test {
     reference_ = MetricsLines({dir_ + "/reference.out"});
     reference_anomalies_ = AnomalyLines({dir_ + "/reference.out"});
   }
+  static inline Prepared prepared_ = Prepared::kNotYet;
   static void TearDownTestSuite() {
     delete broker_;
     broker_ = nullptr;
   }
   void SetUp() override {
+    PrepareSuiteOnce(prepared_, &Prepare);
+    if (HasFatalFailure()) return;
     ASSERT_FALSE(broker_->bootstrap().empty()) << "no broker";
     ASSERT_GT(reference_.size(), 100u);
   }

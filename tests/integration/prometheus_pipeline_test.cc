@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "local_processes.h"
+#include "../suite_prepare.h"
 
 #include <chrono>
 #include <cmath>
@@ -30,7 +31,9 @@ using namespace acmetrace::test;  // NOLINT: the local process helpers
 
 class PrometheusPipelineTest : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override { PrepareSuiteOnce(prepared_, &Prepare); }
+  // Made once per process by the first test (suite_prepare.h).
+  static void Prepare() {
     work_ = fs::temp_directory_path() / ("acmetrace-prom-" + std::to_string(::getpid()));
     fs::create_directories(work_);
     data_ = (work_ / "day").string();
@@ -38,6 +41,7 @@ class PrometheusPipelineTest : public testing::Test {
                             " --days 1 --scale 0.05 --inject-faults > " + (work_ / "synth.log").string() + " 2>&1";
     ASSERT_EQ(RunShell(cmd), 0) << ReadFile((work_ / "synth.log").string());
   }
+  static inline Prepared prepared_ = Prepared::kNotYet;
   static void TearDownTestSuite() {
     std::error_code ec;
     fs::remove_all(work_, ec);

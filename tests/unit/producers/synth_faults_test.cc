@@ -19,9 +19,13 @@
 
 #include "acmetrace/core/time.h"
 #include "acmetrace/producers/synth.h"
+#include "../suite_prepare.h"
 
 namespace acmetrace::producers {
 namespace {
+
+using ::acmetrace::test::Prepared;
+using ::acmetrace::test::PrepareSuiteOnce;
 
 namespace fs = std::filesystem;
 
@@ -173,7 +177,9 @@ SynthOptions Options(const std::string& dir, bool faults, double scale = 0.05,
 // One faulted and one clean day at scale 0.05, generated once for the suite.
 class SynthFaultsTest : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override { PrepareSuiteOnce(prepared_, &Prepare); }
+  // Made once per process by the first test (suite_prepare.h).
+  static void Prepare() {
     faulted_ = new ScratchDir("faulted");
     clean_ = new ScratchDir("clean");
     auto r = WriteSynthetic(Options(faulted_->str(), true));
@@ -182,6 +188,7 @@ class SynthFaultsTest : public testing::Test {
     ASSERT_TRUE(c.ok()) << c.status().message();
     faults_ = new std::vector<FaultRow>(ReadFaults(faulted_->str() + "/faults.csv"));
   }
+  static inline Prepared prepared_ = Prepared::kNotYet;
   static void TearDownTestSuite() {
     delete faulted_;
     delete clean_;

@@ -17,9 +17,13 @@
 #include <vector>
 
 #include "acmetrace/core/time.h"
+#include "../suite_prepare.h"
 
 namespace acmetrace::producers {
 namespace {
+
+using ::acmetrace::test::Prepared;
+using ::acmetrace::test::PrepareSuiteOnce;
 
 namespace fs = std::filesystem;
 
@@ -433,7 +437,9 @@ TEST(SynthTest, EveryJobRowIsInternallyConsistent) {
 // Telemetry and schedule of one small Seren day, shared by the coherence tests.
 class SynthCoherenceTest : public testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override { PrepareSuiteOnce(prepared_, &Prepare); }
+  // Made once per process by the first test (suite_prepare.h).
+  static void Prepare() {
     dir_ = new ScratchDir("coherence");
     SynthOptions o;
     o.out_dir = dir_->str();
@@ -456,6 +462,7 @@ class SynthCoherenceTest : public testing::Test {
       placements_->push_back(p);
     }
   }
+  static inline Prepared prepared_ = Prepared::kNotYet;
   static void TearDownTestSuite() {
     delete dir_;
     dir_ = nullptr;
