@@ -34,6 +34,7 @@
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/synth.h"
+#include "../unit/test_files.h"
 
 namespace acmetrace::processors {
 namespace {
@@ -205,23 +206,6 @@ void Score(std::vector<Flag>& flags, std::vector<Fault>& faults, const std::set<
   }
 }
 
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(fs::path(testing::TempDir()) / ("quality_" + name + "_" + std::to_string(getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
-
 // What every telemetry kind reads: GPU_TEMP (overheat), XID_ERRORS, GPU_UTIL and SM_ACTIVE
 // (straggler), GPU_UTIL and FB_USED (util_drop), and NODE_CPU_UTILIZATION so that a gap means every
 // file, not one. The job kinds read the job trace, always written.
@@ -281,7 +265,7 @@ TEST_P(DetectorQualityTest, EveryKindFindsItsFaultsOnHeldOutSeeds) {
   int seeds = 0;
   for (int seed = first; seed <= last; ++seed) {
     ++seeds;
-    ScratchDir dir(c.Name() + "_" + std::to_string(seed));
+    ScratchDir dir("quality", c.Name() + "_" + std::to_string(seed));
     producers::SynthOptions o;
     o.out_dir = dir.str();
     if (const char* keep = std::getenv("ACMETRACE_QUALITY_KEEP")) {

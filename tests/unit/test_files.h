@@ -29,6 +29,28 @@ inline std::string TestDir() {
   return dir.string();
 }
 
+/// A fresh empty directory, prefix_name_pid under the test temp dir, removed with its contents when
+/// the object goes (for data a whole suite shares; TestDir is one test's).
+class ScratchDir {
+ public:
+  ScratchDir(const std::string& prefix, const std::string& name)
+      : path_(std::filesystem::path(testing::TempDir()) / (prefix + "_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string str() const { return path_.string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 /// Writes content (bytes as given) to dir/name, creating subdirectories; returns the path.
 inline std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
   const std::filesystem::path path = std::filesystem::path(dir) / name;

@@ -20,6 +20,7 @@
 #include "acmetrace/core/time.h"
 #include "acmetrace/producers/synth.h"
 #include "../suite_prepare.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -56,23 +57,6 @@ std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(fs::path(testing::TempDir()) / ("synth_faults_" + name + "_" + std::to_string(getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
 
 struct FaultRow {
   std::string cluster, kind, subject;
@@ -180,8 +164,8 @@ class SynthFaultsTest : public testing::Test {
   void SetUp() override { PrepareSuiteOnce(prepared_, &Prepare); }
   // Made once per process by the first test (suite_prepare.h).
   static void Prepare() {
-    faulted_ = new ScratchDir("faulted");
-    clean_ = new ScratchDir("clean");
+    faulted_ = new ScratchDir("synth_faults", "faulted");
+    clean_ = new ScratchDir("synth_faults", "clean");
     auto r = WriteSynthetic(Options(faulted_->str(), true));
     ASSERT_TRUE(r.ok()) << r.status().message();
     auto c = WriteSynthetic(Options(clean_->str(), false));
@@ -527,7 +511,7 @@ TEST_F(SynthFaultsTest, JobTraceIsTheCleanOnePlusBurstsAndNodeFailures) {
 }
 
 TEST(SynthFaultsScaleTest, BurstsAreThreeToTenTimesTheFailureRate) {
-  ScratchDir dir("bursts");
+  ScratchDir dir("synth_faults", "bursts");
   auto r = WriteSynthetic(Options(dir.str(), true, 1.0, {"none"}));
   ASSERT_TRUE(r.ok()) << r.status().message();
   const std::vector<FaultRow> faults = ReadFaults(dir.str() + "/faults.csv");
@@ -564,7 +548,7 @@ TEST(SynthFaultsScaleTest, BurstsAreThreeToTenTimesTheFailureRate) {
 }
 
 TEST(SynthFaultsScaleTest, SameSeedSameFaults) {
-  ScratchDir a("same_a"), b("same_b");
+  ScratchDir a("synth_faults", "same_a"), b("synth_faults", "same_b");
   ASSERT_TRUE(WriteSynthetic(Options(a.str(), true, 0.05, {"XID_ERRORS", "GPU_TEMP"})).ok());
   ASSERT_TRUE(WriteSynthetic(Options(b.str(), true, 0.05, {"XID_ERRORS", "GPU_TEMP"})).ok());
   EXPECT_EQ(ReadFile(a.str() + "/faults.csv"), ReadFile(b.str() + "/faults.csv"));

@@ -20,6 +20,7 @@
 
 #include "acmetrace/core/time.h"
 #include "acmetrace/producers/published_data.h"
+#include "test_files.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -110,23 +111,6 @@ PublishedCdf Cdf(const std::string& cluster, const std::string& metric) {
   return cdf;
 }
 
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(fs::path(testing::TempDir()) / ("synth_fidelity_" + name + "_" + std::to_string(getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
-
 // ---- Job traces ----------------------------------------------------------------------------------
 
 struct JobStats {
@@ -200,7 +184,7 @@ const std::map<std::string, std::pair<double, double>>& TypeShares(const std::st
 
 void CheckJobStats(const std::string& cluster, int days, double gpu_mean_tolerance) {
   SCOPED_TRACE(cluster);
-  ScratchDir dir("jobs_" + cluster);
+  ScratchDir dir("synth_fidelity", "jobs_" + cluster);
   SynthOptions o;
   o.out_dir = dir.str();
   o.clusters = {cluster};
@@ -316,7 +300,7 @@ void ExpectQuantileNear(const std::vector<double>& sorted, const PublishedCdf& c
 
 void CheckTelemetry(const std::string& cluster) {
   SCOPED_TRACE(cluster);
-  ScratchDir dir("telemetry_" + cluster);
+  ScratchDir dir("synth_fidelity", "telemetry_" + cluster);
   SynthOptions o;
   o.out_dir = dir.str();
   o.clusters = {cluster};
