@@ -267,9 +267,6 @@ std::pair<std::string_view, double> AsEntry(const Pair& p) {
   return {p.first, p.second};
 }
 
-// A util record is most of a replay's bytes (about 120 numbers): it is written through a pointer
-// into a scratch buffer sized for the worst case, then appended at once, rather than a
-// std::string append per piece.
 // IsPlainJsonString of a name from InternName, remembered by its address: an interned name never
 // changes nor goes away, so the same address and size mean the same bytes (a util record repeats
 // the same ~15 metric names). Direct-mapped, per thread; a collision only costs a new check.
@@ -286,6 +283,9 @@ bool IsPlainInternedName(std::string_view name) {
   return true;
 }
 
+// A util record is most of a replay's bytes (about 120 numbers): it is written through a pointer
+// into a scratch buffer sized for the worst case, then appended at once, rather than a
+// std::string append per piece.
 void AppendUtil(std::string& out, const UtilSample& s) {
   size_t bound = 96 + JsonStringBound(s.cluster) + JsonStringBound(s.node);
   for (const GpuMetric& m : s.gpu) bound += JsonStringBound(m.name) + 4 + m.values.size() * (kMaxNumberChars + 1);

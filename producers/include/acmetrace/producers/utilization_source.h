@@ -82,12 +82,14 @@ class UtilizationMetricReader {
 
   /// Rows the reading thread keeps ahead for a file of this many columns: up to kBytesAhead of
   /// values, between kMinRowsAhead and kMaxRowsAhead. A narrow file (a 29-node day: 232 columns)
-  /// gets the most, so its threads hand over 64 rows at a time instead of 16 (a quarter of the
-  /// replay's CPU went to those switches); a wide one stays at the minimum, bounding memory.
+  /// gets the most, so its threads hand over 64 rows at a time instead of 16 (on that day 2,790
+  /// instead of 11,200 thread switches, ~10 % of the replay's CPU); a wide one stays at the minimum,
+  /// bounding memory.
   static size_t RowsAheadFor(size_t columns);
   static constexpr size_t kMinRowsAhead = 64;
   static constexpr size_t kMaxRowsAhead = 256;
   static constexpr size_t kBytesAhead = size_t{1} << 20;
+
   int64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   /// Exact once NextRow() has returned false.
   int64_t duplicates_dropped() const { return duplicates_dropped_.load(std::memory_order_relaxed); }
