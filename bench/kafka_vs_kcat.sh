@@ -7,6 +7,7 @@
 # wall-time ratio follows the clients' CPU.
 #
 #   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--warm] [--sweep]
+#                          [--bin PATH]
 #
 #   --scale F, --days N  the synthetic data set (`acmetrace synth --seed 1`), default a day at scale 0.05
 #                        (~190k records, ~150 MB of JSON); cached in $ACMETRACE_BENCH_DIR/kafka_vs_kcat (.cache/bench)
@@ -18,6 +19,7 @@
 #                        JIT competes for the cores); the records accumulate and each run's count is checked
 #   --sweep              instead: acmetrace alone under each tuning of a grid (compression x linger x batch;
 #                        narrow it with SWEEP_COMPRESSION="lz4 zstd", SWEEP_LINGER_MS="5 20", SWEEP_BATCH="10000")
+#   --bin PATH           the acmetrace binary (default build/apps/acmetrace): e.g. a copy of an earlier build
 #
 # By default every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics
 # created beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither
@@ -39,6 +41,7 @@ while (($#)); do
     --kcat-args) kcat_args="$2"; shift 2 ;;
     --sweep) sweep=1; shift ;;
     --warm) warm=1; shift ;;
+    --bin) bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kafka_vs_kcat: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac

@@ -2,6 +2,7 @@
 #include "acmetrace/core/record_json.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -24,19 +25,23 @@ bool IsPlainJsonString(std::string_view s) {
   constexpr uint64_t kOnes = 0x0101010101010101ULL;
   constexpr uint64_t kHigh = kOnes * 0x80;
   auto has_less = [](uint64_t x, uint64_t n) { return ((x - kOnes * n) & ~x & kHigh) != 0; };
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
+  auto plain_word = [&](uint64_t word) {
+    return !(has_less(word, 0x20) || has_less(word ^ (kOnes * '"'), 1) || has_less(word ^ (kOnes * '\\'), 1));
+  };
+  const size_t n = s.size();
+  if (n < 8) {  // padded with spaces, which are plain, instead of a loop over the bytes
+    uint64_t word = kOnes * ' ';
+    if (n > 0) std::memcpy(&word, s.data(), n);
+    return plain_word(word);
+  }
+  for (size_t i = 0; i + 8 < n; i += 8) {
     uint64_t word;
     std::memcpy(&word, s.data() + i, 8);
-    if (has_less(word, 0x20) || has_less(word ^ (kOnes * '"'), 1) || has_less(word ^ (kOnes * '\\'), 1)) {
-      return false;
-    }
+    if (!plain_word(word)) return false;
   }
-  for (; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
-  }
-  return true;
+  uint64_t last;  // the last eight bytes, overlapping the words above when n is not a multiple of 8
+  std::memcpy(&last, s.data() + n - 8, 8);
+  return plain_word(last);
 }
 
 // s in quotes, escaped; plain: IsPlainJsonString(s), which the caller may know already.
@@ -75,27 +80,54 @@ char* WriteLiteral(char* p, const char (&text)[N]) {
   return p + N - 1;
 }
 
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// How many decimal digits v has (1 for 0): log10 from the bit width, corrected by one compare
+// instead of a division per digit.
+size_t DecimalDigits(uint64_t v) {
+  static constexpr uint64_t kPowersOf10[20] = {1ULL,
+                                               10ULL,
+                                               100ULL,
+                                               1000ULL,
+                                               10000ULL,
+                                               100000ULL,
+                                               1000000ULL,
+                                               10000000ULL,
+                                               100000000ULL,
+                                               1000000000ULL,
+                                               10000000000ULL,
+                                               100000000000ULL,
+                                               1000000000000ULL,
+                                               10000000000000ULL,
+                                               100000000000000ULL,
+                                               1000000000000000ULL,
+                                               10000000000000000ULL,
+                                               100000000000000000ULL,
+                                               1000000000000000000ULL,
+                                               10000000000000000000ULL};
+  const uint64_t odd = v | 1;  // 0 has one digit; an even v and v | 1 are in the same decade
+  const size_t t = (static_cast<size_t>(std::bit_width(odd)) * 1233) >> 12;  // 1233 / 4096 ~ log10(2)
+  return t + (odd >= kPowersOf10[t] ? 1 : 0);
+}
+
 // Decimal digits of v (at most 20), written as std::to_chars writes them: two at a time from a
 // table, inline (numbers are most of a util record).
 char* WriteUnsigned(char* p, uint64_t v) {
-  static constexpr char kPairs[] =
-      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-      "8081828384858687888990919293949596979899";
-  size_t digits = 1;
-  for (uint64_t x = v; x >= 10; x /= 10) ++digits;
-  char* const end = p + digits;
+  char* const end = p + DecimalDigits(v);
   char* q = end;
   while (v >= 100) {
     const size_t pair = static_cast<size_t>(v % 100) * 2;
     v /= 100;
     q -= 2;
-    q[0] = kPairs[pair];
-    q[1] = kPairs[pair + 1];
+    q[0] = kDigitPairs[pair];
+    q[1] = kDigitPairs[pair + 1];
   }
   if (v >= 10) {
-    q[-2] = kPairs[v * 2];
-    q[-1] = kPairs[v * 2 + 1];
+    q[-2] = kDigitPairs[v * 2];
+    q[-1] = kDigitPairs[v * 2 + 1];
   } else {
     q[-1] = static_cast<char>('0' + v);
   }
@@ -113,26 +145,42 @@ char* WriteInt(char* p, int64_t value) {
 // Writes value as the shortest text that reads back to the same double (std::to_chars), integral
 // values without ".0" (queue 10.0 -> 10), NaN and infinities as null; at most kMaxNumberChars.
 char* WriteJsonNumber(char* p, double value) {
-  if (!std::isfinite(value)) return WriteLiteral(p, "null");
   const double magnitude = std::fabs(value);
-  if (value == std::trunc(value) && magnitude < 1e15) return WriteInt(p, static_cast<int64_t>(value));
-  // Telemetry is written with up to three decimals ("0.548", "67.47"): the digits of m / 1000 when
-  // that decimal reads back as the value. In [0.01, 1e9) it is also what to_chars writes, in a
-  // quarter of the time: an ulp there is under 2e-7, so no other decimal of at most three places
-  // reads back as the same double, and fixed notation is the shorter (a unit test checks millions).
-  if (magnitude >= 0.01 && magnitude < 1e9) {
-    const uint64_t m = static_cast<uint64_t>(magnitude * 1000.0 + 0.5);
+  // Telemetry is written with up to three decimals ("0.548", "67.47") or as integers ("66279"):
+  // the digits of m / 1000 when that decimal reads back as the value. Below 1e9 this is what
+  // to_chars writes for integers and, from 0.01 on, for the others, in a quarter of the time: an
+  // ulp there is under 2e-7, so no other decimal of at most three places reads back as the same
+  // double, and fixed notation is the shorter (a unit test checks millions). This test comes
+  // first because it is the common case; NaN fails it (comparisons with NaN are false).
+  if (magnitude < 1e9) {
+    // Signed conversions: one instruction each way (unsigned ones are a branchy sequence on x86-64).
+    const int64_t m = static_cast<int64_t>(magnitude * 1000.0 + 0.5);
     if (static_cast<double>(m) / 1000.0 == magnitude) {
-      if (value < 0) *p++ = '-';
-      p = WriteUnsigned(p, m / 1000);
-      const unsigned fraction = static_cast<unsigned>(m % 1000);  // not 0: the value is not integral
-      p[0] = '.';
-      p[1] = static_cast<char>('0' + fraction / 100);
-      p[2] = static_cast<char>('0' + fraction / 10 % 10);
-      p[3] = static_cast<char>('0' + fraction % 10);
-      return p + (fraction % 100 == 0 ? 2 : fraction % 10 == 0 ? 3 : 4);
+      const uint64_t whole = static_cast<uint64_t>(m) / 1000;
+      const unsigned fraction = static_cast<unsigned>(static_cast<uint64_t>(m) - whole * 1000);
+      if (fraction == 0 || magnitude >= 0.01) {
+        if (value < 0) *p++ = '-';  // -0.0 is written 0, as an integral value
+        if (whole < 10) {  // percentages, temperatures, ratios: one or two digits, without the loop
+          *p++ = static_cast<char>('0' + whole);
+        } else if (whole < 100) {
+          p[0] = kDigitPairs[whole * 2];
+          p[1] = kDigitPairs[whole * 2 + 1];
+          p += 2;
+        } else {
+          p = WriteUnsigned(p, whole);
+        }
+        if (fraction == 0) return p;
+        const unsigned tens = fraction / 10;  // the first two decimals
+        p[0] = '.';
+        p[1] = kDigitPairs[tens * 2];
+        p[2] = kDigitPairs[tens * 2 + 1];
+        p[3] = static_cast<char>('0' + (fraction - tens * 10));
+        return p + (fraction % 100 == 0 ? 2 : fraction % 10 == 0 ? 3 : 4);
+      }
     }
   }
+  if (!std::isfinite(value)) return WriteLiteral(p, "null");
+  if (value == std::trunc(value) && magnitude < 1e15) return WriteInt(p, static_cast<int64_t>(value));
   return std::to_chars(p, p + kMaxNumberChars, value).ptr;
 }
 
@@ -219,6 +267,22 @@ std::pair<std::string_view, double> AsEntry(const Pair& p) {
   return {p.first, p.second};
 }
 
+// IsPlainJsonString of a name from InternName, remembered by its address: an interned name never
+// changes nor goes away, so the same address and size mean the same bytes (a util record repeats
+// the same ~15 metric names). Direct-mapped, per thread; a collision only costs a new check.
+bool IsPlainInternedName(std::string_view name) {
+  struct Slot {
+    const char* data = nullptr;
+    size_t size = 0;
+  };
+  thread_local Slot plain_names[64];
+  Slot& slot = plain_names[(reinterpret_cast<uintptr_t>(name.data()) >> 3) & 63];
+  if (slot.data == name.data() && slot.size == name.size() && name.data() != nullptr) return true;
+  if (!IsPlainJsonString(name)) return false;
+  slot = Slot{name.data(), name.size()};
+  return true;
+}
+
 // A util record is most of a replay's bytes (about 120 numbers): it is written through a pointer
 // into a scratch buffer sized for the worst case, then appended at once, rather than a
 // std::string append per piece.
@@ -239,7 +303,7 @@ void AppendUtil(std::string& out, const UtilSample& s) {
   for (size_t i = 0; i < s.gpu.size(); ++i) {
     const GpuMetric& m = s.gpu[i];
     if (i > 0) *p++ = ',';
-    p = WriteJsonString(p, m.name);
+    p = WriteJsonString(p, m.name, IsPlainInternedName(m.name));
     p = WriteLiteral(p, ":[");
     for (size_t v = 0; v < m.values.size(); ++v) {
       if (v > 0) *p++ = ',';
@@ -250,7 +314,7 @@ void AppendUtil(std::string& out, const UtilSample& s) {
   p = WriteLiteral(p, "},\"host\":{");
   for (size_t i = 0; i < s.host.size(); ++i) {
     if (i > 0) *p++ = ',';
-    p = WriteJsonString(p, s.host[i].name);
+    p = WriteJsonString(p, s.host[i].name, IsPlainInternedName(s.host[i].name));
     *p++ = ':';
     p = WriteJsonNumber(p, s.host[i].value);
   }

@@ -123,6 +123,11 @@ UtilizationMetricReader::~UtilizationMetricReader() {
 
 bool UtilizationMetricReader::gpu_metric() const { return gpu_metric_; }
 
+size_t UtilizationMetricReader::RowsAheadFor(size_t columns) {
+  const size_t row_bytes = std::max<size_t>(columns, 1) * sizeof(double);
+  return std::clamp(kBytesAhead / row_bytes, kMinRowsAhead, kMaxRowsAhead);
+}
+
 void UtilizationMetricReader::Error(std::string_view field, std::string_view reason) {
   errors_.Report(cluster_, kKind, csv_->path(), csv_->line(), field, reason);
 }
@@ -134,13 +139,19 @@ void UtilizationMetricReader::ReadLoop() {
     std::unique_ptr<ParsedRow> row;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (free_.empty()) changed_.wait(lock, [this] { return stop_ || free_.size() >= kHandover; });
+      if (free_.empty()) changed_.wait(lock, [this] { return stop_ || free_.size() >= handover_; });
       if (stop_) return;
       row = std::move(free_.front());
       free_.pop_front();
     }
     const bool more = ReadRow(*row) && !errors_.must_stop();
     bytes_read_.store(bytes_done_ + (csv_ ? csv_->bytes_read() : 0), std::memory_order_relaxed);
+    std::vector<std::unique_ptr<ParsedRow>> more_rows;
+    if (more && !pool_sized_) {  // the first row shows the width: grow the pool for a narrow file
+      pool_sized_ = true;
+      more_rows.resize(RowsAheadFor(row->values.size()) - kMinRowsAhead);
+      for (auto& r : more_rows) r = std::make_unique<ParsedRow>();
+    }
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -149,7 +160,12 @@ void UtilizationMetricReader::ReadLoop() {
       } else {
         read_done_ = true;
       }
-      wake = !more || full_.size() == kHandover;
+      wake = !more || full_.size() == handover_;
+      if (!more_rows.empty()) {
+        for (auto& r : more_rows) free_.push_back(std::move(r));
+        handover_ = (kMinRowsAhead + more_rows.size()) / 4;
+        wake = true;  // a waiting side re-reads the handover size
+      }
     }
     if (wake) changed_.notify_all();
     if (!more) return;
@@ -354,13 +370,13 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
   if (done_) return false;
   if (!started_) {
     started_ = true;
-    for (size_t i = 0; i < kRowsAhead; ++i) free_.push_back(std::make_unique<ParsedRow>());
+    for (size_t i = 0; i < kMinRowsAhead; ++i) free_.push_back(std::make_unique<ParsedRow>());
     thread_ = std::thread([this] { ReadLoop(); });
   }
   std::unique_ptr<ParsedRow> row;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (full_.empty()) changed_.wait(lock, [this] { return full_.size() >= kHandover || read_done_; });
+    if (full_.empty()) changed_.wait(lock, [this] { return full_.size() >= handover_ || read_done_; });
     if (full_.empty()) {
       done_ = true;
       status_ = read_status_;
@@ -377,7 +393,7 @@ bool UtilizationMetricReader::NextRow(const std::function<uint32_t(const std::st
   {
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(std::move(row));
-    wake = free_.size() == kHandover;
+    wake = free_.size() == handover_;
   }
   if (wake) changed_.notify_all();
   return true;

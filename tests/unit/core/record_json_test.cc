@@ -119,6 +119,37 @@ TEST(RecordJsonTest, WritesAnEmptyMetricNameWithoutTouchingItsMissingData) {
   EXPECT_EQ(Json(s), R"({"v":1,"cluster":"seren","node":"n1","ts_ms":1688169600000,"gpu":{"":[0.5]},"host":{}})");
 }
 
+// Whether a metric name needs escaping is remembered per interned name: a name that needs it is
+// escaped every time, next to plain names, and two names that share their address's slot in the
+// memory are each written as they are.
+TEST(RecordJsonTest, EscapesInternedMetricNamesEveryTime) {
+  UtilSample s;
+  s.cluster = "seren";
+  s.node = "n1";
+  s.ts_ms = 1;
+  s.gpu.push_back(GpuMetric{InternName("GPU_UTIL"), {1}});
+  s.gpu.push_back(GpuMetric{InternName("odd\"name"), {2}});
+  s.host.push_back(HostMetric{InternName("back\\slash"), 3});
+  const std::string expected = R"({"v":1,"cluster":"seren","node":"n1","ts_ms":1,"gpu":{"GPU_UTIL":[1],"odd\"name":[2]},)"
+                               R"("host":{"back\\slash":3}})";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Json(s), expected) << "round " << i;
+  // Many names, plain and not, more than the remembered slots: each keeps its own escaping.
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) names.push_back((i % 3 == 0 ? "q\"" : "M_") + std::to_string(i));
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& name : names) {
+      UtilSample one;
+      one.cluster = "c";
+      one.node = "n";
+      one.ts_ms = 0;
+      one.host.push_back(HostMetric{InternName(name), 1});
+      const std::string written = name[0] == 'q' ? "q\\\"" + name.substr(2) : name;
+      ASSERT_EQ(Json(one), R"({"v":1,"cluster":"c","node":"n","ts_ms":0,"gpu":{},"host":{")" + written + R"(":1}})")
+          << name;
+    }
+  }
+}
+
 TEST(RecordJsonTest, WritesEmptyUtilizationGroupsAsEmptyObjects) {
   UtilSample s;
   s.cluster = "kalos";
@@ -188,18 +219,22 @@ TEST(AppendJsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(JsonString(std::string("nul\0x", 5)), R"("nul\u0000x")");
 }
 
-// Names are checked eight bytes at a time: a character to escape is found at every position of a
-// longer string, and every other byte (digits, dots, UTF-8) passes.
-TEST(AppendJsonStringTest, EscapesAtEveryPositionOfALongString) {
-  const std::string base = "10.140.1.10-mlx5_0/\xC2\xB0" "Cabc";
-  EXPECT_EQ(JsonString(base), "\"" + base + "\"");
-  for (size_t pos = 0; pos < base.size(); ++pos) {
-    for (const auto& [c, escaped] : {std::pair<char, std::string>{'"', "\\\""}, {'\\', "\\\\"},
-                                     {'\n', "\\u000a"}, {'\x1f', "\\u001f"}}) {
-      std::string text = base;
-      text[pos] = c;
-      EXPECT_EQ(JsonString(text), "\"" + base.substr(0, pos) + escaped + base.substr(pos + 1) + "\"")
-          << "at " << pos;
+// Names are checked eight bytes at a time (a short one padded, a long one's tail as its last eight
+// bytes): a character to escape is found at every position of a string of every length up to
+// three words, and every other byte (digits, dots, UTF-8) passes.
+TEST(AppendJsonStringTest, EscapesAtEveryPositionOfStringsOfEveryLength) {
+  const std::string full = "10.140.1.10-mlx5_0/\xC2\xB0" "Cabc";
+  for (size_t length = 0; length <= full.size(); ++length) {
+    const std::string base = full.substr(0, length);
+    EXPECT_EQ(JsonString(base), "\"" + base + "\"");
+    for (size_t pos = 0; pos < base.size(); ++pos) {
+      for (const auto& [c, escaped] : {std::pair<char, std::string>{'"', "\\\""}, {'\\', "\\\\"},
+                                       {'\n', "\\u000a"}, {'\x1f', "\\u001f"}, {'\0', "\\u0000"}}) {
+        std::string text = base;
+        text[pos] = c;
+        EXPECT_EQ(JsonString(text), "\"" + base.substr(0, pos) + escaped + base.substr(pos + 1) + "\"")
+            << "length " << length << " at " << pos;
+      }
     }
   }
 }
@@ -257,6 +292,35 @@ TEST(AppendJsonNumberTest, ShortDecimalsAreWrittenAsToCharsWritesThem) {
     for (const double x : {v, std::nextafter(v, 0.0), std::nextafter(v, 2e12)}) {
       ASSERT_EQ(Number(x), ToChars(x)) << std::hexfloat << x;
     }
+  }
+}
+
+// Integers (timestamps, ids, counts) are written by their digit count from the bit width: every
+// length from 1 to 19 digits, at each power of ten and one either side, and the int64 extremes.
+TEST(AppendRecordJsonTest, IntegersOfEveryLengthAreWrittenAsToCharsWritesThem) {
+  std::vector<int64_t> values = {0, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::min() + 1};
+  for (int64_t power = 1;; power *= 10) {
+    for (int64_t d : {-1, 0, 1}) {
+      values.push_back(power + d);
+      values.push_back(-(power + d));
+    }
+    if (power > std::numeric_limits<int64_t>::max() / 10) break;
+  }
+  for (int bit = 0; bit < 63; ++bit) {  // each bit width, at its ends
+    values.push_back(int64_t{1} << bit);
+    values.push_back((int64_t{1} << bit) - 1);
+  }
+  UtilSample util;
+  util.cluster = "seren";
+  util.node = "n1";
+  for (const int64_t v : values) {
+    util.ts_ms = v;
+    std::string json;
+    AppendRecordJson(json, Record(util));
+    char buf[24];
+    const std::string expected = std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+    ASSERT_NE(json.find("\"ts_ms\":" + expected + ","), std::string::npos) << v << ": " << json;
   }
 }
 

@@ -465,6 +465,60 @@ TEST(UtilizationSourceTest, ManyTimesAndNodesStayOrdered) {
   EXPECT_EQ(errors.total(), 0);
 }
 
+// The reading thread keeps more rows ahead for a narrow file (fewer, larger handovers between the
+// threads) and the minimum for a wide one, so memory stays bounded by about kBytesAhead.
+TEST(UtilizationMetricReaderTest, KeepsMoreRowsAheadForNarrowFiles) {
+  using R = UtilizationMetricReader;
+  EXPECT_EQ(R::RowsAheadFor(0), R::kMaxRowsAhead);
+  EXPECT_EQ(R::RowsAheadFor(232), R::kMaxRowsAhead);  // 29 nodes x 8 GPUs: 1.9 kB a row
+  EXPECT_EQ(R::RowsAheadFor(R::kBytesAhead / sizeof(double) / 100), 100u);
+  EXPECT_EQ(R::RowsAheadFor(2288), R::kMinRowsAhead);  // 286 nodes x 8 GPUs: 18 kB a row
+  EXPECT_EQ(R::RowsAheadFor(100'000), R::kMinRowsAhead);
+}
+
+// Narrow and wide files of many more rows than the read-ahead pool: every row arrives once, in
+// order, with its values, across the pool's growth and every handover.
+TEST(UtilizationSourceTest, ReadsEveryRowOfFilesLongerThanTheReadAhead) {
+  const std::string dir = TestDir();
+  for (const int nodes : {1, 300}) {  // 8 and 2,400 columns: the most rows ahead and the fewest
+    std::string util = "Time";
+    for (int n = 0; n < nodes; ++n) {
+      for (int g = 0; g < 8; ++g) {
+        util += ",10.140." + std::to_string(n / 250) + "." + std::to_string(n % 250) + "-" + std::to_string(g);
+      }
+    }
+    util += "\n";
+    const int rows = nodes == 1 ? 5000 : 400;
+    for (int t = 0; t < rows; ++t) {
+      util += std::to_string(1688169600 + 15 * t);
+      for (int c = 0; c < nodes * 8; ++c) util += "," + std::to_string((t + c) % 101);
+      util += "\n";
+    }
+    const std::vector<std::string> files = {WriteFile(dir, "GPU_UTIL.csv", util)};
+    core::InputErrors errors(nullptr);
+    UtilizationSource source("seren", files, errors, {});
+    int records = 0;
+    while (const core::Record* r = source.Next()) {
+      const auto& s = std::get<core::UtilSample>(*r);
+      const int t = records / nodes;
+      ASSERT_EQ(s.ts_ms, kT + 15'000 * t) << nodes << " nodes, record " << records;
+      ASSERT_EQ(s.gpu.size(), 1u);
+      ASSERT_EQ(s.gpu[0].values.size(), 8u);
+      // Column c holds (t + c) % 101, so a node's GPUs count up from its first; with one node, from t.
+      for (int g = 0; g < 8; ++g) {
+        ASSERT_EQ(static_cast<int>(s.gpu[0].values[g]), (static_cast<int>(s.gpu[0].values[0]) + g) % 101)
+            << nodes << " nodes, record " << records << ", GPU " << g;
+      }
+      if (nodes == 1) {
+        ASSERT_EQ(s.gpu[0].values[0], t % 101) << "record " << records;
+      }
+      ++records;
+    }
+    EXPECT_EQ(records, rows * nodes) << nodes << " nodes";
+    EXPECT_EQ(errors.total(), 0);
+  }
+}
+
 // The reading runs ahead on a thread of its own: a source dropped mid-file (a replay stopped by
 // --to, a signal or a strict error) stops it without waiting for the file's end, and whatever was
 // read before is exactly what the file holds.
