@@ -2,39 +2,43 @@
 # acmetrace backfill vs its backfiller: one synthesized day of both clusters (every metric) turned
 # into Prometheus blocks. Prints acmetrace's own CPU seconds against promtool's (the goal: acmetrace
 # at most promtool's, so the backfiller is the limit), samples/s of the whole, peak RSS of both, and
-# the disk cost per series-day of the blocks.
-#   bench/backfill_day.sh [--scale S] [--build DIR] [--work DIR]     (default scale 1)
+# the disk cost per series-day of the blocks, and the peak RSS of the whole run (the largest process:
+# acmetrace, a promtool, or the temporary prometheus of the recording-rule step). --days N backfills
+# N days instead: the peaks should not grow with the window.
+#   bench/backfill_day.sh [--scale S] [--days N] [--build DIR] [--work DIR]     (default scale 1, 1 day)
 set -euo pipefail
 scale=1
+days=1
 build=build
 work=${TMPDIR:-/tmp}/acmetrace-bench-backfill
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scale) scale=$2; shift 2 ;;
+    --days) days=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    *) echo "usage: bench/backfill_day.sh [--scale S] [--build DIR] [--work DIR]" >&2; exit 2 ;;
+    *) echo "usage: bench/backfill_day.sh [--scale S] [--days N] [--build DIR] [--work DIR]" >&2; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$root/$build/apps/acmetrace
 [[ -x "$bin" ]] || { echo "backfill_day: $bin not built (scripts/build)" >&2; exit 1; }
 mkdir -p "$work"
-data=$work/day-s$scale
+data=$work/d$days-s$scale
 start=2023-06-30T16:00:00Z  # synth's default start
 if [[ ! -f "$data/.complete" ]]; then
-  echo "synthesizing a day of seren and kalos at scale $scale into $data ..."
+  echo "synthesizing $days day(s) of seren and kalos at scale $scale into $data ..."
   rm -rf "$data"
-  "$bin" synth --out "$data" --days 1 --scale "$scale" --seed 3 --inject-faults > "$work/synth.log" 2>&1
+  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 3 --inject-faults > "$work/synth.log" 2>&1
   touch "$data/.complete"
 fi
-promdir=$work/promdir-s$scale
+promdir=$work/promdir-d$days-s$scale
 rm -rf "$promdir"
-# The synthesized day (its jobs end later; the window is the day the telemetry covers).
-end=$(( $(date -u -d "$start" +%s) + 86400 ))
+# The synthesized days (their jobs end later; the window is what the telemetry covers).
+end=$(( $(date -u -d "$start" +%s) + 86400 * days ))
 /usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin" backfill --data "$data" --to "$end" --out "$promdir" \
   > "$work/backfill.out" 2> "$work/backfill.err" || { cat "$work/backfill.err" >&2; exit 1; }
-read -r wall _ < "$work/time.txt"
+read -r wall whole_rss_kb < "$work/time.txt"
 samples=$(grep -o '[0-9]* samples' "$work/backfill.err" | head -1 | cut -d' ' -f1)
 read -r own_cpu own_rss < <(sed -n 's/.*acmetrace: \([0-9.]*\) CPU s, peak RSS \([0-9]*\) MB.*/\1 \2/p' "$work/backfill.err")
 read -r text_mb tool_cpu tool_rss < <(sed -n 's/.*promtool: [0-9]* chunks, \([0-9.]*\) MB of OpenMetrics, \([0-9.]*\) CPU s, peak RSS \([0-9]*\) MB.*/\1 \2 \3/p' "$work/backfill.err")
@@ -54,12 +58,14 @@ print(series_days, size)
 PY
 )
 awk -v s="$samples" -v w="$wall" -v oc="$own_cpu" -v orss="$own_rss" -v tc="$tool_cpu" -v trss="$tool_rss" \
-    -v mb="$text_mb" -v sd="$series_days" -v db="$disk_bytes" -v scale="$scale" 'BEGIN {
-  printf "backfill, a day of seren+kalos at scale %s, every metric, 15 s scrapes\n", scale
+    -v mb="$text_mb" -v sd="$series_days" -v db="$disk_bytes" -v scale="$scale" -v days="$days" \
+    -v whole="$whole_rss_kb" 'BEGIN {
+  printf "backfill, %d day(s) of seren+kalos at scale %s, every metric, 15 s scrapes\n", days, scale
   printf "  samples                 %d (%.1f MB of OpenMetrics)\n", s, mb
   printf "  wall                    %.1f s, %.0f samples/s end to end\n", w, s / w
   printf "  acmetrace CPU           %.1f s (peak RSS %d MB)\n", oc, orss
   printf "  promtool CPU            %.1f s (peak RSS %d MB)\n", tc, trss
   printf "  acmetrace / promtool    %.2f (goal <= 1)\n", oc / tc
   printf "  blocks on disk          %.1f MB, %.0f bytes per series-day (%.0f series-days)\n", db / 1e6, db / sd, sd
+  printf "  peak RSS of the run     %d MB (the largest process, the recording-rule prometheus included)\n", whole / 1024
 }'
