@@ -32,6 +32,8 @@ constexpr KeySpec kKeys[] = {
     {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
     {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now", &PositiveSeconds},
+    {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
+     &Seconds},
     {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
     {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)", &Seconds},
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
@@ -44,7 +46,7 @@ constexpr KeySpec kKeys[] = {
 };
 
 struct FailureBurstSettings {
-  int64_t step_ms, baseline_ms, min_history_ms, dedupe_ms;
+  int64_t step_ms, baseline_ms, recent_ms, min_history_ms, dedupe_ms;
   double min_rate_per_h, min_ratio, open_score, close_score;
   int64_t close_for_ms;
   std::vector<std::string> states;
@@ -52,7 +54,8 @@ struct FailureBurstSettings {
 };
 
 FailureBurstSettings ReadSettings(const KindConfig& c) {
-  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("min_history_s"),
+  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("recent_s"),
+                         c.Millis("min_history_s"),
                          c.Millis("dedupe_s"),    c.Double("min_rate_per_h"), c.Double("min_ratio"),
                          c.Double("open_score"),  c.Double("close_score"),    c.Millis("close_for_s"),
                          c.List("states"),        {}};
@@ -98,6 +101,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   explicit FailureBurstDetector(const FailureBurstSettings& s)
       : step_ms_(std::max<int64_t>(1000, s.step_ms)),
         baseline_steps_(std::max<int64_t>(1, s.baseline_ms / step_ms_)),
+        recent_steps_(s.recent_ms / step_ms_),
         min_history_ms_(s.min_history_ms),
         dedupe_ms_(s.dedupe_ms),
         min_rate_(s.min_rate_per_h * static_cast<double>(step_ms_) / 3'600'000.0),
@@ -115,7 +119,17 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
 
   void Observe(const core::Record& record) override {
     const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) return;
+    if (job == nullptr) {
+      // The cluster's history starts with its first record of any kind: a quiet cluster whose first job
+      // comes an hour after its telemetry has been failing nothing for that hour (issue #14: a Kalos at
+      // scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5 hours).
+      if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
+        if (clusters_.find(sample->cluster) == clusters_.end()) {
+          clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
+        }
+      }
+      return;
+    }
     Cluster& c = clusters_[job->cluster];
     c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->event != core::JobEventKind::kEnd || job->gpu_num <= 0 || !StateListed(states_, job->state)) return;
@@ -173,6 +187,18 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     return n;
   }
 
+  // The mean count per step of the recent_steps_ steps before history[end] while closed (0 if none):
+  // through the day a cluster's rate rises and falls by 2-3x, which a baseline over hours lags.
+  double RecentRate(const Cluster& c, int64_t end) const {
+    int64_t sum = 0, steps = 0;
+    for (int64_t i = std::max<int64_t>(0, end - recent_steps_); i < end; ++i) {
+      if (c.history[i].open) continue;
+      sum += c.history[i].count;
+      ++steps;
+    }
+    return steps == 0 ? 0 : static_cast<double>(sum) / static_cast<double>(steps);
+  }
+
   // The highest window score; the history's last step is the current one.
   Judgement Scan(const Cluster& c, double rate) const {
     Judgement best;
@@ -183,7 +209,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
       n += c.history[steps - k].count;
       if (k < windows_steps_[w]) continue;
       ++w;
-      const double e = rate * static_cast<double>(k);
+      const double e = static_cast<double>(k) * std::max(rate, RecentRate(c, steps - k));
       if (n == 0 || static_cast<double>(n) < min_ratio_ * e) continue;
       const double score = static_cast<double>(n) * std::log(static_cast<double>(n) / e) - (static_cast<double>(n) - e);
       if (score > best.score) best = {score, n, e};
@@ -220,7 +246,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     }
   }
 
-  const int64_t step_ms_, baseline_steps_, min_history_ms_, dedupe_ms_;
+  const int64_t step_ms_, baseline_steps_, recent_steps_, min_history_ms_, dedupe_ms_;
   const double min_rate_, min_ratio_, open_score_, close_score_;
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
