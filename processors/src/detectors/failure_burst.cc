@@ -2,9 +2,13 @@
 // statistic (the likelihood ratio test of Kulldorff's scan), which judges a sharp burst of a few jobs on a
 // quiet cluster and a long rise on a busy one on the same scale.
 //
-// A failed GPU job counts once per user within dedupe_s (a user's sweep of jobs failing on the same bug
-// is that user's problem; many users failing at once is the cluster's). The baseline rate is the mean
-// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h).
+// A failed GPU job counts if its user had none in the dedupe_s before: users starting to fail (a user's
+// sweep of jobs failing on the same bug is that user's problem, however long it goes on; many users
+// starting to fail at once is the cluster's). The baseline rate is the mean
+// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h),
+// or, if higher, the mean over the recent_s before the window (a cluster fails 2-3x more users in the
+// afternoon than at night: a baseline of hours lags that rise). The cluster's history starts with its
+// first record of any kind (telemetry too): no judgement before min_history_s of it.
 // Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
 // expects e, and n at least min_ratio x e:
 //     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
@@ -35,7 +39,8 @@ constexpr KeySpec kKeys[] = {
     {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
      &Seconds},
     {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
-    {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)", &Seconds},
+    {"dedupe_s", "1800", "a user's failure counts only if their last one is this many seconds back (0 = every one counts)",
+     &Seconds},
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
     {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
      &NonNegative},
@@ -86,13 +91,13 @@ struct Point {
 struct Cluster {
   StepClock steps;
   std::deque<Failure> failures;                           // not yet stepped, by end time
-  std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
+  std::unordered_map<std::string, int64_t> last_failed;  // user -> end of their last failure
   std::deque<Point> history;                              // counts of the last baseline_steps_ steps
   int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
-    io(c.steps, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+    io(c.steps, c.failures, c.last_failed, c.history, c.baseline_sum, c.baseline_steps, c.state);
   }
 };
 
@@ -169,20 +174,20 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
            static_cast<int64_t>(c.history.size()) == baseline_steps_;
   }
 
-  // Failures ending in (t - step, t], once per user within dedupe_ms_.
+  // Failures ending in (t - step, t] of users starting to fail: none of theirs in the dedupe_ms_ before.
+  // (Counting a user again every dedupe_ms_ while their jobs keep failing made the users of one
+  // incident, resubmitting, a new burst every half hour, and a few users failing all day a rate.)
   int64_t CountStep(Cluster& c, int64_t t) const {
     int64_t n = 0;
     while (!c.failures.empty() && c.failures.front().ts_ms <= t) {
       Failure& f = c.failures.front();
-      auto [it, fresh] = c.last_counted.try_emplace(std::move(f.user), f.ts_ms);
-      if (fresh || dedupe_ms_ <= 0 || f.ts_ms - it->second >= dedupe_ms_) {
-        it->second = f.ts_ms;
-        ++n;
-      }
+      auto [it, fresh] = c.last_failed.try_emplace(std::move(f.user), f.ts_ms);
+      if (fresh || dedupe_ms_ <= 0 || f.ts_ms - it->second >= dedupe_ms_) ++n;
+      it->second = std::max(it->second, f.ts_ms);
       c.failures.pop_front();
     }
-    if (c.last_counted.size() > 1024) {  // forget users quiet for longer than the dedupe time
-      std::erase_if(c.last_counted, [&](const auto& e) { return t - e.second >= dedupe_ms_; });
+    if (c.last_failed.size() > 1024) {  // forget users quiet for longer than the dedupe time
+      std::erase_if(c.last_failed, [&](const auto& e) { return t - e.second >= dedupe_ms_; });
     }
     return n;
   }
@@ -259,7 +264,8 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<FailureBurstDetect
 
 extern const DetectorKind kFailureBurstKind{
     "failure_burst",
-    "failed GPU jobs (once per user within dedupe_s) far above their rolling baseline rate in a trailing window, "
+    "failed GPU jobs of users starting to fail (none in the dedupe_s before) far above their rolling baseline rate "
+    "in a trailing window, "
     "by a Poisson scan statistic (subject: the cluster)",
     kKeys, &Configure};
 

@@ -155,12 +155,13 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   // incident apart from chance is how many users start failing at once (a user who has had no failed
   // GPU job in the half hour before). On a cluster that fails few jobs (Kalos, small scales) 3-10x its
   // rate is one to three jobs, often of users failing anyway, which no one could tell from chance
-  // (issue #14: Kalos at scale 0.2 found 29% of its bursts; 74% with at least 5 users). So at least
-  // MinBurstUsers users start failing in a burst's time (the cluster's own and the burst's): so many
-  // that the cluster's own (over the six hours around, the afternoon's more than the night's) reach as
-  // many in under 1 in 10,000 spans of its length (Poisson), about once in 100 days of such spans.
-  // Users missing are topped up with users not failing then, from a generator of their own so that
-  // the other incidents stay put.
+  // (issue #14: Kalos at scale 0.2 found 29% of its bursts; 74% with at least 5 users). So a burst's
+  // own jobs start at least MinBurstUsers users failing (users not failing in the half hour before nor
+  // in the burst's time on their own), on top of the cluster's usual: so many that the cluster's own
+  // (over the six hours around: the afternoon fails more users than the night) bring as many in under
+  // 1 in 10,000 spans of its length (Poisson), about once in 100 days of such spans. Users missing are
+  // topped up with users not failing then, from a generator of their own so that the other incidents
+  // stay put.
   double failed = 0;
   std::vector<std::pair<int64_t, int>> failures;  // (end, user) of the failed GPU jobs, by end
   for (const Job& job : schedule.jobs) {
@@ -200,12 +201,9 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
       if (jobs < 1 && model.users < kMinBurstUsers) break;
       cluster.Add(start, start + duration);
       plan.faults_.push_back({FaultKind::kFailureBurst, start, start + duration, -1, -1, -1, factor});
-      std::set<int> failing, starting;  // users failing in the half hour before; users starting to fail now
+      std::set<int> failing, starting;  // users failing in the half hour before; the burst's starting to fail
       for (const auto& [end, user] : failures) {
-        if (end >= start - kFailingForS && end < start) failing.insert(user);
-      }
-      for (const auto& [end, user] : failures) {
-        if (end >= start && end < start + duration && !failing.count(user)) starting.insert(user);
+        if (end >= start - kFailingForS && end < start + duration) failing.insert(user);
       }
       for (int64_t k = 0; k < jobs; ++k) {
         Job job = MakeFailingJob(model, nodes, Uniform(rng, start, start + duration - 1), rng);

@@ -413,6 +413,26 @@ TEST(FailureBurstTest, AQuietClustersHistoryStartsWithItsTelemetryNotItsFirstJob
   EXPECT_GE(h.events()[0].ts_ms, (t + 900) * 1000);
 }
 
+TEST(FailureBurstTest, AnIncidentsUsersFailingOnAfterwardsAreNoNewBurstEveryHalfHour) {
+  // Issue #14: a user counted once per dedupe_s was counted again every half hour while their jobs kept
+  // failing; the users of one incident, resubmitting into the same fault, then made another burst each
+  // half hour. A user counts when starting to fail (none of theirs in the dedupe_s before).
+  Harness h("failure_burst");
+  std::vector<std::pair<int64_t, std::string>> failures;  // (time, user)
+  for (int k = 0; k < 24; ++k) failures.emplace_back(kT0 + k * 600, "u" + std::to_string(k));  // 4 h, 6 an hour
+  const int64_t t = kT0 + 3 * 3600;
+  for (int u = 0; u < 8; ++u) {  // 8 users fail at once, then every 5 minutes for two hours
+    for (int64_t s = t; s < t + 7200; s += 300) failures.emplace_back(s + u, "v" + std::to_string(u));
+  }
+  std::sort(failures.begin(), failures.end());
+  int id = 0;
+  for (const auto& [at, user] : failures) h.Feed(End(std::to_string(++id), at, 8, "FAILED", user));
+  h.AdvanceSeconds(t + 7200 + 1800);
+  ASSERT_GE(h.Opens(), 1);
+  EXPECT_LE(h.events()[0].ts_ms, (t + 120) * 1000);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
 TEST(FailureBurstTest, FailuresAsManyAsTheAfternoonsRateAreNoBurstThoughTheMorningWasQuieter) {
   // Issue #14: a cluster fails more users' jobs in the afternoon than at night (synth's working-hours
   // rhythm, 2-3x); the six-hour baseline still holds the morning, so a clump that is ordinary for the
