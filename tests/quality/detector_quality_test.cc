@@ -232,18 +232,14 @@ const std::vector<BelowBar> kBelowBar = {
     {"gpu_straggler", "seren_scale0_2", 5, 1.00, 0.80},
     // below issue #14's 0.9 bar: the same misses; and 2 false flags of 41.
     {"gpu_straggler", "seren_scale1", 5, 0.95, 0.80},
-    // below issue #14's 0.9 bar: a 0.2 Kalos fails ~0.6 GPU jobs an hour; bursts are now at least 5
-    // users' jobs (0.29 -> 0.74 recall), the 13 misses left were not looked into.
-    {"failure_burst", "kalos_scale0_2", 5, 0.95, 0.70},
-    // below issue #14's 0.9 bar: 7 of 49 bursts missed, not looked into (failure_burst unchanged by #14).
-    {"failure_burst", "kalos_scale1", 5, 0.90, 0.85},
-    // below issue #14's 0.9 bar: 8 of 57 flags match no injected burst, not looked into (failure_burst
-    // unchanged by #14; the day's own failures are not listed as faults).
-    {"failure_burst", "seren_scale1", 5, 0.85, 1.00},
-    // below issue #14's 0.9 bar: no fault to measure: no failed job of >= 256 GPUs on a day of a 456- or
-    // 480-GPU cluster, and none is injected (a job holding half the cluster would have to be scheduled).
-    {"large_job_failure", "seren_scale0_2", 0, 1.00, 1.00},
-    {"large_job_failure", "kalos_scale0_2", 0, 1.00, 1.00},
+    // below issue #14's 0.9 bar: recall 0.857 (0.96 on the tuning seeds): 7 of 49 bursts missed, 6 of
+    // them between 17:55 and 21:45 local, the day's busiest hours (the one looked at, seed 10: 6 users
+    // over 27 minutes, the floor synth sizes against the six hours around, while the detector expects
+    // the busier two hours before: best score 3.6 < 6; docs/anomalies.md, "What falls short").
+    {"failure_burst", "kalos_scale0_2", 5, 0.95, 0.85},
+    // below issue #14's 0.9 bar: too few faults to measure (2 in 16 days, both found, no false flag): a
+    // 0.2 Seren runs a pretraining job narrowed to 224 of its 456 GPUs about once in four days.
+    {"large_job_failure", "seren_scale0_2", 2, 1.00, 1.00},
 };
 
 struct Configuration {

@@ -2,9 +2,13 @@
 // statistic (the likelihood ratio test of Kulldorff's scan), which judges a sharp burst of a few jobs on a
 // quiet cluster and a long rise on a busy one on the same scale.
 //
-// A failed GPU job counts once per user within dedupe_s (a user's sweep of jobs failing on the same bug
-// is that user's problem; many users failing at once is the cluster's). The baseline rate is the mean
-// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h).
+// A failed GPU job counts if its user had none in the dedupe_s before: users starting to fail (a user's
+// sweep of jobs failing on the same bug is that user's problem, however long it goes on; many users
+// starting to fail at once is the cluster's). The baseline rate is the mean
+// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h),
+// or, if higher, the mean over the recent_s before the window (a cluster fails 2-3x more users in the
+// afternoon than at night: a baseline of hours lags that rise). The cluster's history starts with its
+// first record of any kind (telemetry too): no judgement before min_history_s of it.
 // Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
 // expects e, and n at least min_ratio x e:
 //     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
@@ -32,8 +36,11 @@ constexpr KeySpec kKeys[] = {
     {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
     {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now", &PositiveSeconds},
+    {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
+     &Seconds},
     {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
-    {"dedupe_s", "1800", "a user's failures count once within this many seconds (0 = every failure counts)", &Seconds},
+    {"dedupe_s", "1800", "a user's failure counts only if their last one is this many seconds back (0 = every one counts)",
+     &Seconds},
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
     {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
      &NonNegative},
@@ -44,7 +51,7 @@ constexpr KeySpec kKeys[] = {
 };
 
 struct FailureBurstSettings {
-  int64_t step_ms, baseline_ms, min_history_ms, dedupe_ms;
+  int64_t step_ms, baseline_ms, recent_ms, min_history_ms, dedupe_ms;
   double min_rate_per_h, min_ratio, open_score, close_score;
   int64_t close_for_ms;
   std::vector<std::string> states;
@@ -52,7 +59,8 @@ struct FailureBurstSettings {
 };
 
 FailureBurstSettings ReadSettings(const KindConfig& c) {
-  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("min_history_s"),
+  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("recent_s"),
+                         c.Millis("min_history_s"),
                          c.Millis("dedupe_s"),    c.Double("min_rate_per_h"), c.Double("min_ratio"),
                          c.Double("open_score"),  c.Double("close_score"),    c.Millis("close_for_s"),
                          c.List("states"),        {}};
@@ -83,13 +91,13 @@ struct Point {
 struct Cluster {
   StepClock steps;
   std::deque<Failure> failures;                           // not yet stepped, by end time
-  std::unordered_map<std::string, int64_t> last_counted;  // user -> end of their last counted failure
+  std::unordered_map<std::string, int64_t> last_failed;  // user -> end of their last failure
   std::deque<Point> history;                              // counts of the last baseline_steps_ steps
   int64_t baseline_sum = 0, baseline_steps = 0;           // over the history's steps while closed
   HysteresisState state;
   template <class Io, class Self>
   static void Fields(Io& io, Self& c) {
-    io(c.steps, c.failures, c.last_counted, c.history, c.baseline_sum, c.baseline_steps, c.state);
+    io(c.steps, c.failures, c.last_failed, c.history, c.baseline_sum, c.baseline_steps, c.state);
   }
 };
 
@@ -98,6 +106,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   explicit FailureBurstDetector(const FailureBurstSettings& s)
       : step_ms_(std::max<int64_t>(1000, s.step_ms)),
         baseline_steps_(std::max<int64_t>(1, s.baseline_ms / step_ms_)),
+        recent_steps_(s.recent_ms / step_ms_),
         min_history_ms_(s.min_history_ms),
         dedupe_ms_(s.dedupe_ms),
         min_rate_(s.min_rate_per_h * static_cast<double>(step_ms_) / 3'600'000.0),
@@ -115,7 +124,17 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
 
   void Observe(const core::Record& record) override {
     const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) return;
+    if (job == nullptr) {
+      // The cluster's history starts with its first record of any kind: a quiet cluster whose first job
+      // comes an hour after its telemetry has been failing nothing for that hour (issue #14: a Kalos at
+      // scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5 hours).
+      if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
+        if (clusters_.find(sample->cluster) == clusters_.end()) {
+          clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
+        }
+      }
+      return;
+    }
     Cluster& c = clusters_[job->cluster];
     c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->event != core::JobEventKind::kEnd || job->gpu_num <= 0 || !StateListed(states_, job->state)) return;
@@ -155,22 +174,34 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
            static_cast<int64_t>(c.history.size()) == baseline_steps_;
   }
 
-  // Failures ending in (t - step, t], once per user within dedupe_ms_.
+  // Failures ending in (t - step, t] of users starting to fail: none of theirs in the dedupe_ms_ before.
+  // (Counting a user again every dedupe_ms_ while their jobs keep failing made the users of one
+  // incident, resubmitting, a new burst every half hour, and a few users failing all day a rate.)
   int64_t CountStep(Cluster& c, int64_t t) const {
     int64_t n = 0;
     while (!c.failures.empty() && c.failures.front().ts_ms <= t) {
       Failure& f = c.failures.front();
-      auto [it, fresh] = c.last_counted.try_emplace(std::move(f.user), f.ts_ms);
-      if (fresh || dedupe_ms_ <= 0 || f.ts_ms - it->second >= dedupe_ms_) {
-        it->second = f.ts_ms;
-        ++n;
-      }
+      auto [it, fresh] = c.last_failed.try_emplace(std::move(f.user), f.ts_ms);
+      if (fresh || dedupe_ms_ <= 0 || f.ts_ms - it->second >= dedupe_ms_) ++n;
+      it->second = std::max(it->second, f.ts_ms);
       c.failures.pop_front();
     }
-    if (c.last_counted.size() > 1024) {  // forget users quiet for longer than the dedupe time
-      std::erase_if(c.last_counted, [&](const auto& e) { return t - e.second >= dedupe_ms_; });
+    if (c.last_failed.size() > 1024) {  // forget users quiet for longer than the dedupe time
+      std::erase_if(c.last_failed, [&](const auto& e) { return t - e.second >= dedupe_ms_; });
     }
     return n;
+  }
+
+  // The mean count per step of the recent_steps_ steps before history[end] while closed (0 if none):
+  // through the day a cluster's rate rises and falls by 2-3x, which a baseline over hours lags.
+  double RecentRate(const Cluster& c, int64_t end) const {
+    int64_t sum = 0, steps = 0;
+    for (int64_t i = std::max<int64_t>(0, end - recent_steps_); i < end; ++i) {
+      if (c.history[i].open) continue;
+      sum += c.history[i].count;
+      ++steps;
+    }
+    return steps == 0 ? 0 : static_cast<double>(sum) / static_cast<double>(steps);
   }
 
   // The highest window score; the history's last step is the current one.
@@ -183,7 +214,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
       n += c.history[steps - k].count;
       if (k < windows_steps_[w]) continue;
       ++w;
-      const double e = rate * static_cast<double>(k);
+      const double e = static_cast<double>(k) * std::max(rate, RecentRate(c, steps - k));
       if (n == 0 || static_cast<double>(n) < min_ratio_ * e) continue;
       const double score = static_cast<double>(n) * std::log(static_cast<double>(n) / e) - (static_cast<double>(n) - e);
       if (score > best.score) best = {score, n, e};
@@ -220,7 +251,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     }
   }
 
-  const int64_t step_ms_, baseline_steps_, min_history_ms_, dedupe_ms_;
+  const int64_t step_ms_, baseline_steps_, recent_steps_, min_history_ms_, dedupe_ms_;
   const double min_rate_, min_ratio_, open_score_, close_score_;
   const int64_t close_for_ms_;
   const std::vector<std::string> states_;
@@ -233,7 +264,8 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<FailureBurstDetect
 
 extern const DetectorKind kFailureBurstKind{
     "failure_burst",
-    "failed GPU jobs (once per user within dedupe_s) far above their rolling baseline rate in a trailing window, "
+    "failed GPU jobs of users starting to fail (none in the dedupe_s before) far above their rolling baseline rate "
+    "in a trailing window, "
     "by a Poisson scan statistic (subject: the cluster)",
     kKeys, &Configure};
 

@@ -4,6 +4,7 @@
 // (XIDs left by jobs that died of a GPU fault, NODE_FAIL jobs). See docs/anomalies.md, "Fault injection".
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ inline constexpr int kFaultKindCount = 9;
 /// A job of this many GPUs or more is large (the paper's large pretraining jobs): when it ends failed
 /// (FAILED, NODE_FAIL, TIMEOUT) it is a large_job_failure incident.
 inline constexpr int kLargeJobGpus = 256;
+/// The GPUs from which a job of a cluster of `gpus` GPUs is large: kLargeJobGpus, or a third of a
+/// cluster too small to hold such jobs as the release's do (at small scales synth narrows the largest
+/// jobs to at most half the cluster: a 0.2 Seren runs them on 224 of its 456 GPUs, a 0.2 Kalos on
+/// 176-240 of 480), as the large_job_failure detector's default cluster_share.
+inline int LargeJobGpus(int gpus) { return std::min(kLargeJobGpus, (gpus + 2) / 3); }
 /// The detector kind id: "gpu_overheat", "xid_error", ...
 std::string_view FaultKindName(FaultKind kind);
 
@@ -73,7 +79,7 @@ class FaultPlan {
 
   /// Plans the faults of one cluster. Job faults change schedule at once: failure bursts add FAILED
   /// jobs, queue backlogs jobs that wait (both re-sorted by submit time), node failures end running
-  /// jobs NODE_FAIL early. Failed jobs of at least kLargeJobGpus are listed as large job failures.
+  /// jobs NODE_FAIL early. Failed jobs of at least LargeJobGpus are listed as large job failures.
   static FaultPlan Inject(const ClusterModel& model, Schedule& schedule, uint64_t seed);
 
   // ---- Telemetry hooks --------------------------------------------------------------------------

@@ -399,6 +399,71 @@ TEST(FailureBurstTest, OneUsersSweepAndCpuJobsAreNoBurst) {
   EXPECT_EQ(h.Opens(), 0);
 }
 
+TEST(FailureBurstTest, AQuietClustersHistoryStartsWithItsTelemetryNotItsFirstJob) {
+  // Issue #14: a Kalos at scale 0.2 ran its first job 43 minutes into the day, and a burst an hour after
+  // that was not judged: min_history_s counted from the first job, though the telemetry had shown the
+  // cluster failing nothing since the day began.
+  Harness h("failure_burst");
+  const int64_t t = kT0 + 2 * 3600;
+  for (int64_t s = kT0; s < t; s += 900) h.Feed(Util("10.140.1.10", s, {{"GPU_UTIL", Eight(50)}}));
+  h.Feed(End("1", t, 8, "COMPLETED", "u0"));  // the first job, then a burst 15 minutes later
+  for (int k = 0; k < 8; ++k) h.Feed(End(std::to_string(10 + k), t + 900 + 30 * k, 1, "FAILED", "v" + std::to_string(k)));
+  h.AdvanceSeconds(t + 1800);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_GE(h.events()[0].ts_ms, (t + 900) * 1000);
+}
+
+TEST(FailureBurstTest, AnIncidentsUsersFailingOnAfterwardsAreNoNewBurstEveryHalfHour) {
+  // Issue #14: a user counted once per dedupe_s was counted again every half hour while their jobs kept
+  // failing; the users of one incident, resubmitting into the same fault, then made another burst each
+  // half hour. A user counts when starting to fail (none of theirs in the dedupe_s before).
+  Harness h("failure_burst");
+  std::vector<std::pair<int64_t, std::string>> failures;  // (time, user)
+  for (int k = 0; k < 24; ++k) failures.emplace_back(kT0 + k * 600, "u" + std::to_string(k));  // 4 h, 6 an hour
+  const int64_t t = kT0 + 3 * 3600;
+  for (int u = 0; u < 8; ++u) {  // 8 users fail at once, then every 5 minutes for two hours
+    for (int64_t s = t; s < t + 7200; s += 300) failures.emplace_back(s + u, "v" + std::to_string(u));
+  }
+  std::sort(failures.begin(), failures.end());
+  int id = 0;
+  for (const auto& [at, user] : failures) h.Feed(End(std::to_string(++id), at, 8, "FAILED", user));
+  h.AdvanceSeconds(t + 7200 + 1800);
+  ASSERT_GE(h.Opens(), 1);
+  EXPECT_LE(h.events()[0].ts_ms, (t + 120) * 1000);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+TEST(FailureBurstTest, FailuresAsManyAsTheAfternoonsRateAreNoBurstThoughTheMorningWasQuieter) {
+  // Issue #14: a cluster fails more users' jobs in the afternoon than at night (synth's working-hours
+  // rhythm, 2-3x); the six-hour baseline still holds the morning, so a clump that is ordinary for the
+  // afternoon was flagged (Seren at scale 1, 14:00-15:00). A window expects at least the rate of the
+  // two hours before it (recent_s).
+  auto afternoon = [](Harness& h, int extra_users) {
+    const int per_hour[] = {6, 9, 12, 16, 20, 24, 28, 28};  // users failing per hour, rising
+    std::vector<std::pair<int64_t, std::string>> failures;  // (time, user)
+    for (int hour = 0; hour < 8; ++hour) {
+      for (int k = 0; k < per_hour[hour]; ++k) {
+        failures.emplace_back(kT0 + hour * 3600 + k * 3600 / per_hour[hour], "u" + std::to_string(failures.size()));
+      }
+    }
+    for (int k = 0; k < extra_users; ++k) {  // on top, in the last hour's first 15 minutes
+      failures.emplace_back(kT0 + 7 * 3600 + 1 + k * 900 / extra_users, "x" + std::to_string(k));
+    }
+    std::sort(failures.begin(), failures.end());
+    for (const auto& [t, user] : failures) h.Feed(End(user, t, 8, "FAILED", user));
+    h.AdvanceSeconds(kT0 + 8 * 3600);
+  };
+  Harness usual("failure_burst");
+  afternoon(usual, 8);  // 15 in 15 minutes where the last two hours had 6.5 (the last six 4.5)
+  for (const core::AnomalyEvent& e : usual.events()) {
+    ADD_FAILURE() << (e.open ? "open" : "close") << " at " << (e.ts_ms / 1000 - kT0) << " s: " << e.value
+                  << " failures where " << e.threshold << " were expected";
+  }
+  Harness burst("failure_burst");
+  afternoon(burst, 30);
+  EXPECT_EQ(burst.Opens(), 1);
+}
+
 // ---- queue_backlog ------------------------------------------------------------------------------
 
 TEST(QueueBacklogTest, OpensWhenWaitingDemandStaysHighAndClosesWhenTheJobsStart) {
@@ -440,6 +505,39 @@ TEST(LargeJobFailureTest, FlagsLargeFailedJobsForHoldSeconds) {
   h.AdvanceSeconds(kT0 + 700);
   EXPECT_EQ(h.Closes(), 2);
   EXPECT_EQ(h.events()[2].ts_ms, (kT0 + 600) * 1000);
+}
+
+TEST(LargeJobFailureTest, OnAClusterTooSmallForTheReleasesLargeJobsAThirdOfItIsLarge) {
+  // Issue #14: synth at scale 0.2 narrows the large pretraining jobs to at most half the cluster (224 of
+  // a 0.2 Seren's 456 GPUs); none reached 256 GPUs, so none was ever flagged.
+  Harness h("large_job_failure");
+  for (int n = 0; n < 57; ++n) h.Feed(Util("10.140.0." + std::to_string(n), kT0, {{"GPU_UTIL", Eight(90)}}));
+  for (int n = 0; n < 50; ++n) h.Feed(Util("10.140.0." + std::to_string(n), kT0 + 15, {{"GPU_UTIL", Eight(90)}}));
+  h.Feed(End("5778432", kT0 + 20, 224, "FAILED"));
+  h.Feed(End("5778433", kT0 + 30, 128, "FAILED"));  // a mid-sized job of the release is not large here either
+  h.Feed(End("5778434", kT0 + 40, 224, "COMPLETED"));
+  h.AdvanceSeconds(kT0 + 599);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "5778432");
+  EXPECT_DOUBLE_EQ(h.events()[0].value, 224);
+  EXPECT_DOUBLE_EQ(h.events()[0].threshold, 152);  // a third of the most GPUs sampled at one time, 456
+
+  // A cluster of the release's size, or one whose telemetry is not read, keeps min_gpus.
+  Harness big("large_job_failure");
+  for (int n = 0; n < 286; ++n) big.Feed(Util("10.140.1." + std::to_string(n), kT0, {{"GPU_UTIL", Eight(90)}}));
+  big.Feed(End("1", kT0 + 20, 224, "FAILED"));
+  big.Feed(End("2", kT0 + 30, 256, "FAILED"));
+  Harness jobs_only("large_job_failure");
+  jobs_only.Feed(End("1", kT0 + 20, 224, "FAILED"));
+  Harness off("large_job_failure", {{"detect.large_job_failure.cluster_share", "0"}});
+  for (int n = 0; n < 57; ++n) off.Feed(Util("10.140.0." + std::to_string(n), kT0, {{"GPU_UTIL", Eight(90)}}));
+  off.Feed(End("1", kT0 + 20, 224, "FAILED"));
+  for (Harness* x : {&big, &jobs_only, &off}) x->AdvanceSeconds(kT0 + 599);
+  ASSERT_EQ(big.Opens(), 1);
+  EXPECT_EQ(big.events()[0].subject, "2");
+  EXPECT_DOUBLE_EQ(big.events()[0].threshold, 256);
+  EXPECT_EQ(jobs_only.Opens(), 0);
+  EXPECT_EQ(off.Opens(), 0);
 }
 
 TEST(NodeFailureTest, FlagsNodeFailJobsByJobId) {
