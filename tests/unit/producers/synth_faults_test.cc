@@ -555,7 +555,7 @@ TEST(SynthFaultsScaleTest, MoreUsersStartFailingInABurstThanInAnyOtherSpanAround
   // burst-free span of its length within three hours. (NODE_FAIL jobs are left out: node failures
   // are incidents of their own, placed after the bursts.)
   for (const uint64_t seed : {2, 4, 5}) {
-    ScratchDir dir("burst_users_" + std::to_string(seed));
+    ScratchDir dir("synth_faults", "burst_users_" + std::to_string(seed));
     SynthOptions o = Options(dir.str(), true, 1.0, {"none"});
     o.clusters = {"kalos"};
     o.seed = seed;
@@ -598,7 +598,7 @@ TEST(SynthFaultsScaleTest, OnASmallClusterTheFailedJobsOfAThirdOfItAreLargeJobFa
   // GPUs: its failed jobs of at least 160 are listed (none of the release's mid-sized 128).
   int listed = 0;
   for (const uint64_t seed : {1, 2, 3}) {
-    ScratchDir dir("large_" + std::to_string(seed));
+    ScratchDir dir("synth_faults", "large_" + std::to_string(seed));
     SynthOptions o = Options(dir.str(), true, 0.2, {"none"});
     o.clusters = {"kalos"};
     o.seed = seed;
