@@ -1,16 +1,22 @@
 // gpu_straggler: a working GPU whose SM activity stays far below that of the other GPUs of its job on
 // its node while those agree with each other (a straggler slows the whole job down). DCGM does not say
-// which job a GPU runs: its job's GPUs are those whose work started within same_start_s of its own (a
-// job's GPUs start together), so that on a node shared by jobs a GPU of a light job is not compared
-// with a heavy job's GPUs. SM activity is smoothed per GPU (EWMA over smooth_s); the peers agree when
-// the interquartile range of theirs is within max_peer_iqr of their median. A GPU is judged once it
-// has worked for warmup_s: a job's first minutes (loading data and weights, the smoothed value still
-// catching up from idle) are not straggling. GPUs already working when first seen started at a time
-// unknown: they are one group, and a GPU of it may straggle only once it has been level with its peers
-// (a straggler falls behind; a lighter job never was level). These rules come from issue #14, where
-// nodes shared by one-GPU jobs (the release's median GPU job) made most flags false. The flag opens when the GPU has
-// run below open_ratio x the peers' median for open_for_s and closes once it is back above close_ratio
-// (or the peers stop working or agreeing, or it stops working) for close_for_s. Subject: the GPU.
+// which job a GPU runs: its job's GPUs are those whose run of work started within same_start_s of its
+// own (a job's GPUs start together), so that on a node shared by jobs a GPU of a light job is not
+// compared with a heavy job's GPUs. A run ends after an idle spell longer than idle_break_s, unless the
+// job only paused: the GPU held its memory (FB_USED within pause_fb_share) through the spell and no
+// more of its peers worked on than idled with it (a job's GPUs pause together; one that idles alone is
+// not their job). SM activity is smoothed per GPU (EWMA over smooth_s); the peers agree when the
+// interquartile range of theirs is within max_peer_iqr of their median. A GPU is judged once its run
+// has lasted warmup_s: a job's first minutes (loading data and weights, the smoothed value catching up
+// from idle) are not straggling. Starting together is not proof of one job (a scheduling pass starts
+// several jobs at once; GPUs already working when first seen started at a time unknown and are one
+// group): a GPU may straggle only once it has been level with its peers (at or above close_ratio) for
+// level_for_s of its run (level_for_unknown_s for the unknown group), and not while another peer lags
+// with it (GPUs lagging together are a lighter job). These rules come from issue #14, where nodes shared
+// by one-GPU jobs (the release's median GPU job) made most flags false and pauses hid stragglers. The
+// flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and closes once it
+// is back above close_ratio (or the peers stop working or agreeing, or it stops working) for
+// close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -238,8 +244,10 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       // A GPU whose run started at an unknown time is not warming up. Starting together is not proof
       // of one job (a scheduling pass starts several jobs at once, and GPUs already working when
       // first seen started at an unknown time): a GPU may straggle only once it has been level with
-      // its peers (at or above close_ratio) for open_for_s in this run. A straggler falls behind; a
-      // GPU of a lighter job never was level with the others.
+      // its peers (at or above close_ratio) for level_for_s in this run. A straggler falls behind; a
+      // GPU of a lighter job never was level with the others. Levelness counts from the run's first
+      // comparisons, warm-up or not: a job's GPUs ramp up together, and waiting for warmup_s first
+      // left a GPU falling behind in its job's first 10 minutes never judged (issue #14).
       const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
       if (g.working && busy_peers && !(ratio < close_ratio_)) {
         if (g.level_since_ms == kNoTimeMs) g.level_since_ms = t;
