@@ -1,16 +1,22 @@
 // gpu_straggler: a working GPU whose SM activity stays far below that of the other GPUs of its job on
 // its node while those agree with each other (a straggler slows the whole job down). DCGM does not say
-// which job a GPU runs: its job's GPUs are those whose work started within same_start_s of its own (a
-// job's GPUs start together), so that on a node shared by jobs a GPU of a light job is not compared
-// with a heavy job's GPUs. SM activity is smoothed per GPU (EWMA over smooth_s); the peers agree when
-// the interquartile range of theirs is within max_peer_iqr of their median. A GPU is judged once it
-// has worked for warmup_s: a job's first minutes (loading data and weights, the smoothed value still
-// catching up from idle) are not straggling. GPUs already working when first seen started at a time
-// unknown: they are one group, and a GPU of it may straggle only once it has been level with its peers
-// (a straggler falls behind; a lighter job never was level). These rules come from issue #14, where
-// nodes shared by one-GPU jobs (the release's median GPU job) made most flags false. The flag opens when the GPU has
-// run below open_ratio x the peers' median for open_for_s and closes once it is back above close_ratio
-// (or the peers stop working or agreeing, or it stops working) for close_for_s. Subject: the GPU.
+// which job a GPU runs: its job's GPUs are those whose run of work started within same_start_s of its
+// own (a job's GPUs start together), so that on a node shared by jobs a GPU of a light job is not
+// compared with a heavy job's GPUs. A run ends after an idle spell longer than idle_break_s, unless the
+// job only paused: the GPU held its memory (FB_USED within pause_fb_share) through the spell and no
+// more of its peers worked on than idled with it (a job's GPUs pause together; one that idles alone is
+// not their job). SM activity is smoothed per GPU (EWMA over smooth_s); the peers agree when the
+// interquartile range of theirs is within max_peer_iqr of their median. A GPU is judged once its run
+// has lasted warmup_s: a job's first minutes (loading data and weights, the smoothed value catching up
+// from idle) are not straggling. Starting together is not proof of one job (a scheduling pass starts
+// several jobs at once; GPUs already working when first seen started at a time unknown and are one
+// group): a GPU may straggle only once it has been level with its peers (at or above close_ratio) for
+// level_for_s of its run (level_for_unknown_s for the unknown group), and not while another peer lags
+// with it (GPUs lagging together are a lighter job). These rules come from issue #14, where nodes shared
+// by one-GPU jobs (the release's median GPU job) made most flags false and pauses hid stragglers. The
+// flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and closes once it
+// is back above close_ratio (or the peers stop working or agreeing, or it stops working) for
+// close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -25,13 +31,14 @@ namespace {
 
 const GpuMetricName kSmActive{"SM_ACTIVE"};
 const GpuMetricName kGpuUtil{"GPU_UTIL"};
+const GpuMetricName kFbUsed{"FB_USED"};
 
 constexpr KeySpec kKeys[] = {
     {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio},
     {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio},
     {"open_for_s", "240", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
     {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds},
-    {"smooth_s", "120", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
+    {"smooth_s", "60", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
     {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share},
     {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median",
      &NonNegative},
@@ -42,8 +49,10 @@ constexpr KeySpec kKeys[] = {
      &Seconds},
     {"same_start_s", "30", "a GPU's peers are the node's GPUs whose work started within this many seconds of its own (its job's)",
      &Seconds},
-    {"idle_break_s", "30", "a GPU idle (GPU_UTIL below min_gpu_util) for longer than this has ended its job: its next work is a new one",
+    {"idle_break_s", "30", "a GPU idle (GPU_UTIL below min_gpu_util) for longer than this has ended its job: its next work is a new one, unless its job paused (see pause_fb_share)",
      &Seconds},
+    {"pause_fb_share", "0.1", "an idle spell longer than idle_break_s is a pause of the GPU's job, not its end, when its FB_USED stayed within this share of its value when it last worked and no more of its peers worked on than idled with it",
+     &NonNegative},
     {"level_for_s", "300", "a GPU may straggle once it has been level with its agreeing peers (at or above close_ratio) for this long in its run",
      &Seconds},
     {"level_for_unknown_s", "1800", "the same for a GPU already working when first seen, whose job is not known by its start",
@@ -63,6 +72,7 @@ struct GpuStragglerSettings {
   int64_t warmup_ms;
   int64_t same_start_ms;
   int64_t idle_break_ms;
+  double pause_fb_share;
   int64_t level_for_ms;
   int64_t level_for_unknown_ms;
 };
@@ -80,6 +90,7 @@ GpuStragglerSettings ReadSettings(const KindConfig& c) {
                          c.Millis("warmup_s"),
                          c.Millis("same_start_s"),
                          c.Millis("idle_break_s"),
+                         c.Double("pause_fb_share"),
                          c.Millis("level_for_s"),
                          c.Millis("level_for_unknown_s")};
   if (s.close_ratio < s.open_ratio) c.Fail("close_ratio", "must be at least open_ratio (" + c.Text("open_ratio") + ")");
@@ -101,6 +112,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
         warmup_ms_(s.warmup_ms),
         same_start_ms_(s.same_start_ms),
         idle_break_ms_(s.idle_break_ms),
+        pause_fb_share_(s.pause_fb_share),
         level_for_ms_(s.level_for_ms),
         level_for_unknown_ms_(s.level_for_unknown_ms) {}
 
@@ -112,6 +124,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     const std::vector<double>* sm = FindGpuMetric(*sample, kSmActive);
     if (sm == nullptr) return;
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
+    const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
     std::vector<Gpu>& gpus = NodeEntry(nodes_, key_, sample->cluster, sample->node);
     if (gpus.size() < sm->size()) gpus.resize(sm->size());
     const int64_t t = sample->ts_ms;
@@ -122,6 +135,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       Gpu& g = gpus[i];
       const double v = (*sm)[i];
       g.fresh = core::IsSample(v);
+      g.resumed = false;
       if (!g.fresh) continue;
       const bool first = g.last_ms == kNoTimeMs;
       if (first) {
@@ -136,26 +150,79 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       g.last_ms = t;
       const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
       const bool working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      // A job that pauses (checkpointing, evaluating, waiting on I/O) holds its memory; a new job on the
+      // GPU frees it and loads its own. Memory off the value it had when the GPU last worked says its
+      // job changed (held_fb_mib NaN: changed, or not known).
+      const double f = fb != nullptr && i < fb->size() ? (*fb)[i] : NAN;
+      if (core::IsSample(f) && !(std::abs(f - g.held_fb_mib) <= pause_fb_share_ * g.held_fb_mib)) {
+        g.held_fb_mib = NAN;
+      }
+      // Idle but holding memory when first seen: its job started before, and pauses.
+      if (first && !working && f > 0) g.held_fb_mib = f;
       if (working) {
-        // A new run of work (a new job) starts after an idle spell longer than idle_break_s; a GPU
-        // already working when first seen (or when a version 1 snapshot was loaded) started at a time
-        // unknown (kNoTimeMs).
-        const bool new_run = g.last_working_ms == kNoTimeMs ? !first && !g.working
-                                                            : t - g.last_working_ms > idle_break_ms_;
-        if (first || new_run) {
-          g.working_since_ms = first ? kNoTimeMs : t;
+        // A GPU already working when first seen (or when a version 1 snapshot was loaded) started at a
+        // time unknown (kNoTimeMs). A new run of work (a new job) starts after an idle spell longer
+        // than idle_break_s, unless its job only paused (decided below, once every GPU of the record
+        // has been seen).
+        const bool never_worked = g.last_working_ms == kNoTimeMs;
+        if (first) {
+          g.working_since_ms = kNoTimeMs;
           g.level_since_ms = kNoTimeMs;
           g.kept_up = false;
         }
-        g.last_working_ms = t;
+        g.resumed = never_worked ? !first && !g.working : t - g.last_working_ms > idle_break_ms_;
+        g.paused = !std::isnan(g.held_fb_mib);  // it held its memory through the spell
+        if (!g.resumed) g.last_working_ms = t;
+        if (core::IsSample(f)) g.held_fb_mib = f;
+      } else {
+        g.last_idle_ms = t;
       }
       g.working = working;
+    }
+    // A GPU back from an idle spell: its job paused if it held its memory through the spell and its
+    // peers (the GPUs whose run started with its own) idled with it rather than worked on, a job's GPUs
+    // pausing together (a data-parallel step waits for all of them). Then its run goes on, neither
+    // warming up nor having to be level with its peers again: a straggler stays slow across a pause,
+    // and as a new run it would be judged only once level with its peers, which a GPU already
+    // straggling never is. Otherwise (a new job, or a GPU that idled while its peers worked on: not
+    // their job) a new run starts. Decided for every GPU first, then applied, so that the order of the
+    // GPUs does not matter.
+    for (size_t i = 0; i < sm->size(); ++i) {
+      Gpu& g = gpus[i];
+      if (!g.fresh || !g.resumed || !g.paused || g.last_working_ms == kNoTimeMs) continue;
+      int worked_on = 0, idled_too = 0;
+      for (size_t j = 0; j < gpus.size(); ++j) {
+        const Gpu& p = gpus[j];
+        // Its peers that were working when it went idle (one idle for long, done with its job, says
+        // nothing).
+        if (j == i || !p.fresh || !SameStart(g, p) || p.last_working_ms == kNoTimeMs ||
+            p.last_working_ms < g.last_working_ms - idle_break_ms_) {
+          continue;
+        }
+        if (p.last_idle_ms != kNoTimeMs && p.last_idle_ms > g.last_working_ms) {
+          ++idled_too;
+        } else if (p.working) {
+          ++worked_on;
+        }
+      }
+      g.paused = worked_on <= idled_too;
+    }
+    for (size_t i = 0; i < sm->size(); ++i) {
+      Gpu& g = gpus[i];
+      if (!g.fresh || !g.resumed) continue;
+      if (!g.paused) {
+        g.working_since_ms = t;
+        g.level_since_ms = kNoTimeMs;
+        g.kept_up = false;
+      }
+      g.last_working_ms = t;
     }
     for (size_t i = 0; i < gpus.size(); ++i) {
       Gpu& g = gpus[i];
       if (!g.fresh) continue;
       double ratio = NAN;
       bool busy_peers = false;
+      bool lags_alone = false;  // no peer lags with it (GPUs lagging together are a lighter job of their own)
       if (g.working) {
         // Its peers: the node's other fresh working GPUs whose work started with its own, the GPUs of
         // its job (a job's GPUs start together; DCGM says nothing of jobs).
@@ -170,23 +237,26 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
           const double median = n % 2 ? peers_[n / 2] : 0.5 * (peers_[n / 2 - 1] + peers_[n / 2]);
           const double iqr = peers_[(3 * n) / 4] - peers_[n / 4];
           busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
+          lags_alone = !(peers_.front() < open_ratio_ * median);
           if (median > 0) ratio = g.smooth / median;
         }
       }
       // A GPU whose run started at an unknown time is not warming up. Starting together is not proof
       // of one job (a scheduling pass starts several jobs at once, and GPUs already working when
       // first seen started at an unknown time): a GPU may straggle only once it has been level with
-      // its peers (at or above close_ratio) for open_for_s in this run. A straggler falls behind; a
-      // GPU of a lighter job never was level with the others.
+      // its peers (at or above close_ratio) for level_for_s in this run. A straggler falls behind; a
+      // GPU of a lighter job never was level with the others. Levelness counts from the run's first
+      // comparisons, warm-up or not: a job's GPUs ramp up together, and waiting for warmup_s first
+      // left a GPU falling behind in its job's first 10 minutes never judged (issue #14).
       const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
-      if (judged && busy_peers && !(ratio < close_ratio_)) {
+      if (g.working && busy_peers && !(ratio < close_ratio_)) {
         if (g.level_since_ms == kNoTimeMs) g.level_since_ms = t;
         const int64_t level_for_ms = g.working_since_ms == kNoTimeMs ? level_for_unknown_ms_ : level_for_ms_;
         if (t - g.level_since_ms >= level_for_ms) g.kept_up = true;
       } else {
         g.level_since_ms = kNoTimeMs;
       }
-      const bool straggling = busy_peers && judged && g.kept_up && ratio < open_ratio_;
+      const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < open_ratio_;
       const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
       switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
@@ -214,7 +284,9 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 2;  // 2: each GPU's run of work (since, last, kept up)
+  // 2: each GPU's run of work (since, last, kept up); 3: the memory it held when it last worked and its
+  // last idle sample (a pause of its job goes on with its run).
+  static constexpr uint32_t kStateVersion = 3;
   template <class Io, class Self>
   static void StateFields(Io& io, Self& d, std::string_view cluster) {
     io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
@@ -229,13 +301,18 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     int64_t working_since_ms = kNoTimeMs;  // start of the current run of work (kNoTimeMs: unknown)
     int64_t last_working_ms = kNoTimeMs;   // last working sample
     int64_t level_since_ms = kNoTimeMs;    // level with its peers since (kNoTimeMs: not now)
-    bool kept_up = false;                  // level with its peers for open_for_s in this run
+    bool kept_up = false;                  // level with its peers for level_for_s in this run
+    double held_fb_mib = NAN;              // FB_USED when it last worked, if held since (NaN: changed or unknown)
+    int64_t last_idle_ms = kNoTimeMs;      // last idle sample
+    bool resumed = false;                  // scratch: working again after an idle spell, in this record
+    bool paused = false;                   // scratch: that spell was a pause of its job
     HysteresisState state;
     template <class Io, class Self>
     static void Fields(Io& io, Self& g) {
       // GPUs beyond a short record's columns keep their fresh flag: it is state too.
       io(g.smooth, g.last_ms, StateBits(g.fresh, g.working), g.state);
       if (io.version() >= 2) io(g.working_since_ms, g.last_working_ms, g.level_since_ms, StateBits(g.kept_up));
+      if (io.version() >= 3) io(g.held_fb_mib, g.last_idle_ms);
     }
   };
 
@@ -247,6 +324,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const int64_t warmup_ms_;
   const int64_t same_start_ms_;
   const int64_t idle_break_ms_;
+  const double pause_fb_share_;
   const int64_t level_for_ms_;
   const int64_t level_for_unknown_ms_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
