@@ -165,6 +165,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       rule_options.from_ms = st.first_scrape_ms;
       rule_options.to_ms = st.last_scrape_ms;
       rule_options.eval_interval_ms = options.step_ms;
+      rule_options.slice_ms = config.GetInt("backfill.rules_slice_h") * 3'600'000;
       core::Result<int> recorded = history::BackfillRecordingRules(rule_options);
       if (!recorded.ok()) {
         core::LogError("backfill", recorded.status().message());

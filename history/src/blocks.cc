@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -221,6 +224,99 @@ core::Result<int> CountRecordingRules(const scoring::RuleFileText& file) {
   return static_cast<int>(rules.records.size());
 }
 
+namespace {
+
+// How far before a slice its rules read: the longest range selector ("[1h]", "[30m:1m]") or offset
+// the rule files name (alerting rules included: over, never under), plus Prometheus's 5 min lookback
+// for instant vectors. A scan of the text, not a PromQL parse: a bracket that is no duration is skipped.
+int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
+  int64_t longest = 0;
+  auto consider = [&](std::string_view text) {
+    if (core::Result<int64_t> ms = scoring::ParseDurationMs(text); ms.ok()) longest = std::max(longest, ms.value());
+  };
+  for (const scoring::RuleFileText& file : files) {
+    const std::string& t = file.text;
+    for (size_t open = t.find('['); open != std::string::npos; open = t.find('[', open + 1)) {
+      const size_t close = t.find_first_of("]\n", open + 1);
+      if (close == std::string::npos || t[close] != ']') continue;
+      std::string_view inside(t.data() + open + 1, close - open - 1);
+      consider(inside.substr(0, inside.find(':')));
+    }
+    for (size_t at = t.find("offset"); at != std::string::npos; at = t.find("offset", at + 6)) {
+      size_t p = at + 6;
+      while (p < t.size() && t[p] == ' ') ++p;
+      size_t q = p;
+      while (q < t.size() && std::isalnum(static_cast<unsigned char>(t[q]))) ++q;
+      if (q > p) consider(std::string_view(t.data() + p, q - p));
+    }
+  }
+  return longest + 5 * 60'000;
+}
+
+struct BlockSpan {
+  fs::path dir;
+  int64_t min_ms = 0, max_ms = 0;  // meta.json: [minTime, maxTime)
+};
+
+// The TSDB blocks directly under dir, with the span their meta.json gives.
+core::Result<std::vector<BlockSpan>> ListBlocks(const fs::path& dir) {
+  std::vector<BlockSpan> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::path meta = e.path() / "meta.json";
+    if (!fs::is_regular_file(meta, ec)) continue;
+    std::ifstream in(meta);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string m = text.str();
+    auto field = [&](const char* name) -> std::optional<int64_t> {
+      const size_t at = m.find(name);
+      if (at == std::string::npos) return std::nullopt;
+      const size_t colon = m.find(':', at);
+      if (colon == std::string::npos) return std::nullopt;
+      return std::strtoll(m.c_str() + colon + 1, nullptr, 10);
+    };
+    const std::optional<int64_t> lo = field("\"minTime\""), hi = field("\"maxTime\"");
+    if (!lo || !hi) return core::Status::Error(meta.string() + ": no minTime or maxTime");
+    out.push_back(BlockSpan{e.path(), *lo, *hi});
+  }
+  if (ec) return core::Status::Error(dir.string() + ": " + ec.message());
+  return out;
+}
+
+// A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
+core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, const std::string& config,
+                                              const fs::path& storage, const std::string& retention,
+                                              const std::string& log, int& port_out) {
+  core::Result<int> port = FreeLocalPort();
+  if (!port.ok()) return port.status();
+  const std::string address = "127.0.0.1:" + std::to_string(port.value());
+  core::Result<Subprocess> server =
+      Subprocess::Start({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + storage.string(),
+                         "--storage.tsdb.retention.time=" + retention, "--web.listen-address=" + address,
+                         "--log.level=warn"},
+                        log);
+  if (!server.ok()) return server.status();
+  Subprocess& prom = server.value();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!LocalGetOk(port.value(), "/-/ready")) {
+    if (!prom.Running()) {
+      core::Status s = prom.Wait();
+      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message() +
+                                 " (log: " + prom.log_path() + ")");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return core::Status::Error("the temporary prometheus on " + address + " was not ready after 120 s (log: " +
+                                 prom.log_path() + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  port_out = port.value();
+  return server;
+}
+
+}  // namespace
+
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
   std::vector<scoring::RuleFileText> recording;
   int rules = 0;
@@ -241,16 +337,19 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
                                "'): recording rules are backfilled through a temporary Prometheus (Debian: apt-get "
                                "install prometheus)");
   }
-  const fs::path work = fs::path(options.out_dir) / ".rules";
+  const fs::path work = fs::absolute(options.out_dir) / ".rules";  // absolute: promtool runs in it
   std::error_code ec;
   fs::remove_all(work, ec);
   fs::create_directories(work / "blocks", ec);
   if (ec) return core::Status::Error(work.string() + ": " + ec.message());
+  // promtool runs in work and is given the files' names only: Prometheus evaluates a group at an
+  // offset within its interval that hashes the file's path, so the samples do not depend on where
+  // PROMDIR is (the same data gives the same blocks anywhere).
   std::vector<std::string> rule_paths;
   for (size_t i = 0; i < recording.size(); ++i) {
-    const std::string path = (work / ("rules-" + std::to_string(i) + ".yml")).string();
-    if (core::Status s = WriteFile(path, recording[i].text); !s.ok()) return s;
-    rule_paths.push_back(path);
+    const std::string name = "rules-" + std::to_string(i) + ".yml";
+    if (core::Status s = WriteFile((work / name).string(), recording[i].text); !s.ok()) return s;
+    rule_paths.push_back(name);
   }
   const std::string config = (work / "prometheus.yml").string();
   if (core::Status s = WriteFile(config, "# acmetrace backfill: serves the blocks to promtool; scrapes nothing\n"
@@ -258,46 +357,50 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
       !s.ok()) {
     return s;
   }
-  core::Result<int> port = FreeLocalPort();
-  if (!port.ok()) return port.status();
-  const std::string address = "127.0.0.1:" + std::to_string(port.value());
-  core::Result<Subprocess> server = Subprocess::Start(
-      {*prometheus, "--config.file=" + config, "--storage.tsdb.path=" + options.out_dir,
-       // Long enough that no block of the trace is old enough to delete.
-       "--storage.tsdb.retention.time=" + RetentionFor(options.from_ms, options.to_ms),
-       "--web.listen-address=" + address, "--log.level=warn"},
-      (work / "prometheus.log").string());
-  if (!server.ok()) return server.status();
-  Subprocess& prom = server.value();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!LocalGetOk(port.value(), "/-/ready")) {
-    if (!prom.Running()) {
-      core::Status s = prom.Wait();
-      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message() +
-                                 " (log: " + prom.log_path() + ")");
+  core::Result<std::vector<BlockSpan>> blocks = ListBlocks(options.out_dir);
+  if (!blocks.ok()) return blocks.status();
+  const int64_t lookback = RuleLookbackMs(recording);
+  const int64_t slice_ms = std::max<int64_t>(options.slice_ms, 60'000);
+  // Long enough that no block a slice reads is old enough to delete.
+  const std::string retention = RetentionFor(options.from_ms - lookback, options.to_ms);
+  for (int64_t from = options.from_ms, to = 0; from <= options.to_ms; from = to + 1) {
+    to = std::min(options.to_ms, from + slice_ms - 1);
+    // A remainder of at most one evaluation goes with this slice (promtool needs start < end).
+    if (options.to_ms - to <= std::max<int64_t>(options.eval_interval_ms, 1000)) to = options.to_ms;
+    const fs::path storage = work / "serving";
+    fs::remove_all(storage, ec);
+    fs::create_directories(storage, ec);
+    int linked = 0;
+    for (const BlockSpan& b : blocks.value()) {
+      if (b.max_ms <= from - lookback || b.min_ms > to) continue;
+      fs::copy(b.dir, storage / b.dir.filename(), fs::copy_options::recursive | fs::copy_options::create_hard_links,
+               ec);
+      if (ec) return core::Status::Error("linking " + b.dir.string() + ": " + ec.message());
+      ++linked;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return core::Status::Error("the temporary prometheus on " + address + " was not ready after 120 s (log: " +
-                                 prom.log_path() + ")");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (linked == 0) continue;  // no data the rules could read
+    int port = 0;
+    core::Result<Subprocess> server = StartReadyPrometheus(*prometheus, config, storage, retention,
+                                                           (work / "prometheus.log").string(), port);
+    if (!server.ok()) return server.status();
+    std::vector<std::string> argv = {*promtool,
+                                     "tsdb",
+                                     "create-blocks-from",
+                                     "rules",
+                                     "--quiet",
+                                     "--start=" + UnixSeconds(from),
+                                     // The last scrape's second included; a middle slice ends before the next one.
+                                     "--end=" + UnixSeconds(to == options.to_ms ? to + 999 : to),
+                                     "--url=http://127.0.0.1:" + std::to_string(port),
+                                     "--output-dir=" + (work / "blocks").string(),
+                                     "--eval-interval=" + std::to_string(std::max<int64_t>(1, options.eval_interval_ms / 1000)) + "s"};
+    argv.insert(argv.end(), rule_paths.begin(), rule_paths.end());
+    core::Result<Subprocess> tool = Subprocess::Start(argv, (work / "promtool.log").string(), work.string());
+    if (!tool.ok()) return tool.status();
+    core::Status ran = tool.value().Wait();
+    server.value().Terminate();
+    if (!ran.ok()) return core::Status::Error("recording rules: " + ran.message());
   }
-  std::vector<std::string> argv = {*promtool,
-                                   "tsdb",
-                                   "create-blocks-from",
-                                   "rules",
-                                   "--quiet",
-                                   "--start=" + UnixSeconds(options.from_ms),
-                                   "--end=" + UnixSeconds(options.to_ms + 999),
-                                   "--url=http://" + address,
-                                   "--output-dir=" + (work / "blocks").string(),
-                                   "--eval-interval=" + std::to_string(std::max<int64_t>(1, options.eval_interval_ms / 1000)) + "s"};
-  argv.insert(argv.end(), rule_paths.begin(), rule_paths.end());
-  core::Result<Subprocess> tool = Subprocess::Start(argv, (work / "promtool.log").string());
-  if (!tool.ok()) return tool.status();
-  core::Status ran = tool.value().Wait();
-  prom.Terminate();
-  if (!ran.ok()) return core::Status::Error("recording rules: " + ran.message());
   // The new blocks join the trace's (a Prometheus started on the directory loads them).
   for (const fs::directory_entry& block : fs::directory_iterator(work / "blocks", ec)) {
     fs::rename(block.path(), fs::path(options.out_dir) / block.path().filename(), ec);

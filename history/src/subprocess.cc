@@ -56,7 +56,8 @@ std::optional<std::string> FindExecutable(const std::string& name) {
   return std::nullopt;
 }
 
-core::Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv, const std::string& log_path) {
+core::Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv, const std::string& log_path,
+                                           const std::string& working_dir) {
   if (argv.empty()) return core::Status::Error("no program to start");
   const std::optional<std::string> program = FindExecutable(argv[0]);
   if (!program) return core::Status::Error(argv[0] + ": not found (not on $PATH or not executable)");
@@ -65,6 +66,7 @@ core::Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

@@ -49,6 +49,10 @@ void DeclareRunConfig(core::Config& config) {
   config.Declare("backfill.chunk_mb", "512",
                  "OpenMetrics text per promtool run at most (MB; a chunk also ends at every 2 h block boundary)",
                  ConfigType::Int(1, 1'048'576));
+  config.Declare("backfill.rules_slice_h", "24",
+                 "recording rules are backfilled this many trace hours at a time, each slice through a prometheus "
+                 "serving only the blocks it reads (its memory is bounded by a slice's blocks)",
+                 ConfigType::Int(1, 8'760));
 }
 
 // --- CountingTee ---------------------------------------------------------------------------------

@@ -282,6 +282,55 @@ TEST_F(BackfillPrometheusTest, TheShippedRecordingRulesAreBackfilled) {
   EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=3d"), std::string::npos) << backfill_out_;
 }
 
+// The recording rules are evaluated a slice of the window at a time (backfill.rules_slice_h), each
+// through a prometheus serving only the blocks the slice reads, so that the step's memory does not
+// grow with the window. An hour's slices give the samples one day's slice gave, to the value.
+TEST_F(BackfillPrometheusTest, RecordingRulesBackfilledAnHourAtATimeEqualADayAtATime) {
+  const fs::path sliced = work_ / "sliced";
+  const std::string config = (work_ / "slices.yaml").string();
+  std::ofstream(config) << "backfill:\n  rules_slice_h: 1\n";
+  const int64_t to = kStart + 3 * 3600;
+  ASSERT_EQ(RunShell(std::string(Binary()) + " --config " + config + " backfill --data " + data_ + " --from " +
+                     std::to_string(kStart) + " --to " + std::to_string(to) + " --out " + sliced.string() + " > " +
+                     (work_ / "sliced.out").string() + " 2>&1"),
+            0)
+      << ReadFile((work_ / "sliced.out").string());
+  const int port = FreePort();
+  Child history({std::string(ACMETRACE_SOURCE_DIR) + "/scripts/prometheus-history", sliced.string(),
+                 std::to_string(port)},
+                (work_ / "sliced-history.out").string(), (work_ / "sliced-history.err").string());
+  ASSERT_TRUE(WaitUntil([&] { return HttpGet(port, "/-/ready").status == 200; }, 60))
+      << ReadFile((work_ / "sliced-history.err").string());
+  // Every sample of every recording rule's series in the last two hours of the window (the first
+  // hour's increase1h reads before the window, where the day had data and the slice has none).
+  auto rule_samples = [](int p, int64_t at) {
+    const HttpResponse r = HttpGet(p, "/api/v1/query?time=" + std::to_string(at) + "&query=" +
+                                          UrlEncode("{__name__=~\"cluster:.+|dcgm:.+\"}[2h]"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::map<std::string, std::string> out;  // "series@step" -> value
+    const nlohmann::json body = nlohmann::json::parse(r.body);  // kept: the loop reads into it
+    for (const auto& series : body["data"]["result"]) {
+      for (const auto& point : series["values"]) {
+        // Prometheus evaluates a group at an offset within the interval that hashes its file's path,
+        // which differs between the two directories: samples are matched by their 15 s step.
+        const int64_t step = static_cast<int64_t>(point[0].get<double>()) / 15 * 15;
+        out[series["metric"].dump() + "@" + std::to_string(step)] = point[1].get<std::string>();
+      }
+    }
+    return out;
+  };
+  const auto day = rule_samples(prom_port_, to);
+  const auto hours = rule_samples(port, to);
+  ASSERT_GT(day.size(), 100u);
+  EXPECT_EQ(hours.size(), day.size());
+  for (const auto& [key, value] : day) {
+    auto it = hours.find(key);
+    ASSERT_NE(it, hours.end()) << key << " missing from the hour-sliced backfill";
+    EXPECT_EQ(it->second, value) << key;
+  }
+  history.Signal(SIGTERM);
+}
+
 // The issue's end-to-end acceptance: synth --inject-faults -> backfill -> prometheus-history -> score
 // with the shipped rules catches at least 90% of the injected incidents with precision at least 0.8.
 TEST_F(BackfillPrometheusTest, TheShippedRulePackCatchesTheInjectedIncidents) {

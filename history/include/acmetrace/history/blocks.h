@@ -94,12 +94,16 @@ struct RuleBackfillOptions {
   int64_t from_ms = 0;          // the window the rules are evaluated over
   int64_t to_ms = 0;
   int64_t eval_interval_ms = 15'000;  // for groups without an interval (the shipped global)
+  int64_t slice_ms = 86'400'000;      // the window is evaluated a slice at a time (see below)
 };
 
-/// `promtool tsdb create-blocks-from rules` over the blocks: a temporary `prometheus` serves
-/// out_dir on 127.0.0.1 (no scrapes, retention long enough to keep every block), promtool
-/// evaluates the recording rules through it, and their blocks are moved into out_dir. Returns the
-/// number of recording rules backfilled (0: none in the files, nothing started).
+/// `promtool tsdb create-blocks-from rules` over the blocks, a slice of the window at a time: for
+/// each slice a temporary `prometheus` on 127.0.0.1 (no scrapes, retention long enough to keep every
+/// block) serves hard links of only the blocks the slice's rules read (the slice, and before it the
+/// longest range or offset the rule files name, plus Prometheus's 5 min lookback), promtool evaluates
+/// the recording rules through it, and the rules' blocks are moved into out_dir at the end. So the
+/// memory of the step is bounded by a slice's blocks, whatever the window. Returns the number of
+/// recording rules backfilled (0: none in the files, nothing started).
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options);
 
 /// The span a Prometheus must keep to hold blocks from first_ms to last_ms: Prometheus deletes a

@@ -20,8 +20,9 @@ std::optional<std::string> FindExecutable(const std::string& name);
 /// program if still running when destroyed. Not thread-safe.
 class Subprocess {
  public:
-  /// Starts argv[0] (found as FindExecutable finds it).
-  static core::Result<Subprocess> Start(const std::vector<std::string>& argv, const std::string& log_path);
+  /// Starts argv[0] (found as FindExecutable finds it), in working_dir if not empty.
+  static core::Result<Subprocess> Start(const std::vector<std::string>& argv, const std::string& log_path,
+                                        const std::string& working_dir = "");
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;
   Subprocess(const Subprocess&) = delete;
