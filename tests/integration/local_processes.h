@@ -97,8 +97,15 @@ class Child {
       std::_Exit(127);
     }
   }
+  // SIGTERM first, SIGKILL after 10 s: a test that stops early (a failed ASSERT) still lets a
+  // wrapper script (scripts/prometheus-history) stop what it started, instead of orphaning it.
   ~Child() {
-    if (pid_ > 0) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 500 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (::waitpid(pid_, nullptr, WNOHANG) == 0) {
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
     }
