@@ -89,7 +89,10 @@ TEST_F(KafkaPipelineEqualityTest, RunOverKafkaAndThreeProcessesEndInTheInProcess
   BackgroundCommand exporter(common + " export --source kafka --brokers " + brokers +
                                  " --until-end --listen 127.0.0.1:0 --metrics-out " + dir_ + "/export.prom",
                              dir_ + "/export.out", dir_ + "/export.err");
-  BackgroundCommand replay(common + " replay --data " + dir_ + "/data --sink kafka --speed 14400 --brokers " + brokers,
+  // Speed 3600: the day takes 24 s, so the second processor (started 4 s in, then a group join on a
+  // fresh broker) joins mid-replay even on a loaded machine; at 14400 the replay was over in 6 s and
+  // under CI load the join came as the first processor finished (see docs/kafka.md, "Known issues").
+  BackgroundCommand replay(common + " replay --data " + dir_ + "/data --sink kafka --speed 3600 --brokers " + brokers,
                            dir_ + "/replay.out", dir_ + "/replay.err");
   std::this_thread::sleep_for(std::chrono::seconds(4));  // integration test: the join must come mid-replay
   BackgroundCommand process_b(common + " process --source kafka --sink kafka --brokers " + brokers +
