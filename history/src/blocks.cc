@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "acmetrace/history/openmetrics.h"
+#include "acmetrace/scoring/range_query.h"
 
 namespace acmetrace::history {
 namespace fs = std::filesystem;
@@ -56,31 +57,6 @@ core::Result<int> FreeLocalPort() {
   return static_cast<int>(ntohs(addr.sin_port));
 }
 
-// GET path on 127.0.0.1:port; true on a 200 answer.
-bool LocalGetOk(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  bool ok = false;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-      char buf[64];
-      const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
-      if (n > 0) {
-        buf[n] = 0;
-        ok = std::strncmp(buf, "HTTP/1.1 200", 12) == 0 || std::strncmp(buf, "HTTP/1.0 200", 12) == 0;
-      }
-    }
-  }
-  ::close(fd);
-  return ok;
-}
 
 std::string UnixSeconds(int64_t ms) { return std::to_string(ms >= 0 ? ms / 1000 : (ms - 999) / 1000); }
 
@@ -298,8 +274,16 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
                         log);
   if (!server.ok()) return server.status();
   Subprocess& prom = server.value();
+  core::Result<std::unique_ptr<scoring::PrometheusClient>> client =
+      scoring::PrometheusClient::Create("http://" + address, 2'000);
+  if (!client.ok()) return client.status();
+  auto ready = [&] {
+    int http_status = 0;
+    std::string body;
+    return client.value()->Get("/-/ready", http_status, body).ok() && http_status == 200;
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!LocalGetOk(port.value(), "/-/ready")) {
+  while (!ready()) {
     if (!prom.Running()) {
       core::Status s = prom.Wait();
       return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message() +
