@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -50,6 +52,23 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+/// What a shell command wrote on stdout, and its exit code (-1: killed by a signal).
+struct ShellOutput {
+  int exit_code;
+  std::string out;
+};
+
+/// Runs command through /bin/sh (popen) and reads its stdout to the end; redirect stderr in command.
+inline ShellOutput RunShellCapture(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  return ShellOutput{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 /// Writes content (bytes as given) to dir/name, creating subdirectories; returns the path.
 inline std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {

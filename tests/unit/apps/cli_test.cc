@@ -8,23 +8,16 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "test_files.h"
+
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out;
-};
+using acmetrace::RunShellCapture;
+using acmetrace::ShellOutput;
 
 // Runs the binary with args through the shell; stdout captured, stderr discarded.
-CommandResult RunAcmetrace(const std::string& args) {
-  const std::string command = std::string(ACMETRACE_BINARY) + " " + args + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return CommandResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+ShellOutput RunAcmetrace(const std::string& args) {
+  return RunShellCapture(std::string(ACMETRACE_BINARY) + " " + args + " 2>/dev/null");
 }
 
 std::string ReadFile(const std::string& path) {
@@ -39,7 +32,7 @@ const std::string kRepo = std::string(ACMETRACE_FIXTURES) + "/../..";
 TEST(CliTest, ShippedConfigIsTheDocumentedDefaults) {
   // configs/acmetrace.yaml must list every key with its default and help: regenerate it with
   // `build/apps/acmetrace config > configs/acmetrace.yaml` when a key changes.
-  CommandResult run = RunAcmetrace("config");
+  ShellOutput run = RunAcmetrace("config");
   ASSERT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.out, ReadFile(kRepo + "/configs/acmetrace.yaml"));
 }
@@ -55,7 +48,7 @@ TEST(CliTest, UnknownConfigKeyIsAUsageError) {
 }
 
 TEST(CliTest, VersionPrintsNameVersionAndRevision) {
-  CommandResult run = RunAcmetrace("--version");
+  ShellOutput run = RunAcmetrace("--version");
   ASSERT_EQ(run.exit_code, 0);
   // "acmetrace 0.1.0 (revision abcdef012345, GNU 12.2.0)"
   EXPECT_EQ(run.out.rfind(std::string("acmetrace ") + ACMETRACE_PROJECT_VERSION + " (revision ", 0), 0u) << run.out;
@@ -65,7 +58,7 @@ TEST(CliTest, VersionPrintsNameVersionAndRevision) {
 
 TEST(CliTest, HelpOnEverySubcommandExitsZero) {
   for (const char* sub : {"", "synth", "summary", "replay", "process", "export", "run", "config"}) {
-    CommandResult run = RunAcmetrace(std::string(sub) + " --help");
+    ShellOutput run = RunAcmetrace(std::string(sub) + " --help");
     EXPECT_EQ(run.exit_code, 0) << sub;
     EXPECT_NE(run.out.find("--help"), std::string::npos) << sub;
   }
@@ -95,7 +88,7 @@ TEST(CliTest, RunAndExportExitCodes) {
 
 TEST(CliTest, RunUntilEndWritesTheFinalExposition) {
   const std::string out = testing::TempDir() + "/run_final.prom";
-  CommandResult run = RunAcmetrace("run --data " + std::string(ACMETRACE_FIXTURES) +
+  ShellOutput run = RunAcmetrace("run --data " + std::string(ACMETRACE_FIXTURES) +
                                    "/release --speed max --until-end --listen 127.0.0.1:0 --metrics-out " + out);
   ASSERT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.out.rfind("listening on http://127.0.0.1:", 0), 0u) << run.out;
@@ -109,7 +102,7 @@ TEST(CliTest, RunUntilEndWritesTheFinalExposition) {
 TEST(CliTest, ProcessPipedIntoExportServesItsRecords) {
   const std::string out = testing::TempDir() + "/export_final.prom";
   const std::string fixture = std::string(ACMETRACE_FIXTURES) + "/release";
-  CommandResult run = RunAcmetrace("replay --data " + fixture + " --sink stdout | " + std::string(ACMETRACE_BINARY) +
+  ShellOutput run = RunAcmetrace("replay --data " + fixture + " --sink stdout | " + std::string(ACMETRACE_BINARY) +
                                    " process | " + std::string(ACMETRACE_BINARY) +
                                    " export --listen 127.0.0.1:0 --until-end --metrics-out " + out);
   ASSERT_EQ(run.exit_code, 0);
@@ -119,7 +112,7 @@ TEST(CliTest, ProcessPipedIntoExportServesItsRecords) {
 }
 
 TEST(CliTest, ReplayToStdoutFramesEveryRecord) {
-  CommandResult run = RunAcmetrace("replay --data " + std::string(ACMETRACE_FIXTURES) + "/release --sink stdout");
+  ShellOutput run = RunAcmetrace("replay --data " + std::string(ACMETRACE_FIXTURES) + "/release --sink stdout");
   ASSERT_EQ(run.exit_code, 0);
   std::istringstream lines(run.out);
   std::string line;

@@ -13,6 +13,9 @@
 
 namespace {
 
+using acmetrace::RunShellCapture;
+using acmetrace::ShellOutput;
+
 struct Outcome {
   int exit_code;
   std::string out;
@@ -53,16 +56,11 @@ Outcome RunBinary(const std::string& args, const std::string& env_prefix = "") {
   const std::string err_path = Scratch() + "/stderr.txt";
   const std::string command =
       env_prefix + " " + std::string(ACMETRACE_BINARY) + " " + args + " < /dev/null 2>" + err_path;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
+  const ShellOutput run = RunShellCapture(command);
   std::ifstream in(err_path);
   std::stringstream err;
   err << in.rdbuf();
-  return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, WithoutLogPrefix(err.str())};
+  return Outcome{run.exit_code, run.out, WithoutLogPrefix(err.str())};
 }
 
 const std::string kData = std::string(ACMETRACE_FIXTURES) + "/release";

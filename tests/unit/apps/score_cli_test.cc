@@ -15,20 +15,9 @@
 namespace acmetrace {
 namespace {
 
-struct ScoreRun {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-ScoreRun Score(const std::string& args) {
-  const std::string command = std::string(ACMETRACE_BINARY) + " score " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+// `acmetrace score args`: its exit code, and stdout and stderr together in out.
+ShellOutput Score(const std::string& args) {
+  return RunShellCapture(std::string(ACMETRACE_BINARY) + " score " + args + " 2>&1");
 }
 
 std::string ReadAll(const std::string& path) {
@@ -56,10 +45,10 @@ TEST(ScoreCliTest, ScoresAnomalyFlagsAgainstTheFaults) {
   const std::string dir = TestDir();
   const std::string faults = WriteFile(dir, "faults.csv", kFaults);
   const std::string anomalies = WriteFile(dir, "anomalies.jsonl", kAnomalies);
-  const ScoreRun run = Score("--faults " + faults + " --anomalies " + anomalies + " --json " + dir + "/s.json --html " +
+  const ShellOutput run = Score("--faults " + faults + " --anomalies " + anomalies + " --json " + dir + "/s.json --html " +
                         dir + "/s.html");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("flag:gpu_overheat"), std::string::npos) << run.output;
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("flag:gpu_overheat"), std::string::npos) << run.out;
   const nlohmann::json doc = nlohmann::json::parse(ReadAll(dir + "/s.json"));
   ASSERT_EQ(doc["rules"].size(), 2u);
   EXPECT_EQ(doc["rules"][0]["rule"], "flag:gpu_overheat");
@@ -96,10 +85,10 @@ TEST(ScoreCliTest, UsageErrorsExitTwoWithOneLine) {
       {"--faults " + faults + " --anomalies " + faults, faults + ":1: "},
   };
   for (const Case& c : cases) {
-    const ScoreRun run = Score(c.args);
-    EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.output;
-    EXPECT_NE(run.output.find(c.message), std::string::npos) << c.args << "\n" << run.output;
-    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+    const ShellOutput run = Score(c.args);
+    EXPECT_EQ(run.exit_code, 2) << c.args << "\n" << run.out;
+    EXPECT_NE(run.out.find(c.message), std::string::npos) << c.args << "\n" << run.out;
+    EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
   }
 }
 
