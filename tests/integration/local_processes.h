@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "../http_get.h"
+
 namespace acmetrace::test {
 
 inline const char* Binary() {
@@ -37,35 +39,6 @@ inline int FreePort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
-
-inline HttpResponse HttpGet(int port, const std::string& path) {
-  HttpResponse r;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return r;
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string raw;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) raw.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  if (raw.size() > 12) r.status = std::atoi(raw.c_str() + 9);
-  const size_t body = raw.find("\r\n\r\n");
-  if (body != std::string::npos) r.body = raw.substr(body + 4);
-  return r;
 }
 
 inline std::string UrlEncode(const std::string& s) {

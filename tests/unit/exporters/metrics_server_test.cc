@@ -16,42 +16,18 @@
 #include <zlib.h>
 
 #include "acmetrace/http/http_connection.h"
+#include "../http_get.h"
 
 namespace acmetrace::exporters {
 namespace {
 
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
+using test::HttpResponse;
 
-// A minimal blocking HTTP/1.0 client: enough to see the status and body the server sends.
+// GET with an Authorization header when one is given (the server's basic auth).
 HttpResponse Get(int port, const std::string& path, const std::string& authorization = "",
                  const std::string& extra_headers = "") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  HttpResponse r;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return r;
-  }
-  std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
-  if (!authorization.empty()) request += "Authorization: " + authorization + "\r\n";
-  request += extra_headers;
-  request += "\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string raw;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) raw.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  if (raw.size() > 12) r.status = std::atoi(raw.c_str() + 9);
-  const size_t body = raw.find("\r\n\r\n");
-  if (body != std::string::npos) r.body = raw.substr(body + 4);
-  return r;
+  return test::HttpGet(port, path,
+                       (authorization.empty() ? "" : "Authorization: " + authorization + "\r\n") + extra_headers);
 }
 
 core::UtilSample Util(const std::string& node) {
