@@ -157,6 +157,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
   ItemReader reader(input, errors);
   ProgressTicker ticker(options);
   int64_t items = 0;
+  uint64_t ownership_changes = 0;  // so clusters owned from the start are looked at too
   bool finished = false;  // every window closed at the input's end
   // Closes every window and ends the output stream, once.
   auto finish = [&]() -> core::Status {
@@ -176,6 +177,14 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     if (!ready.ok()) {
       status = ready.status();
       break;
+    }
+    if (processor.ownership_changes() != ownership_changes) {
+      // A cluster taken over from a snapshot may have been read past its writer's end markers by
+      // its earlier owner: the input has ended for it where the snapshot says so.
+      ownership_changes = processor.ownership_changes();
+      for (const std::string& cluster : processor.owned()) {
+        for (const int p : processor.EndedPartitions(cluster)) end.OnEnded(p, cluster);
+      }
     }
     if (!finished && end.Ended(options.until_end)) {
       status = finish();
@@ -215,7 +224,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
         continue;
       case Kind::kEnded:
         end.OnEnded(p, item.clusters);
-        status = processor.Progress(p, item.offset, processors::kNoTime);
+        status = processor.EndMarker(p, item.offset, item.clusters);
         processor.SetPartitionIdle(p, true);  // its writer is done: it holds no watermark back
         ++items;
         continue;

@@ -21,7 +21,9 @@ namespace {
 
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
 // 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
-constexpr uint64_t kSnapshotVersion = 3;
+// 3: the capacity seen in telemetry after the detectors. 4: then the partitions whose writer ended.
+constexpr uint64_t kSnapshotVersion = 4;
+constexpr uint64_t kSnapshotVersionWithoutWriterEnds = 3;
 constexpr uint64_t kSnapshotVersionWithoutCapacity = 2;
 constexpr uint64_t kSnapshotVersionWithoutDetectors = 1;
 
@@ -41,6 +43,16 @@ int64_t FloorTo(int64_t t, int64_t step) {
   int64_t q = t / step;
   if (t % step != 0 && t < 0) --q;
   return q * step;
+}
+
+// Whether an end marker's comma-separated cluster list names cluster.
+bool NamesCluster(std::string_view list, std::string_view cluster) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == cluster) return true;
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return false;
 }
 
 // The part of a record's key after "cluster/": within one cluster's buffer, ordering by it is
@@ -79,6 +91,31 @@ struct PartitionsRef {
       const int p = processor.DeclarePartition(name);
       c.next_offset[p] = next_offset;
       c.max_ts[p] = max_ts;
+    }
+  }
+};
+
+// The partitions where the cluster's writer has ended (an end marker read since the cluster's last
+// record there), by name: a later owner that resumes after those markers still knows the input ended.
+template <class P, class Cluster>
+struct WriterEndsRef {
+  P& processor;
+  const std::vector<std::string>& names;
+  Cluster& c;
+  void Write(StateWriter& out) const {
+    uint64_t n = 0;
+    for (const uint8_t ended : c.writer_ended) n += ended;
+    out.U64(n);
+    for (size_t p = 0; p < names.size(); ++p) {
+      if (c.writer_ended[p] != 0) out.Str(names[p]);
+    }
+  }
+  void Read(StateReader& in) {
+    const uint64_t n = in.Count(8);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      const std::string name = in.Str();
+      if (!in.ok()) return;
+      c.writer_ended[static_cast<size_t>(processor.DeclarePartition(name))] = 1;
     }
   }
 };
@@ -207,7 +244,9 @@ void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::
     io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name});
   }
   // Version 2 ended there: the GPUs seen in telemetry (the capacity) were learned again.
-  if (io.version() >= kSnapshotVersion) ClusterMetrics::CapacityFields(io, c.metrics);
+  if (io.version() >= kSnapshotVersionWithoutWriterEnds) ClusterMetrics::CapacityFields(io, c.metrics);
+  // Version 3 ended there: a later owner learned of the input's end only from idleness.
+  if (io.version() >= kSnapshotVersion) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
 }
 
 }  // namespace
@@ -254,6 +293,7 @@ struct StreamProcessor::ClusterState {
   std::string name;
   std::vector<int64_t> next_offset;  // per partition; -1 = nothing read yet
   std::vector<int64_t> max_ts;       // per partition: highest event time read (any cluster's record)
+  std::vector<uint8_t> writer_ended;  // per partition: an end marker for this cluster since its last record there
   int64_t watermark = kNoTime;
   int64_t closed_through = kNoTime;   // every base window ending at or before this is closed
   int64_t emitted_through = kNoTime;  // windows ending at or before this were written by an earlier owner
@@ -346,6 +386,7 @@ int StreamProcessor::DeclarePartition(const std::string& name) {
   for (auto& [_, c] : clusters_) {
     c->next_offset.push_back(-1);
     c->max_ts.push_back(kNoTime);
+    c->writer_ended.push_back(0);
   }
   return static_cast<int>(partition_names_.size() - 1);
 }
@@ -365,6 +406,8 @@ StreamProcessor::ClusterState& StreamProcessor::CreateCluster(const std::string&
   auto state = std::make_unique<ClusterState>(cluster, options_);
   state->next_offset.assign(partition_names_.size(), -1);
   state->max_ts.assign(partition_names_.size(), kNoTime);
+  state->writer_ended.assign(partition_names_.size(), 0);
+  ++ownership_changes_;
   if (make_detectors_) state->detectors = make_detectors_();
   ClusterState& ref = *state;
   clusters_.insert_or_assign(cluster, std::move(state));
@@ -377,7 +420,10 @@ void StreamProcessor::Own(const std::string& cluster) {
 
 void StreamProcessor::Release(const std::string& cluster) {
   (void)Drain();  // the worker may still apply its windows
-  if (auto it = clusters_.find(cluster); it != clusters_.end()) clusters_.erase(it);
+  if (auto it = clusters_.find(cluster); it != clusters_.end()) {
+    clusters_.erase(it);
+    ++ownership_changes_;
+  }
 }
 
 std::vector<std::string> StreamProcessor::owned() const {
@@ -438,6 +484,26 @@ core::Status StreamProcessor::Progress(int partition, int64_t offset, int64_t ts
   return CloseReadyWindows(false);
 }
 
+core::Status StreamProcessor::EndMarker(int partition, int64_t offset, std::string_view clusters) {
+  partition_idle_[partition] = false;
+  for (auto& [name, c] : clusters_) {
+    if (offset >= 0 && offset < c->next_offset[partition]) continue;
+    if (clusters.empty() || NamesCluster(clusters, name)) c->writer_ended[partition] = 1;
+    (void)Observe(*c, partition, offset, kNoTime);
+  }
+  return CloseReadyWindows(false);
+}
+
+std::vector<int> StreamProcessor::EndedPartitions(const std::string& cluster) const {
+  std::vector<int> out;
+  auto it = clusters_.find(cluster);
+  if (it == clusters_.end()) return out;
+  for (size_t p = 0; p < it->second->writer_ended.size(); ++p) {
+    if (it->second->writer_ended[p] != 0) out.push_back(static_cast<int>(p));
+  }
+  return out;
+}
+
 core::Status StreamProcessor::Process(int partition, int64_t offset, core::Record&& record) {
   partition_idle_[partition] = false;
   const int64_t ts = core::TimestampMsOf(record);
@@ -469,6 +535,7 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       std::vector<Pending>& window = c->buffer[FloorTo(eff, options_.base_window_ms())];
       if (window.capacity() == 0) TakeEmptyWindow(window);
       window.push_back(std::move(p));
+      c->writer_ended[partition] = 0;
       processed = true;
     }
     if (Observe(*c, partition, offset, ts)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
@@ -630,7 +697,8 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   StateReader header(snapshot);
   if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
   const uint64_t version = header.U64();
-  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutCapacity &&
+  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutWriterEnds &&
+      version != kSnapshotVersionWithoutCapacity &&
       version != kSnapshotVersionWithoutDetectors) {
     return core::Status::Error("state snapshot version " + std::to_string(version) + " is not " +
                                std::to_string(kSnapshotVersion));

@@ -207,6 +207,25 @@ TEST_F(ProcessKafkaTest, KilledAndRestartedCountsNothingTwice) {
   EXPECT_EQ(AnomalyLines({dir_ + "/restart-1.out", dir_ + "/restart-2.out"}), reference_anomalies_);
 }
 
+TEST_F(ProcessKafkaTest, AnOwnerResumingAfterTheEndMarkersEndsWithoutWaitingForIdleness) {
+  // The reference run read every writer's end markers and saved its snapshots past them. A new
+  // owner of its clusters (here the same group and state directory started again, as after a
+  // rebalance or a restart) reads nothing more: the snapshot must tell it that the input ended.
+  // Idleness (kafka.idle_timeout_ms) is set to 10 minutes, so only that can end it; `timeout` ends a
+  // build where it would wait.
+  const std::string config = dir_ + "/no-idle.yaml";
+  std::ofstream(config) << "process:\n  snapshot_interval_ms: 500\nkafka:\n  idle_timeout_ms: 600000\n";
+  CommandResult again = RunCommand("timeout 120 " + std::string(Binary()) + " --config " + config +
+                                   " process --source kafka --sink stdout --brokers " + broker_->bootstrap() +
+                                   " --group reference --state-dir " + dir_ + "/state-reference --until-end");
+  ASSERT_EQ(again.exit_code, 0) << "124: it waited for idleness\n" << again.err;
+  EXPECT_NE(again.err.find("resumed from"), std::string::npos) << again.err;
+  // Every window was written by the first run: nothing again.
+  std::istringstream out(again.out);
+  std::string line;
+  while (std::getline(out, line)) EXPECT_EQ(line.find("\"acme.metrics\""), std::string::npos) << line;
+}
+
 TEST_F(ProcessKafkaTest, SigtermStopsCleanlyAndCommitsWhatWasProcessedToTheGroup) {
   const std::string state = dir_ + "/state-sigterm";
   const std::vector<std::string> inputs = {"acme.jobs", "acme.util", "acme.power"};

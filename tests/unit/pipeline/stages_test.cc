@@ -162,6 +162,101 @@ TEST(ProcessStageTest, AProgressMarkerLetsAQuietPartitionsWindowsClose) {
   EXPECT_GE(run.stats.windows, 4);
 }
 
+// Takes seren over from a snapshot at its first Poll, as a consumer group's new owner does.
+class TakeOverFromSnapshot : public ClusterOwnership {
+ public:
+  explicit TakeOverFromSnapshot(std::string snapshot) : snapshot_(std::move(snapshot)) {}
+  core::Status Start(processors::StreamProcessor& processor, core::RecordInput&) override {
+    processor_ = &processor;
+    return core::Status::Ok();
+  }
+  core::Result<bool> Poll(int64_t) override {
+    if (!snapshot_.empty()) {
+      if (core::Status s = processor_->Restore(snapshot_); !s.ok()) return s;
+      snapshot_.clear();
+    }
+    return true;
+  }
+  core::Status Consider(std::string_view) override { return core::Status::Ok(); }
+  core::Status Checkpoint(int64_t, Save) override { return core::Status::Ok(); }
+  core::Status Close() override { return core::Status::Ok(); }
+
+ private:
+  std::string snapshot_;
+  processors::StreamProcessor* processor_ = nullptr;
+};
+
+TEST(ProcessStageTest, AnOwnerTakingOverAfterTheEndMarkersEndsWithTheLastWindows) {
+  // The first owner has read every record and both partitions' end markers when a rebalance takes
+  // seren from it (its snapshot, saved at the revocation, resumes after the markers). The new owner
+  // reads nothing more: it must still end its input and write the windows still open, as one
+  // uninterrupted run does, not wait for idleness that may come after the exporter has stopped.
+  std::deque<ScriptedInput::Step> steps;
+  for (int64_t t = 0; t <= 600'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  steps.push_back({Kind::kRecord, 0, Submit(kT0 + 30'000), ""});
+  steps.push_back({Kind::kEnded, 0, {}, "seren"});
+  steps.push_back({Kind::kEnded, 1, {}, "seren"});
+  const ProcessRun whole = Process(steps);
+  ASSERT_TRUE(whole.ended);
+
+  processors::ProcessOptions options;
+  options.allowed_lateness_ms = 30'000;
+  CaptureSink first_sink;
+  processors::StreamProcessor first(options, first_sink, nullptr);
+  for (const core::InputPartition& p : kInputs) first.DeclarePartition(p.name);
+  first.Own("seren");
+  int64_t offset = 0;
+  for (ScriptedInput::Step& step : steps) {
+    const core::Status s = step.kind == Kind::kRecord ? first.Process(step.partition, offset, std::move(step.record))
+                                                      : first.EndMarker(step.partition, offset, step.clusters);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ++offset;
+  }
+  ASSERT_TRUE(first.Drain().ok());
+  EXPECT_EQ(first.EndedPartitions("seren"), (std::vector<int>{0, 1}));
+  ASSERT_LT(first_sink.lines.size(), whole.lines.size()) << "some windows must still be open at the revocation";
+
+  std::atomic<bool> stop{false};
+  ScriptedInput rest(kInputs, {}, stop);  // resumed after the markers: nothing left to read
+  CaptureSink sink;
+  processors::StreamProcessor next(options, sink, nullptr);
+  core::InputErrors errors(nullptr);
+  TakeOverFromSnapshot take_over(first.Snapshot("seren"));
+  ASSERT_TRUE(RunProcessStage(rest, next, sink, errors, take_over, StageOptions{}, stop).ok());
+  EXPECT_FALSE(rest.read_past_end()) << "the new owner did not learn that the input had ended";
+  EXPECT_TRUE(sink.ended);
+  EXPECT_EQ(sink.ended_with, std::vector<std::string>{"seren"});
+  std::vector<std::string> both = first_sink.lines;
+  both.insert(both.end(), sink.lines.begin(), sink.lines.end());
+  EXPECT_EQ(both, whole.lines);
+}
+
+TEST(ProcessStageTest, ARecordAfterTheEndMarkerReopensThePartition) {
+  // A writer that ended and a cluster's record after it (another run appending): the partition is
+  // live again for that cluster, in the processor's state as in the stage.
+  processors::ProcessOptions options;
+  CaptureSink sink;
+  processors::StreamProcessor p(options, sink, nullptr);
+  for (const core::InputPartition& in : kInputs) p.DeclarePartition(in.name);
+  p.Own("seren");
+  p.Own("kalos");
+  ASSERT_TRUE(p.EndMarker(1, 0, "kalos,seren").ok());
+  ASSERT_TRUE(p.EndMarker(0, 0, "kalos").ok());
+  EXPECT_EQ(p.EndedPartitions("seren"), (std::vector<int>{1}));
+  EXPECT_EQ(p.EndedPartitions("kalos"), (std::vector<int>{0, 1}));
+  ASSERT_TRUE(p.Process(1, 1, Util(kT0)).ok());
+  EXPECT_TRUE(p.EndedPartitions("seren").empty());
+  EXPECT_EQ(p.EndedPartitions("kalos"), (std::vector<int>{0, 1}));
+  ASSERT_TRUE(p.EndMarker(1, 2, "").ok());  // a marker without names ends it for every cluster
+  EXPECT_EQ(p.EndedPartitions("seren"), (std::vector<int>{1}));
+  // The snapshot carries it to the next owner.
+  CaptureSink next_sink;
+  processors::StreamProcessor next(options, next_sink, nullptr);
+  for (const core::InputPartition& in : kInputs) next.DeclarePartition(in.name);
+  ASSERT_TRUE(next.Restore(p.Snapshot("kalos")).ok());
+  EXPECT_EQ(next.EndedPartitions("kalos"), (std::vector<int>{0, 1}));
+}
+
 TEST(ExportStageTest, OneWritersEndMarkerDoesNotEndAPartitionAnotherStillWrites) {
   // Two processor instances write acme.metrics: kalos's ends first; seren's writer still has a
   // window to write into the same partition.

@@ -576,41 +576,44 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     EXPECT_FALSE(q.Restore(snapshot + "x").ok()) << "trailing bytes";
   }
 
-  // Version 1 was the same up to the metrics, without the detector part (nor version 3's capacity).
+  // Version 1 was the same up to the metrics, without the detector part (nor version 3's capacity, nor version 4's
+  // partitions whose writer ended).
   StateWriter v1;
   {
     StreamProcessor without(options, sink, nullptr);
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    const std::string v3 = without.Snapshot("seren");
-    StateReader in(v3);
+    const std::string v4 = without.Snapshot("seren");
+    StateReader in(v4);
     const std::string magic = in.Str();
-    ASSERT_EQ(in.U64(), 3u);
+    ASSERT_EQ(in.U64(), 4u);
     v1.Str(magic);
     v1.U64(1);
     const size_t header = 8 + magic.size() + 8;
-    // Version 3 ends with the detector part (empty: its count, 8 bytes of zero) and the capacity (a
-    // map of node -> GPUs seen, then their sum): cut both off where the rest reads as exactly that.
-    auto is_capacity = [&v3](size_t at) {
-      StateReader r(std::string_view(v3).substr(at));
+    // Version 4 ends with the detector part (empty: its count, 8 bytes of zero), the capacity (a
+    // map of node -> GPUs seen, then their sum) and the partitions whose writer ended (none: a count
+    // of zero): cut them off where the rest reads as exactly that.
+    auto is_capacity = [&v4](size_t at) {
+      StateReader r(std::string_view(v4).substr(at));
       const uint64_t nodes = r.U64();
       for (uint64_t i = 0; i < nodes && r.ok(); ++i) {
         r.Str();
         r.I64();
       }
       r.I64();
-      return r.ok() && r.at_end();
+      const uint64_t ended = r.U64();
+      return r.ok() && ended == 0 && r.at_end();
     };
     size_t detectors_at = 0;
-    for (size_t at = header; at + 16 <= v3.size(); ++at) {
-      if (v3.compare(at, 8, std::string(8, '\0')) == 0 && is_capacity(at + 8)) {
+    for (size_t at = header; at + 24 <= v4.size(); ++at) {
+      if (v4.compare(at, 8, std::string(8, '\0')) == 0 && is_capacity(at + 8)) {
         detectors_at = at;
         break;
       }
     }
     ASSERT_GT(detectors_at, header);
-    std::string body = v3.substr(header, detectors_at - header);
+    std::string body = v4.substr(header, detectors_at - header);
     std::string bytes = v1.Take() + body;
     CaptureSink s2;
     StreamProcessor q(options, s2, FakeAndRealDetectors());
@@ -618,6 +621,18 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     ASSERT_TRUE(q.Restore(bytes, &warning).ok());
     EXPECT_NE(warning.find("detectors start afresh"), std::string::npos) << warning;
     EXPECT_EQ(q.ResumeOffset(0), static_cast<int64_t>(feed.size() / 2));
+
+    // Version 3 is version 4 without the partitions whose writer ended: it loads, knows of no
+    // ended writer, and is saved again as the same version 4 bytes.
+    StateWriter v3;
+    v3.Str(magic);
+    v3.U64(3);
+    const std::string v3_bytes = v3.Take() + v4.substr(header, v4.size() - header - 8);
+    CaptureSink s3;
+    StreamProcessor r(options, s3, nullptr);
+    ASSERT_TRUE(r.Restore(v3_bytes).ok());
+    EXPECT_TRUE(r.EndedPartitions("seren").empty());
+    EXPECT_EQ(r.Snapshot("seren"), v4);
   }
 }
 

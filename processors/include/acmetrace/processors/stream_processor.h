@@ -100,6 +100,17 @@ class StreamProcessor {
   /// ts_ms any more, so its watermark moves as for a record of that time (kNoTime: only the offset
   /// counts as consumed). Not counted as a record.
   core::Status Progress(int partition, int64_t offset, int64_t ts_ms);
+  /// A writer's end marker read from partition at offset, naming the clusters it wrote (comma-separated;
+  /// empty: every cluster): its offset counts as consumed, and each owned cluster it names remembers,
+  /// in its snapshot too, that its writer ended there, until the cluster's next record there. So an
+  /// owner that resumes after the markers still knows the input ended (EndedPartitions).
+  core::Status EndMarker(int partition, int64_t offset, std::string_view clusters);
+  /// The partitions where cluster's writer has ended since the cluster's last record there, by this
+  /// owner or, through the snapshot, an earlier one.
+  std::vector<int> EndedPartitions(const std::string& cluster) const;
+  /// Changes to the owned clusters so far (Own, Restore, Release, and clusters of SetOwnAll): a
+  /// caller compares it to tell that the owned set changed.
+  uint64_t ownership_changes() const { return ownership_changes_; }
   /// Gives record the storage of a record already processed (or leaves it as it is): a parser
   /// that parses into it then allocates little.
   void ReuseRecord(core::Record& record);
@@ -139,6 +150,7 @@ class StreamProcessor {
   core::RecordSink& sink_;
   DetectorFactory make_detectors_;
   bool own_all_ = false;
+  uint64_t ownership_changes_ = 0;
   std::vector<std::string> partition_names_;
   std::vector<bool> partition_idle_;
   std::map<std::string, std::unique_ptr<ClusterState>, std::less<>> clusters_;
