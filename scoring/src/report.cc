@@ -303,8 +303,9 @@ std::string FormatHtml(const ScoreReport& report) {
       const double x = x_of(ms);
       h += "<line x1=\"" + Fixed(x, 1) + "\" y1=\"" + Fixed(kTop - 4, 0) + "\" x2=\"" + Fixed(x, 1) + "\" y2=\"" +
            Fixed(height - 10, 0) + "\" stroke=\"#ddd\"/>";
-      // "2023-07-01 12:00"; without the year when there is no room for it.
-      const std::string label = Time(ms).substr(span > 86'400'000.0 ? 5 : 0, span > 86'400'000.0 ? 11 : 16);
+      // "07-01 12:00" (the heading gives the window with its year): at 1/8 of the axis apart, a label
+      // with the year (16 characters, ~110 px) overlapped its neighbour's.
+      const std::string label = Time(ms).substr(5, 11);
       h += "<text x=\"" + Fixed(x, 1) + "\" y=\"12\" text-anchor=\"" + (t == 8 ? "end" : t == 0 ? "start" : "middle") +
            "\">" + Escape(label) + "</text>\n";
     }
