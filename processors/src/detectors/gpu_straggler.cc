@@ -328,7 +328,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const int64_t level_for_ms_;
   const int64_t level_for_unknown_ms_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
-  std::string key_;            // scratch: the key of the record at hand
+  NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and where the last lookup ended
   std::vector<double> peers_;  // scratch: one GPU's peers' smoothed values, sorted
   AnomalyOutbox outbox_;
 };
