@@ -19,6 +19,7 @@
 // close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -217,6 +218,27 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       }
       g.last_working_ms = t;
     }
+    // When every fresh working GPU's run started with every other's (one job on the node, the common
+    // case), each one's peers are all the others: their values are sorted once, and a GPU's peers are
+    // that order without one value equal to its own (the same values, so the same median).
+    all_working_.clear();
+    bool any_unknown_start = false, any_known_start = false;
+    int64_t first_start = std::numeric_limits<int64_t>::max(), last_start = std::numeric_limits<int64_t>::min();
+    for (const Gpu& g : gpus) {
+      if (!g.fresh || !g.working) continue;
+      all_working_.push_back(g.smooth);
+      if (g.working_since_ms == kNoTimeMs) {
+        any_unknown_start = true;
+      } else {
+        any_known_start = true;
+        first_start = std::min(first_start, g.working_since_ms);
+        last_start = std::max(last_start, g.working_since_ms);
+      }
+    }
+    // SameStart holds for every pair: all starts unknown, or all known within same_start_ms_.
+    const bool one_start = !(any_unknown_start && any_known_start) &&
+                           (!any_known_start || last_start - first_start <= same_start_ms_);
+    if (one_start) std::sort(all_working_.begin(), all_working_.end());
     for (size_t i = 0; i < gpus.size(); ++i) {
       Gpu& g = gpus[i];
       if (!g.fresh) continue;
@@ -225,19 +247,31 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       bool lags_alone = false;  // no peer lags with it (GPUs lagging together are a lighter job of their own)
       if (g.working) {
         // Its peers: the node's other fresh working GPUs whose work started with its own, the GPUs of
-        // its job (a job's GPUs start together; DCGM says nothing of jobs).
-        peers_.clear();
-        for (size_t j = 0; j < gpus.size(); ++j) {
-          const Gpu& p = gpus[j];
-          if (j != i && p.fresh && p.working && SameStart(g, p)) peers_.push_back(p.smooth);
-        }
-        const size_t n = peers_.size();
-        if (static_cast<int64_t>(n) >= min_peers_) {
+        // its job (a job's GPUs start together; DCGM says nothing of jobs). Sorted: peer(k) is the k-th.
+        const double* sorted = nullptr;
+        size_t n = 0, own = 0;  // own: where its own value is left out of sorted
+        if (one_start) {
+          sorted = all_working_.data();
+          n = all_working_.size() - 1;
+          own = static_cast<size_t>(std::lower_bound(all_working_.begin(), all_working_.end(), g.smooth) -
+                                    all_working_.begin());
+        } else {
+          peers_.clear();
+          for (size_t j = 0; j < gpus.size(); ++j) {
+            const Gpu& p = gpus[j];
+            if (j != i && p.fresh && p.working && SameStart(g, p)) peers_.push_back(p.smooth);
+          }
           std::sort(peers_.begin(), peers_.end());
-          const double median = n % 2 ? peers_[n / 2] : 0.5 * (peers_[n / 2 - 1] + peers_[n / 2]);
-          const double iqr = peers_[(3 * n) / 4] - peers_[n / 4];
+          sorted = peers_.data();
+          n = peers_.size();
+          own = n;
+        }
+        auto peer = [&](size_t k) { return sorted[k < own ? k : k + 1]; };
+        if (static_cast<int64_t>(n) >= min_peers_) {
+          const double median = n % 2 ? peer(n / 2) : 0.5 * (peer(n / 2 - 1) + peer(n / 2));
+          const double iqr = peer((3 * n) / 4) - peer(n / 4);
           busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
-          lags_alone = !(peers_.front() < open_ratio_ * median);
+          lags_alone = !(peer(0) < open_ratio_ * median);
           if (median > 0) ratio = g.smooth / median;
         }
       }
@@ -329,7 +363,8 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   const int64_t level_for_unknown_ms_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
   NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and where the last lookup ended
-  std::vector<double> peers_;  // scratch: one GPU's peers' smoothed values, sorted
+  std::vector<double> peers_;        // scratch: one GPU's peers' smoothed values, sorted
+  std::vector<double> all_working_;  // scratch: every fresh working GPU's smoothed value of a record
   AnomalyOutbox outbox_;
 };
 
