@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "acmetrace/core/number.h"
+#include "acmetrace/processors/quantile_sketch.h"
 
 namespace acmetrace::processors {
 namespace {
@@ -47,7 +48,8 @@ void DeclareProcessConfig(core::Config& config) {
                  ConfigType::List(CapacityType()));
   config.Declare("process.quantile_accuracy", "0.01",
                  "relative error of the quantile sketches (job queue and run time, telemetry p50/p95)",
-                 ConfigType::Double(0, 0.5, ConfigType::Bound::kOpen, ConfigType::Bound::kOpen));
+                 ConfigType::Double(QuantileSketch::kMinAccuracy, QuantileSketch::kMaxAccuracy,
+                                    ConfigType::Bound::kClosed, ConfigType::Bound::kOpen));
   config.Declare("process.units", "raw",
                  "telemetry units of the input: raw (release files: *_ACTIVE, SM_OCCUPANCY, NODE_CPU/MEMORY_UTILIZATION "
                  "are fractions, reported x100 as percent) or percent (processed copies, reported as they are)",
@@ -108,8 +110,8 @@ ProcessOptions ProcessOptionsFromConfig(const core::Config& config) {
     o.capacity_gpus[item.substr(0, eq)] = *v;
   }
   o.quantile_accuracy = config.GetDouble("process.quantile_accuracy");
-  if (!(o.quantile_accuracy > 0 && o.quantile_accuracy < 0.5)) {
-    throw std::invalid_argument(config.Where("process.quantile_accuracy") + ": must be in (0, 0.5)");
+  if (!(o.quantile_accuracy >= QuantileSketch::kMinAccuracy && o.quantile_accuracy < QuantileSketch::kMaxAccuracy)) {
+    throw std::invalid_argument(config.Where("process.quantile_accuracy") + ": must be in [0.001, 0.5)");
   }
   const std::string units = config.GetString("process.units");
   if (units == "raw") {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "acmetrace/core/record.h"
+#include "acmetrace/core/time.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/state_codec.h"
 
@@ -85,6 +86,13 @@ class StepClock {
   template <class Io, class Self>
   static void Fields(Io& io, Self& s) {
     io(s.next_ms_, s.first_ms_);
+    // Read back, both are unset or trace times: a clock decades before the data would be walked a
+    // step at a time (RunTo) for as long.
+    if constexpr (Io::kReading) {
+      for (const int64_t t : {s.next_ms_, s.first_ms_}) {
+        if (t != kNoTimeMs && !core::IsTraceTimeMs(t)) io.Fail("a detector's step clock is not a trace time");
+      }
+    }
   }
 
  private:

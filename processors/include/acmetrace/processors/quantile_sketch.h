@@ -24,6 +24,10 @@ class QuantileSketch {
   static constexpr double kMinIndexable = 1e-6;
   /// Far above every quantity sketched (percents, MiB, seconds of queueing).
   static constexpr double kMaxIndexable = 1e12;
+  /// The accuracies a sketch may have: [kMinAccuracy, kMaxAccuracy). Below, the buckets between the
+  /// indexable bounds would be millions (and their indices beyond int32 near 1e-12).
+  static constexpr double kMinAccuracy = 0.001;
+  static constexpr double kMaxAccuracy = 0.5;
 
   explicit QuantileSketch(double relative_accuracy = 0.01);
 
@@ -47,7 +51,8 @@ class QuantileSketch {
   /// Restores what Save wrote; false on malformed input.
   bool Load(StateReader& in);
   /// The sketch's fields, for the snapshot codec (state_codec.h): the accuracy, the counts, the
-  /// buckets. Read back, the accuracy must be in (0, 1) and the buckets must add up to the count.
+  /// buckets. Read back, the accuracy must be in [kMinAccuracy, kMaxAccuracy), the buckets must lie
+  /// between the indexable bounds' and add up to the count.
   template <class Io, class Self>
   static void Fields(Io& io, Self& s) {
     io(s.alpha_, s.count_, s.zero_count_, s.offset_, s.bins_);
@@ -60,11 +65,16 @@ class QuantileSketch {
   // Derives what the accuracy implies and checks what was read; a mismatch fails in.
   template <class Reader>
   void AfterRead(Reader& in) {
-    if (!(alpha_ > 0 && alpha_ < 1)) return in.Fail();
+    if (!(alpha_ >= kMinAccuracy && alpha_ < kMaxAccuracy)) return in.Fail();
     std::vector<uint64_t> bins = std::move(bins_);
     const uint64_t count = count_, zero_count = zero_count_;
     const int32_t offset = offset_;
     *this = QuantileSketch(alpha_);
+    // Buckets no value could reach: a merge with them would allocate up to 2^31 counters.
+    if (!bins.empty() && (offset < IndexOf(kMinIndexable) ||
+                          static_cast<int64_t>(offset) + static_cast<int64_t>(bins.size()) - 1 > IndexOf(kMaxIndexable))) {
+      return in.Fail();
+    }
     bins_ = std::move(bins);
     count_ = count;
     zero_count_ = zero_count;

@@ -5,8 +5,8 @@
 // checked (a truncated or malformed snapshot is an error, never a crash or a huge allocation).
 //
 // How a type is encoded:
-//   int64_t -> 8 bytes; uint64_t -> 8 bytes; int32_t -> 8 bytes (as int64; out of range on reading is an
-//   error); double -> 8 bytes (IEEE); bool -> uint64 0 or 1 (else an error); std::string -> uint64
+//   int64_t -> 8 bytes (beyond +-2^61 on reading, but for the lowest and highest int64, is an error);
+//   uint64_t -> 8 bytes; int32_t -> 8 bytes (as int64; out of range on reading is an error); double -> 8 bytes (IEEE); bool -> uint64 0 or 1 (else an error); std::string -> uint64
 //   length, bytes; std::array and std::pair -> their items (no count); vector/deque -> uint64 count,
 //   items; map/unordered_map
 //   -> uint64 count, (key, value) in key order (unordered maps are sorted first, so equal states give
@@ -287,6 +287,11 @@ void StateReader::Get(T& v) {
     v = Bool();
   } else if constexpr (std::is_same_v<T, int64_t>) {
     v = I64();
+    // State holds times in ms, offsets and counts, all far below 2^61, or a sentinel (the lowest or
+    // highest int64, e.g. kNoTime). Anything else is no state this program writes, and arithmetic on
+    // it (a time minus another) could overflow: refused, as a damaged snapshot.
+    constexpr int64_t kLargest = int64_t{1} << 61;
+    if ((v < -kLargest || v > kLargest) && v != INT64_MIN && v != INT64_MAX) ok_ = false;
   } else if constexpr (std::is_same_v<T, uint64_t>) {
     v = U64();
   } else if constexpr (std::is_same_v<T, int32_t>) {
