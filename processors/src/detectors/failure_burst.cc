@@ -14,7 +14,8 @@
 // expects e, and n at least min_ratio x e:
 //     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
 // The score is the highest score_w. The flag opens when it reaches open_score and closes once it has
-// stayed below close_score for close_for_s. Subject: the cluster. Value: the failures counted in the
+// stayed below close_score for close_for_s. open_score 7 is about the score of a count that chance
+// brings once in 10,000 windows (z = 3.7, score ~ z^2 / 2), the bar synth sizes its bursts by. Subject: the cluster. Value: the failures counted in the
 // window that opened it; threshold: what the baseline expected there.
 #include <algorithm>
 #include <cmath>
@@ -34,7 +35,7 @@ namespace {
 
 constexpr KeySpec kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
-    {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated",
+    {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
     {"baseline_s", "21600", "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
      &PositiveSeconds},
@@ -46,7 +47,7 @@ constexpr KeySpec kKeys[] = {
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
     {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
      &NonNegative},
-    {"open_score", "6", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
+    {"open_score", "7", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
     {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative},
     {"close_for_s", "300", "...for this many seconds", &Seconds},
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
