@@ -8,15 +8,17 @@
 // part of the last baseline_s before the window, excluding time the flag was open (at least
 // min_rate_per_h), or, if higher, the mean over the recent_s before the window (a cluster fails 2-3x
 // more users in the afternoon than at night: a baseline of hours lags that rise). Both are rates of
-// the time before the window: a burst does not raise the rate it is judged against. The cluster's history starts with its
-// first record of any kind (telemetry too): no judgement before min_history_s of it.
+// the time before the window: a burst does not raise the rate it is judged against. The cluster's
+// history starts with its first record of any kind (telemetry too): no judgement before min_history_s
+// of it.
 // Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
 // expects e, and n at least min_ratio x e:
 //     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
 // The score is the highest score_w. The flag opens when it reaches open_score and closes once it has
 // stayed below close_score for close_for_s. open_score 7 is about the score of a count that chance
-// brings once in 10,000 windows (z = 3.7, score ~ z^2 / 2), the bar synth sizes its bursts by. Subject: the cluster. Value: the failures counted in the
-// window that opened it; threshold: what the baseline expected there.
+// brings once in 10,000 windows (z = 3.7, score ~ z^2 / 2), the bar synth sizes its bursts by.
+// Subject: the cluster. Value: the failures counted in the window that opened it; threshold: what the
+// baseline expected there.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -37,7 +39,8 @@ constexpr KeySpec kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
     {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
-    {"baseline_s", "21600", "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
+    {"baseline_s", "21600",
+     "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
      &PositiveSeconds},
     {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
      &Seconds},

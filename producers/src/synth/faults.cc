@@ -83,7 +83,8 @@ double ClusterOnsetRate(const std::vector<int64_t>& onsets, int64_t window_start
   auto mean_over = [&](int64_t span_s) {
     const int64_t from = std::max(window_start_s, t - span_s);
     if (t <= from) return 0.0;
-    const auto n = std::lower_bound(onsets.begin(), onsets.end(), t) - std::lower_bound(onsets.begin(), onsets.end(), from);
+    const auto n =
+        std::lower_bound(onsets.begin(), onsets.end(), t) - std::lower_bound(onsets.begin(), onsets.end(), from);
     return static_cast<double>(n) / static_cast<double>(t - from);
   };
   return std::max(mean_over(kOnsetRateS), mean_over(kRecentOnsetRateS));
@@ -202,7 +203,8 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
       for (int tries = 0; tries < kMaxTries; ++tries) {
         const int64_t fail_s = Uniform(large_rng, lo, hi);
         const int64_t longest = std::min<int64_t>(4 * 3600, fail_s - ws - 120);
-        const int64_t run_s = std::llround(std::exp(std::log(1800.0) + large_rng.Uniform() * std::log(longest / 1800.0)));
+        const int64_t run_s =  // log-uniform in [30 min, longest]
+            std::llround(std::exp(std::log(1800.0) + large_rng.Uniform() * std::log(longest / 1800.0)));
         if (!running.Free(fail_s - run_s, fail_s, 0)) continue;
         running.Add(fail_s - run_s, fail_s);
         Job job = MakeFailingJob(model, nodes, fail_s, large_rng);
@@ -280,10 +282,11 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
         if (!failing.count(job.user)) starting.insert(job.user), burst_onsets.emplace_back(job.user, job.end_s);
         extra.push_back(std::move(job));
       }
-      const size_t want = model.users < kMinBurstUsers ? 0
-                                                       : static_cast<size_t>(std::min<int64_t>(
-                                                             static_cast<int64_t>(model.users - failing.size()),
-                                                             MinBurstUsers(ClusterOnsetRate(onsets, ws, start) * static_cast<double>(duration))));
+      const double expected_users = ClusterOnsetRate(onsets, ws, start) * static_cast<double>(duration);
+      const size_t want = model.users < kMinBurstUsers
+                              ? 0
+                              : static_cast<size_t>(std::min<int64_t>(
+                                    static_cast<int64_t>(model.users - failing.size()), MinBurstUsers(expected_users)));
       Rng more_rng(MixKey(plan.noise_key_, 0xB0B0000 + static_cast<uint64_t>(start)));
       while (starting.size() < want) {
         Job job = MakeFailingJob(model, nodes, Uniform(more_rng, start, start + duration - 1), more_rng);

@@ -538,7 +538,9 @@ TEST(FailureBurstTest, ABurstDoesNotRaiseTheRateItIsJudgedAgainst) {
   int id = 0;
   for (int64_t s = kT0; s < kT0 + 4 * 3600; s += 900) {  // the telemetry starts the cluster's history
     for (int k = 0; k < 3; ++k) {
-      if (quiet[k] >= s - 900 && quiet[k] < s) h.Feed(End(std::to_string(++id), quiet[k], 1, "FAILED", "u" + std::to_string(k)));
+      if (quiet[k] >= s - 900 && quiet[k] < s) {
+        h.Feed(End(std::to_string(++id), quiet[k], 1, "FAILED", "u" + std::to_string(k)));
+      }
     }
     h.Feed(Util("10.140.1.10", s, {{"GPU_UTIL", Eight(50)}}));
   }
