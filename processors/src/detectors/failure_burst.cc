@@ -4,17 +4,21 @@
 //
 // A failed GPU job counts if its user had none in the dedupe_s before: users starting to fail (a user's
 // sweep of jobs failing on the same bug is that user's problem, however long it goes on; many users
-// starting to fail at once is the cluster's). The baseline rate is the mean
-// count over the baseline_s before now, excluding time the flag was open (at least min_rate_per_h),
-// or, if higher, the mean over the recent_s before the window (a cluster fails 2-3x more users in the
-// afternoon than at night: a baseline of hours lags that rise). The cluster's history starts with its
-// first record of any kind (telemetry too): no judgement before min_history_s of it.
+// starting to fail at once is the cluster's). A window's baseline rate is the mean count over the
+// part of the last baseline_s before the window, excluding time the flag was open (at least
+// min_rate_per_h), or, if higher, the mean over the recent_s before the window (a cluster fails 2-3x
+// more users in the afternoon than at night: a baseline of hours lags that rise). Both are rates of
+// the time before the window: a burst does not raise the rate it is judged against. The cluster's
+// history starts with its first record of any kind (telemetry too): no judgement before min_history_s
+// of it.
 // Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
 // expects e, and n at least min_ratio x e:
 //     score_w = n ln(n / e) - (n - e)        (log-likelihood ratio of "a higher rate" against the baseline)
 // The score is the highest score_w. The flag opens when it reaches open_score and closes once it has
-// stayed below close_score for close_for_s. Subject: the cluster. Value: the failures counted in the
-// window that opened it; threshold: what the baseline expected there.
+// stayed below close_score for close_for_s. open_score 7 is about the score of a count that chance
+// brings once in 10,000 windows (z = 3.7, score ~ z^2 / 2), the bar synth sizes its bursts by.
+// Subject: the cluster. Value: the failures counted in the window that opened it; threshold: what the
+// baseline expected there.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -33,9 +37,11 @@ namespace {
 
 constexpr KeySpec kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
-    {"windows_s", "300,600,900,1200,1800", "trailing windows scanned (seconds), comma-separated",
+    {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
-    {"baseline_s", "21600", "the baseline rate is the mean over this many seconds before now", &PositiveSeconds},
+    {"baseline_s", "21600",
+     "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
+     &PositiveSeconds},
     {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
      &Seconds},
     {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
@@ -44,7 +50,7 @@ constexpr KeySpec kKeys[] = {
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
     {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
      &NonNegative},
-    {"open_score", "6", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
+    {"open_score", "7", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
     {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative},
     {"close_for_s", "300", "...for this many seconds", &Seconds},
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
@@ -204,17 +210,27 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     return steps == 0 ? 0 : static_cast<double>(sum) / static_cast<double>(steps);
   }
 
-  // The highest window score; the history's last step is the current one.
-  Judgement Scan(const Cluster& c, double rate) const {
+  // The highest window score; the history's last step is the current one, and c.baseline_sum and
+  // c.baseline_steps cover the closed steps before it. A window is judged against the steps before it
+  // (issue #14): counting its own failures in its baseline let a burst on a quiet cluster raise the
+  // rate it was judged against (5 users in 28 minutes after 4 quiet hours: 1.7 an hour expected where
+  // the hours before had 0.7, score 4.6 against open_score 6).
+  Judgement Scan(const Cluster& c) const {
     Judgement best;
-    int64_t n = 0;
+    int64_t n = 0, inside_sum = 0, inside_steps = 0;  // closed steps of the window before the current
     size_t w = 0;
     const int64_t steps = static_cast<int64_t>(c.history.size());
     for (int64_t k = 1; k <= steps && w < windows_steps_.size(); ++k) {
-      n += c.history[steps - k].count;
+      const Point& p = c.history[steps - k];
+      n += p.count;
+      if (k > 1 && !p.open) inside_sum += p.count, ++inside_steps;
       if (k < windows_steps_[w]) continue;
       ++w;
-      const double e = static_cast<double>(k) * std::max(rate, RecentRate(c, steps - k));
+      const int64_t before_steps = c.baseline_steps - inside_steps;
+      const double before = before_steps > 0 ? static_cast<double>(c.baseline_sum - inside_sum) /
+                                                   static_cast<double>(before_steps)
+                                             : 0;
+      const double e = static_cast<double>(k) * std::max({min_rate_, before, RecentRate(c, steps - k)});
       if (n == 0 || static_cast<double>(n) < min_ratio_ * e) continue;
       const double score = static_cast<double>(n) * std::log(static_cast<double>(n) / e) - (static_cast<double>(n) - e);
       if (score > best.score) best = {score, n, e};
@@ -226,11 +242,9 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     const int64_t n = CountStep(c, t);
     // The baseline is what came before this step; it learns from steps while the flag is closed only.
     const bool judged = t - c.steps.first_ms() >= min_history_ms_ && c.baseline_steps > 0;
-    const double rate =
-        c.baseline_steps > 0 ? std::max(min_rate_, static_cast<double>(c.baseline_sum) / c.baseline_steps) : 0;
     c.history.push_back({n, c.state.open()});
     if (judged) {
-      const Judgement j = Scan(c, rate);
+      const Judgement j = Scan(c);
       switch (c.state.Update(t, j.score >= open_score_, j.score < close_score_, 0, close_for_ms_)) {
         case HysteresisState::Change::kOpened:
           outbox_.Add(cluster, kind(), cluster, true, t, static_cast<double>(j.count), j.expected);

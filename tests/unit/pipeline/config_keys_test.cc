@@ -230,7 +230,7 @@ TEST(ConfigKeysTest, ChecksAcrossKeysNameWhereTheValueCameFrom) {
 TEST(ConfigKeysTest, EveryDetectorsHysteresisMustNotBeInverted) {
   const std::vector<std::pair<std::string, std::string>> inverted = {
       {"detect.gpu_overheat.close_c", "90"},      {"detect.gpu_straggler.close_ratio", "0.5"},
-      {"detect.util_drop.close_share", "0.7"},    {"detect.failure_burst.close_score", "7"},
+      {"detect.util_drop.close_share", "0.7"},    {"detect.failure_burst.close_score", "8"},
       {"detect.queue_backlog.close_ratio", "3.5"},
   };
   for (const auto& [key, value] : inverted) {

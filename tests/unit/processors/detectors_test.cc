@@ -527,6 +527,31 @@ TEST(FailureBurstTest, AnIncidentsUsersFailingOnAfterwardsAreNoNewBurstEveryHalf
   EXPECT_EQ(h.Opens(), 1);
 }
 
+TEST(FailureBurstTest, ABurstDoesNotRaiseTheRateItIsJudgedAgainst) {
+  // Issue #14 (a 0.2 Kalos, 04:10): after four quiet hours (3 users starting to fail), 5 users started
+  // failing within 21 minutes. The six-hour baseline counted the burst's own failures, so a 30-minute
+  // window expected 0.87 of them (1.7 an hour where the hours before had 0.7): best score 4.6, under
+  // open_score 6. A window is now judged against the hours before it. Here 5 users in 24 minutes: in
+  // 25 minutes, 5 against the floor of 1 an hour (score 7.8), not against 1.5 an hour (5.9).
+  Harness h("failure_burst");
+  const int64_t quiet[] = {kT0 + 2160, kT0 + 5580, kT0 + 10980};
+  int id = 0;
+  for (int64_t s = kT0; s < kT0 + 4 * 3600; s += 900) {  // the telemetry starts the cluster's history
+    for (int k = 0; k < 3; ++k) {
+      if (quiet[k] >= s - 900 && quiet[k] < s) {
+        h.Feed(End(std::to_string(++id), quiet[k], 1, "FAILED", "u" + std::to_string(k)));
+      }
+    }
+    h.Feed(Util("10.140.1.10", s, {{"GPU_UTIL", Eight(50)}}));
+  }
+  const int64_t t = kT0 + 4 * 3600 + 600;
+  for (int k = 0; k < 5; ++k) h.Feed(End(std::to_string(++id), t + 360 * k, 1, "FAILED", "v" + std::to_string(k)));
+  h.AdvanceSeconds(t + 1800);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_GE(h.events()[0].ts_ms, (t + 1440) * 1000);
+  EXPECT_LE(h.events()[0].threshold, 0.5 + 1e-9);  // the floor, 1 an hour, over at most 30 minutes
+}
+
 TEST(FailureBurstTest, FailuresAsManyAsTheAfternoonsRateAreNoBurstThoughTheMorningWasQuieter) {
   // Issue #14: a cluster fails more users' jobs in the afternoon than at night (synth's working-hours
   // rhythm, 2-3x); the six-hour baseline still holds the morning, so a clump that is ordinary for the
