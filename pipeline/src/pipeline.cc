@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <variant>
 
@@ -213,9 +214,18 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config,
   }
   const std::string dir =
       base + "/default-d" + std::to_string(synth.days) + "-s" + config.GetString("run.default_scale") + "-faults";
+  // The marker names the generator: data set by an older one (other incidents for the same seed) is
+  // made again rather than scored against what this build's synth would list.
   const std::string done_marker = dir + "/.complete";
+  const std::string made_by = "synthesized by acmetrace run, synth generation " +
+                              std::to_string(producers::kSynthGeneration) + "\n";
   std::error_code ec;
-  if (fs::exists(done_marker, ec)) return dir;
+  {
+    std::ifstream marker(done_marker);
+    std::stringstream seen;
+    seen << marker.rdbuf();
+    if (marker && seen.str() == made_by) return dir;
+  }
   log("synthesizing the default data set (" + std::to_string(synth.days) + " day(s), scale " +
       config.GetString("run.default_scale") + ", faults) into " + dir);
   fs::remove_all(dir, ec);  // an interrupted earlier attempt
@@ -224,7 +234,7 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config,
   synth.out_dir = dir;
   core::Result<producers::SynthReport> report = producers::WriteSynthetic(synth);
   if (!report.ok()) return report.status();
-  std::ofstream(done_marker) << "synthesized by acmetrace run\n";
+  std::ofstream(done_marker) << made_by;
   return dir;
 }
 

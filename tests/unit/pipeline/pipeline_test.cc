@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "acmetrace/processors/detector.h"
+#include "test_files.h"
 
 namespace acmetrace::pipeline {
 namespace {
@@ -122,6 +125,44 @@ TEST(ExportStageTest, AnOverlongLineIsReportedAndSkippedWithBoundedMemory) {
   EXPECT_NE(errors.first().find("stdin:1:"), std::string::npos) << errors.first();
   EXPECT_NE(errors.first().find("line longer than 64 MiB: skipped"), std::string::npos) << errors.first();
   EXPECT_NE(exporter.Exposition().find("acmetrace_gpus_capacity{cluster=\"seren\"} 2288"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace acmetrace::pipeline
+
+namespace acmetrace::pipeline {
+namespace {
+
+TEST(DefaultDataTest, IsSynthesizedOnceAndAgainWhenAnOlderSynthMadeIt) {
+  const ScratchDir cache("acmetrace_default_data", "cache");
+  core::Config config;
+  DeclareRunConfig(config);
+  ASSERT_TRUE(config.Set("run.cache_dir", cache.str()).ok());
+  ASSERT_TRUE(config.Set("run.default_scale", "0.01").ok());
+  std::vector<std::string> said;
+  auto log = [&said](const std::string& line) { said.push_back(line); };
+  core::Result<std::string> first = PrepareDefaultData(config, log);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_EQ(said.size(), 1u);  // "synthesizing the default data set ..."
+  EXPECT_TRUE(std::filesystem::exists(first.value() + "/faults.csv"));
+
+  // Kept: the next run uses it as it is.
+  const std::string sentinel = first.value() + "/kept";
+  std::ofstream(sentinel) << "x";
+  core::Result<std::string> again = PrepareDefaultData(config, log);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), first.value());
+  EXPECT_EQ(said.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(sentinel));
+
+  // Made by an older synth (its marker, as builds before the generation was written left it): the
+  // same seed now gives other incidents, so it is made again.
+  std::ofstream(first.value() + "/.complete") << "synthesized by acmetrace run\n";
+  core::Result<std::string> remade = PrepareDefaultData(config, log);
+  ASSERT_TRUE(remade.ok());
+  EXPECT_EQ(remade.value(), first.value());
+  EXPECT_EQ(said.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(sentinel));
 }
 
 }  // namespace

@@ -90,5 +90,22 @@ TEST(NodeCursorTest, ACopyLooksUpInItsOwnMap) {
   EXPECT_EQ(&assigned.Find(second, "b"), &second.find("b")->second);
 }
 
+TEST(StepClockTest, ALoadedClockMustBeUnsetOrATraceTime) {
+  // Found by snapshot_fuzz: a clock loaded at -2^61 was walked a step at a time up to the watermark.
+  auto load = [](int64_t next_ms, int64_t first_ms) {
+    StateWriter out;
+    out(next_ms, first_ms);
+    StateReader in(out.bytes());
+    StepClock clock;
+    in(clock);
+    return in.ok();
+  };
+  EXPECT_TRUE(load(kNoTimeMs, kNoTimeMs));
+  EXPECT_TRUE(load(1'688'143'260'000, 1'688'143'260'000));
+  EXPECT_FALSE(load(-(int64_t{1} << 61), 1'688'143'260'000));
+  EXPECT_FALSE(load(1'688'143'260'000, 0));
+  EXPECT_FALSE(load(core::kMaxTraceTimeMs, kNoTimeMs));
+}
+
 }  // namespace
 }  // namespace acmetrace::processors::detectors

@@ -118,6 +118,34 @@ TEST(QuantileSketchTest, SaveAndLoadGiveAnEqualSketch) {
   EXPECT_FALSE(broken.Load(short_in));
 }
 
+TEST(QuantileSketchTest, ALoadedSketchMustHaveAnAccuracyAndBucketsValuesCanHave) {
+  // Found by snapshot_fuzz: a loaded sketch whose first bucket was -2^31 made a Merge with a real
+  // sketch allocate 7.5 GB. Buckets beyond the indexable values' and accuracies outside
+  // [kMinAccuracy, kMaxAccuracy) are refused.
+  auto load = [](double alpha, int32_t offset, size_t buckets) {
+    StateWriter out;
+    out(alpha, uint64_t{buckets}, uint64_t{0}, offset, std::vector<uint64_t>(buckets, 1));
+    StateReader in(out.bytes());
+    QuantileSketch s;
+    return s.Load(in);
+  };
+  QuantileSketch real(0.01);
+  real.Add(QuantileSketch::kMinIndexable * 1.5);
+  real.Add(QuantileSketch::kMaxIndexable);
+  StateWriter real_out;
+  real.Save(real_out);
+  StateReader real_in(real_out.bytes());
+  QuantileSketch back;
+  EXPECT_TRUE(back.Load(real_in)) << "the widest real sketch loads";
+  EXPECT_TRUE(load(0.01, 0, 3));
+  EXPECT_FALSE(load(0.01, INT32_MIN, 1));
+  EXPECT_FALSE(load(0.01, 1'000'000, 1));
+  EXPECT_FALSE(load(0.01, 0, 1'500));  // runs past the top bucket (about 1,382 at this accuracy)
+  EXPECT_FALSE(load(1e-12, 0, 1));
+  EXPECT_FALSE(load(0.5, 0, 1));
+  EXPECT_TRUE(load(QuantileSketch::kMinAccuracy, 0, 1));
+}
+
 TEST(QuantileSketchTest, HugeAndInfiniteValuesCountAtTheTopBucketWithoutGrowingWithoutBound) {
   // SM_ACTIVE 1e308 scaled to percent is +inf: its bucket index was a cast of infinity, and the
   // buckets were resized to it (std::length_error, process aborted).

@@ -157,6 +157,29 @@ TEST(StateCodecTest, FlagsOutOfRangeAreRefused) {
   EXPECT_FALSE(in2.ok());
 }
 
+TEST(StateCodecTest, AnIntegerNoStateHoldsIsRefusedButTheSentinelsLoad) {
+  // Found by snapshot_fuzz: a time read as -2^63 + 12,237,498 made `now - since` overflow in
+  // gpu_straggler. Times, offsets and counts stay far below 2^61; the lowest and highest int64 are
+  // sentinels (kNoTime).
+  for (const int64_t bad : {INT64_MIN + 12'237'498, (int64_t{1} << 61) + 1, -(int64_t{1} << 61) - 1, INT64_MAX - 1}) {
+    StateWriter out;
+    out.I64(bad);
+    int64_t v = 0;
+    StateReader in(out.bytes());
+    in(v);
+    EXPECT_FALSE(in.ok()) << bad;
+  }
+  for (const int64_t good : {INT64_MIN, INT64_MAX, int64_t{1} << 61, -(int64_t{1} << 61), int64_t{1'688'143'200'000}}) {
+    StateWriter out;
+    out.I64(good);
+    int64_t v = 0;
+    StateReader in(out.bytes());
+    in(v);
+    EXPECT_TRUE(in.ok()) << good;
+    EXPECT_EQ(v, good);
+  }
+}
+
 TEST(StateCodecTest, AnAdaptersReasonIsKept) {
   StateReader in("");
   in.Fail("buffered record: bad JSON");
