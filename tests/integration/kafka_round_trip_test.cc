@@ -40,11 +40,10 @@ TEST(KafkaRoundTripTest, ReplayReadsBackAsTheStdoutFeed) {
   ASSERT_EQ(to_kafka.exit_code, 0) << to_kafka.err;
   const auto n = static_cast<int64_t>(expected.size());
   EXPECT_EQ(NumberBefore(to_kafka.err, "records produced"), n) << to_kafka.err;
-  // A progress marker at most each kafka.progress_interval_ms of trace time, and one end marker,
-  // into each of the 9 partitions.
+  // One end marker into each of the 9 partitions, and progress markers each kafka.progress_interval_ms
+  // of trace time into those partitions that got no record since the last ones (ProgressMarkersTest).
   const int64_t markers = NumberBefore(to_kafka.err, "stream markers");
   EXPECT_GE(markers, 9) << to_kafka.err;
-  EXPECT_EQ(markers % 9, 0) << to_kafka.err;
   EXPECT_EQ(NumberBefore(to_kafka.err, "delivery reports"), n + markers) << to_kafka.err;
   EXPECT_EQ(NumberBefore(to_kafka.err, "delivered,"), n + markers) << to_kafka.err;
   EXPECT_EQ(NumberBefore(to_kafka.err, "failed)"), 0) << to_kafka.err;
