@@ -176,7 +176,7 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
       // As librdkafka's murmur2_random would for this key (a record always has one).
       partition = rd_kafka_msg_partitioner_murmur2_random(rkt, message.key.data(), message.key.size(), partitions,
                                                           nullptr, nullptr);
-      s.progress.Wrote(t, partition);
+      s.progress.Wrote(t, partition, message.trace_ts_ms);
       break;
     }
   }

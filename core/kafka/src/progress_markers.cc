@@ -7,7 +7,7 @@ namespace acmetrace::kafka {
 
 ProgressMarkers::ProgressMarkers(std::vector<int32_t> partition_counts, int64_t progress_every_ms)
     : every_ms_(progress_every_ms) {
-  for (const int32_t n : partition_counts) written_.emplace_back(static_cast<size_t>(n > 0 ? n : 0), false);
+  for (const int32_t n : partition_counts) last_ms_.emplace_back(static_cast<size_t>(n > 0 ? n : 0), kNoTraceTs);
 }
 
 bool ProgressMarkers::DueBefore(int64_t trace_ts_ms) {
@@ -16,6 +16,7 @@ bool ProgressMarkers::DueBefore(int64_t trace_ts_ms) {
   // partition gets anything earlier. The first record has nothing before it to mark.
   const bool first = next_ms_ == kNoTraceTs;
   next_ms_ = trace_ts_ms + every_ms_;
+  round_ms_ = trace_ts_ms;
   return !first;
 }
 

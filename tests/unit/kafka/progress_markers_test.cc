@@ -1,5 +1,5 @@
-// The replay's progress markers: a round each progress interval of trace time, a marker only where
-// no record of the writer went since the previous round.
+// The replay's progress markers: a round each progress interval of trace time, a marker only into
+// the partitions whose last record is more than an interval before the round.
 #include "acmetrace/kafka/progress_markers.h"
 
 #include <gtest/gtest.h>
@@ -42,23 +42,40 @@ TEST(ProgressMarkersTest, NeverDueWithoutAnInterval) {
   EXPECT_FALSE(markers.DueBefore(1'000'000'000));
 }
 
-TEST(ProgressMarkersTest, OnlyPartitionsWithoutARecordSinceTheLastRoundGetAMarker) {
+TEST(ProgressMarkersTest, OnlyPartitionsWithoutARecordInTheLastIntervalGetAMarker) {
   ProgressMarkers markers({3, 2}, 60'000);
-  // Nothing written yet: every partition of every topic, in topic then partition order.
-  EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}));
-  markers.Wrote(0, 1);
-  markers.Wrote(1, 0);
-  markers.Wrote(1, 0);
+  ASSERT_FALSE(markers.DueBefore(0));
+  markers.Wrote(0, 1, 0);
+  markers.Wrote(1, 0, 30'000);
+  ASSERT_TRUE(markers.DueBefore(60'000));
+  // Records at or after 0, one interval before the round: those partitions have said as much.
   EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 2}, {1, 1}}));
-  // A record counts for the round after it only: quiet since, these partitions get markers again.
+  markers.Wrote(0, 1, 60'000);
+  markers.Wrote(1, 0, 100'000);
+  markers.Wrote(1, 0, 110'000);
+  ASSERT_TRUE(markers.DueBefore(125'000));
+  // Partition 0/1's last record (60 s) is more than an interval before the round (125 s): a marker.
+  EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}, {0, 2}, {1, 1}}));
+  // A gap of quiet trace time: a record long ago does not stand for a marker now.
+  ASSERT_TRUE(markers.DueBefore(600'000));
+  EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}));
+}
+
+TEST(ProgressMarkersTest, EveryPartitionGetsOneBeforeAnyRecordAndInARoundNotFoundDue) {
+  ProgressMarkers markers({3, 2}, 60'000);
+  EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}));
+  markers.Wrote(0, 0, 0);
   EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}}));
 }
 
 TEST(ProgressMarkersTest, ARecordOfUnknownPartitionOrTopicCountsForNone) {
   ProgressMarkers markers({2}, 60'000);
-  markers.Wrote(0, ProgressMarkers::kUnknownPartition);
-  markers.Wrote(0, 2);  // not a partition of the topic as declared
-  markers.Wrote(1, 0);  // not a declared topic
+  ASSERT_FALSE(markers.DueBefore(0));
+  markers.Wrote(0, ProgressMarkers::kUnknownPartition, 0);
+  markers.Wrote(0, 2, 0);  // not a partition of the topic as declared
+  markers.Wrote(1, 0, 0);  // not a declared topic
+  markers.Wrote(0, 1, kNoTraceTs);  // no trace time: says nothing
+  ASSERT_TRUE(markers.DueBefore(60'000));
   EXPECT_EQ(RoundOf(markers), (Marked{{0, 0}, {0, 1}}));
 }
 

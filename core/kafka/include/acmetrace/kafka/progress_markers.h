@@ -10,12 +10,12 @@
 namespace acmetrace::kafka {
 
 /// The progress-marker schedule of a writer whose records come in trace-time order. A round is due
-/// each time the records' trace time has moved on by the interval; in a round, a marker goes into
-/// every partition that no record from this writer went into since the previous round. A partition
-/// that did get one needs none: readers take a record's trace_ts_ms as its partition's progress
-/// just as a marker's, and the writer's records after it are no earlier. Records whose partition is
-/// not known (kUnknownPartition: left to librdkafka's partitioner) count for no partition. Not
-/// thread-safe.
+/// each time the records' trace time has moved on by the interval; in a round at trace time T, a
+/// marker at T goes into every partition whose last record from this writer is older than T minus the
+/// interval. The others need none: readers take a record's trace_ts_ms as its partition's progress
+/// just as a marker's, so after a round every partition has said it is at T minus the interval or
+/// later, as a marker of the previous round would have. Records whose partition is not known
+/// (kUnknownPartition: left to librdkafka's partitioner) count for no partition. Not thread-safe.
 class ProgressMarkers {
  public:
   static constexpr int32_t kUnknownPartition = -1;
@@ -27,22 +27,22 @@ class ProgressMarkers {
   /// starts the schedule without one (nothing was written before it). When due, the next round is
   /// due progress_every_ms after trace_ts_ms.
   bool DueBefore(int64_t trace_ts_ms);
-  /// A record went into this partition of topic (its index in partition_counts).
-  void Wrote(size_t topic, int32_t partition) {
-    if (partition >= 0 && topic < written_.size() && static_cast<size_t>(partition) < written_[topic].size()) {
-      written_[topic][static_cast<size_t>(partition)] = true;
+  /// A record at trace time trace_ts_ms went into this partition of topic (its index in partition_counts).
+  void Wrote(size_t topic, int32_t partition, int64_t trace_ts_ms) {
+    if (partition >= 0 && topic < last_ms_.size() && static_cast<size_t>(partition) < last_ms_[topic].size()) {
+      int64_t& last = last_ms_[topic][static_cast<size_t>(partition)];
+      if (trace_ts_ms > last) last = trace_ts_ms;
     }
   }
-  /// Calls send(topic, partition) for every partition that gets a marker in this round, in topic
-  /// then partition order, and starts the next round; stops at the first failure and returns it.
+  /// Calls send(topic, partition) for every partition that gets a marker in the round DueBefore
+  /// has just found due, in topic then partition order; stops at the first failure and returns it.
   template <typename Send>
   core::Status Round(Send&& send) {
-    for (size_t t = 0; t < written_.size(); ++t) {
-      for (size_t p = 0; p < written_[t].size(); ++p) {
-        if (written_[t][p]) {
-          written_[t][p] = false;
-          continue;
-        }
+    for (size_t t = 0; t < last_ms_.size(); ++t) {
+      for (size_t p = 0; p < last_ms_[t].size(); ++p) {
+        // A record since one interval before the round says as much as the marker would.
+        const int64_t last = last_ms_[t][p];
+        if (round_ms_ != kNoTraceTs && last != kNoTraceTs && last >= round_ms_ - every_ms_) continue;
         if (core::Status s = send(t, static_cast<int32_t>(p)); !s.ok()) return s;
       }
     }
@@ -50,9 +50,10 @@ class ProgressMarkers {
   }
 
  private:
-  std::vector<std::vector<bool>> written_;  // per topic, per partition: a record since the last round
+  std::vector<std::vector<int64_t>> last_ms_;  // per topic, per partition: its last record's trace time
   int64_t every_ms_;
-  int64_t next_ms_ = kNoTraceTs;  // the trace time at which the next round is due
+  int64_t next_ms_ = kNoTraceTs;   // the trace time at which the next round is due
+  int64_t round_ms_ = kNoTraceTs;  // the trace time of the round found due last
 };
 
 }  // namespace acmetrace::kafka
