@@ -79,6 +79,9 @@ struct KafkaSink::Impl {
                     int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
   int64_t last_trace_ts = kNoTraceTs;
   int64_t markers = 0;
+  int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
+  char trace_ts_buf[24] = {};
+  std::string_view trace_ts_text;
 };
 
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -180,10 +183,13 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
       break;
     }
   }
-  char ts_buf[24];
-  const std::string_view trace_ts =
-      message.trace_ts_ms == kNoTraceTs ? std::string_view() : FormatTraceTs(message.trace_ts_ms, ts_buf);
-  return s.Send(rkt, partition, message.key, message.value, message.timestamp_ms, trace_ts, {});
+  // The replay writes runs of records of one trace time (a node per record): formatted once per run.
+  if (message.trace_ts_ms != s.trace_ts_of_text) {
+    s.trace_ts_of_text = message.trace_ts_ms;
+    s.trace_ts_text = message.trace_ts_ms == kNoTraceTs ? std::string_view()
+                                                         : FormatTraceTs(message.trace_ts_ms, s.trace_ts_buf);
+  }
+  return s.Send(rkt, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
 }
 
 core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker,
