@@ -97,7 +97,7 @@ TEST(KafkaRoundTripTest, KcatSeesKeysValuesAndTheTraceHeader) {
   EXPECT_EQ(kcat.out, "seren/5778432|{\"v\":1,\"ts_ms\":1677601102000}|trace_ts_ms=1677601102000\n");
 }
 
-TEST(KafkaRoundTripTest, AProgressMarkerGoesOnlyWhereNoRecordWentSinceTheLastOnes) {
+TEST(KafkaRoundTripTest, AProgressMarkerGoesOnlyWhereNoRecordWentInTheLastInterval) {
   const std::string brokers = SharedBroker();
   ASSERT_FALSE(brokers.empty());
   const std::string topic = "it.progress." + std::to_string(::getpid());

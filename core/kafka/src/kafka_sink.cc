@@ -172,11 +172,13 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
     }
   }
   int32_t partition = RD_KAFKA_PARTITION_UA;
-  if (s.partition_here) {
+  // Keyless messages stay with librdkafka: its murmur2_random picks a random available partition then,
+  // which only its partitioner callback may ask about.
+  if (s.partition_here && !message.key.empty()) {
     for (size_t t = 0; t < s.stream_partitions.size(); ++t) {
       const auto& [topic, partitions] = s.stream_partitions[t];
       if (topic != rkt) continue;
-      // As librdkafka's murmur2_random would for this key (a record always has one).
+      // As librdkafka's murmur2_random would for this key.
       partition = rd_kafka_msg_partitioner_murmur2_random(rkt, message.key.data(), message.key.size(), partitions,
                                                           nullptr, nullptr);
       s.progress.Wrote(t, partition, message.trace_ts_ms);
