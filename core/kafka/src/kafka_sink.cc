@@ -64,7 +64,8 @@ struct KafkaSink::Impl {
   int64_t delivery_timeout_ms = 0;
   int64_t connect_timeout_ms = 10'000;
 
-  // The declared stream (DeclareStream): every partition of its topics gets the markers.
+  // The declared stream (DeclareStream): every partition of its topics gets the end markers, and the
+  // progress markers that ProgressMarkers finds needed.
   std::vector<std::pair<rd_kafka_topic_t*, int32_t>> stream_partitions;  // topic, partition count
   ProgressMarkers progress{{}, 0};
   // The stream's records go to the partition librdkafka's murmur2_random would pick, chosen here so
