@@ -7,7 +7,7 @@
 # wall-time ratio follows the clients' CPU.
 #
 #   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--warm] [--sweep]
-#                          [--bin PATH]
+#                          [--bin PATH] [--before PATH] [--kcat-acme]
 #
 #   --scale F, --days N  the synthetic data set (`acmetrace synth --seed 1`), default a day at scale 0.05
 #                        (~190k records, ~150 MB of JSON); cached in $ACMETRACE_BENCH_DIR/kafka_vs_kcat (.cache/bench)
@@ -20,6 +20,10 @@
 #   --sweep              instead: acmetrace alone under each tuning of a grid (compression x linger x batch;
 #                        narrow it with SWEEP_COMPRESSION="lz4 zstd", SWEEP_LINGER_MS="5 20", SWEEP_BATCH="10000")
 #   --bin PATH           the acmetrace binary (default build/apps/acmetrace): e.g. a copy of an earlier build
+#   --before PATH        also an earlier acmetrace build in every round, in alternated order with --bin's (odd
+#                        rounds the earlier build first): both builds' figures come from the same rounds
+#   --kcat-acme          also kcat with acmetrace's producer settings in every round (lz4, idempotence, one request
+#                        in flight, linger 20 ms, murmur2_random: $kcat_acme_args below)
 #
 # By default every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics
 # created beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither
@@ -31,7 +35,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build/apps/acmetrace"
 kafka_local="$root/scripts/kafka-local"
 bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/kafka_vs_kcat"
-scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0 warm=0
+scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0 warm=0 before="" kcat_acme=0
+kcat_acme_args="-X compression.codec=lz4 -X enable.idempotence=true -X max.in.flight.requests.per.connection=1 -X linger.ms=20 -X partitioner=murmur2_random"
 while (($#)); do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
@@ -42,6 +47,8 @@ while (($#)); do
     --sweep) sweep=1; shift ;;
     --warm) warm=1; shift ;;
     --bin) bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --before) before="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
+    --kcat-acme) kcat_acme=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kafka_vs_kcat: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -52,6 +59,11 @@ mkdir -p "$bench_dir"
 # A copy, so a rebuild during the benchmark does not pull the binary from under it.
 cp "$bin" "$bench_dir/acmetrace.bin"
 bin="$bench_dir/acmetrace.bin"
+if [[ -n "$before" ]]; then
+  [[ -x "$before" ]] || { echo "kafka_vs_kcat: $before missing" >&2; exit 1; }
+  cp "$before" "$bench_dir/acmetrace-before.bin"
+  before="$bench_dir/acmetrace-before.bin"
+fi
 
 log() { echo "kafka_vs_kcat: $*" >&2; }
 now_ns() { date +%s%N; }
@@ -147,13 +159,13 @@ import json, sys; print(json.load(open(sys.argv[1]))["records"])' "$data/counts.
   exit 1
 }
 
-run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds
+run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds (the binary: $acm_bin, default $bin)
   fresh_broker "$@"
   local t0 t1 b0 b1 before markers
   before="$(held)"
   b0="$(broker_cpu)"
   t0="$(now_ns)"
-  /usr/bin/time -f '%U %S' -o "$cpu_file.client" "$bin" "$@" replay --data "$data" --speed max --sink kafka \
+  /usr/bin/time -f '%U %S' -o "$cpu_file.client" "${acm_bin:-$bin}" "$@" replay --data "$data" --speed max --sink kafka \
     --brokers "$boot" 2>"$bench_dir/acmetrace.err" >/dev/null || { cat "$bench_dir/acmetrace.err" >&2; exit 1; }
   t1="$(now_ns)"
   b1="$(broker_cpu)"
@@ -165,7 +177,8 @@ run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
-run_kcat() {
+run_kcat() {  # run_kcat [KCAT ARGS]: prints seconds
+  local args="${1-$kcat_args}"
   fresh_broker "${config_args[@]}"
   local t0 t1 t b0 b1 before
   before="$(held)"
@@ -174,7 +187,7 @@ run_kcat() {
   t0="$(now_ns)"
   for t in ${topics//,/ }; do
     # shellcheck disable=SC2086
-    /usr/bin/time -f '%U %S' -o "$cpu_file.client" kcat -P -b "$boot" -t "$t" -K $'\t' $kcat_args <"$data/$t.kv"
+    /usr/bin/time -f '%U %S' -o "$cpu_file.client" kcat -P -b "$boot" -t "$t" -K $'\t' $args <"$data/$t.kv"
     awk '{s += $1 + ($2 == "" ? 0 : $2)} END {print s}' "$cpu_file.sum" "$cpu_file.client" >"$cpu_file.tmp"
     mv "$cpu_file.tmp" "$cpu_file.sum"
   done
@@ -185,11 +198,13 @@ run_kcat() {
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
-run_replay_alone() {  # the replay's own cost: reading, merging, JSON, no Kafka
+run_replay_alone() {  # the replay's own cost: reading, merging, JSON, no Kafka; prints seconds (CPU to $cpu_file)
   local t0 t1
   t0="$(now_ns)"
-  "$bin" replay --data "$data" --speed max --sink stdout >/dev/null 2>&1
+  /usr/bin/time -f '%U %S' -o "$cpu_file.client" "${acm_bin:-$bin}" replay --data "$data" --speed max --sink stdout \
+    >/dev/null 2>&1
   t1="$(now_ns)"
+  awk '{printf "%.2f 0\n", $1 + $2}' "$cpu_file.client" >"$cpu_file"
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
@@ -219,35 +234,79 @@ if ((sweep)); then
   exit 0
 fi
 
-acm=() kc=() alone=() acm_cpu=() kc_cpu=() acm_broker=() kc_broker=()
+acm=() kc=() alone=() acm_cpu=() kc_cpu=() acm_broker=() kc_broker=() alone_cpu=()
+bef=() bef_cpu=() bef_broker=() bef_alone=() bef_alone_cpu=() ka=() ka_cpu=() ka_broker=()
 if ((warm)); then
   log "warm-up round (not counted)"
   run_acmetrace "${config_args[@]}" >/dev/null
   run_kcat >/dev/null
 fi
-for ((i = 1; i <= runs; i++)); do
-  log "round $i/$runs"
+measure_after() {
   alone+=("$(run_replay_alone)")
+  read -r c b <"$cpu_file"
+  alone_cpu+=("$c")
   acm+=("$(run_acmetrace "${config_args[@]}")")
   read -r c b <"$cpu_file"
   acm_cpu+=("$c") acm_broker+=("$b")
+  log "  acmetrace ${acm[-1]} s (client CPU ${acm_cpu[-1]} s, broker ${acm_broker[-1]} s)," \
+    "replay to /dev/null ${alone[-1]} s (CPU ${alone_cpu[-1]} s)"
+}
+measure_before() {
+  bef_alone+=("$(acm_bin="$before" run_replay_alone)")
+  read -r c b <"$cpu_file"
+  bef_alone_cpu+=("$c")
+  bef+=("$(acm_bin="$before" run_acmetrace "${config_args[@]}")")
+  read -r c b <"$cpu_file"
+  bef_cpu+=("$c") bef_broker+=("$b")
+  log "  before: acmetrace ${bef[-1]} s (client CPU ${bef_cpu[-1]} s, broker ${bef_broker[-1]} s)," \
+    "replay to /dev/null ${bef_alone[-1]} s (CPU ${bef_alone_cpu[-1]} s)"
+}
+for ((i = 1; i <= runs; i++)); do
+  log "round $i/$runs"
+  if [[ -n "$before" ]] && ((i % 2 == 1)); then measure_before; fi
+  measure_after
+  if [[ -n "$before" ]] && ((i % 2 == 0)); then measure_before; fi
   kc+=("$(run_kcat)")
   read -r c b <"$cpu_file"
   kc_cpu+=("$c") kc_broker+=("$b")
-  log "  acmetrace ${acm[-1]} s (client CPU ${acm_cpu[-1]} s, broker ${acm_broker[-1]} s)," \
-    "kcat ${kc[-1]} s (client CPU ${kc_cpu[-1]} s, broker ${kc_broker[-1]} s), replay to /dev/null ${alone[-1]} s"
+  log "  kcat ${kc[-1]} s (client CPU ${kc_cpu[-1]} s, broker ${kc_broker[-1]} s)"
+  if ((kcat_acme)); then
+    ka+=("$(run_kcat "$kcat_acme_args")")
+    read -r c b <"$cpu_file"
+    ka_cpu+=("$c") ka_broker+=("$b")
+    log "  kcat with acmetrace's settings ${ka[-1]} s (client CPU ${ka_cpu[-1]} s, broker ${ka_broker[-1]} s)"
+  fi
 done
 printf '%-34s %9s %8s %11s %8s\n' producer records seconds records/s MB/s
 row "acmetrace replay --sink kafka" "$(median "${acm[@]}")"
+[[ -n "$before" ]] && row "  before (--before)" "$(median "${bef[@]}")"
 row "kcat -P -K (3 topics, in turn)" "$(median "${kc[@]}")"
+((kcat_acme)) && row "  with acmetrace's settings" "$(median "${ka[@]}")"
 row "(replay --sink stdout >/dev/null)" "$(median "${alone[@]}")"
-awk -v a="$(median "${acm[@]}")" -v k="$(median "${kc[@]}")" \
-  'BEGIN {printf "ratio acmetrace/kcat (records/s): %.2fx\n", k / a}'
+ratio() { awk -v a="$1" -v k="$2" 'BEGIN {printf "%.2fx", k / a}'; }
+echo "ratio acmetrace/kcat (records/s, medians): $(ratio "$(median "${acm[@]}")" "$(median "${kc[@]}")")" \
+  "$([[ -n "$before" ]] && echo "; before: $(ratio "$(median "${bef[@]}")" "$(median "${kc[@]}")")")"
 per_m() { awk -v s="$1" -v n="$records" 'BEGIN {printf "%.2f", s / (n / 1e6)}'; }
-echo "acmetrace's runs also wrote $(cat "$bench_dir/markers") stream markers each (messages without key or value," \
-  "docs/kafka.md) that kcat's did not; records/s and CPU per million records count the records only"
+echo "acmetrace's runs also wrote $(cat "$bench_dir/markers") stream markers each (the last run; messages without key" \
+  "or value, docs/kafka.md) that kcat's did not; records/s and CPU per million records count the records only"
 echo "CPU seconds per million records (median): acmetrace client $(per_m "$(median "${acm_cpu[@]}")")" \
-  "(broker meanwhile $(per_m "$(median "${acm_broker[@]}")")); kcat client $(per_m "$(median "${kc_cpu[@]}")")" \
+  "(broker meanwhile $(per_m "$(median "${acm_broker[@]}")"); replay --sink stdout alone" \
+  "$(per_m "$(median "${alone_cpu[@]}")")); kcat client $(per_m "$(median "${kc_cpu[@]}")")" \
   "(broker meanwhile $(per_m "$(median "${kc_broker[@]}")"))"
+if [[ -n "$before" ]]; then
+  echo "  before: acmetrace client $(per_m "$(median "${bef_cpu[@]}")") (broker meanwhile" \
+    "$(per_m "$(median "${bef_broker[@]}")"); replay --sink stdout alone $(per_m "$(median "${bef_alone_cpu[@]}")"))"
+fi
+if ((kcat_acme)); then
+  echo "  kcat with acmetrace's settings: client $(per_m "$(median "${ka_cpu[@]}")") (broker meanwhile" \
+    "$(per_m "$(median "${ka_broker[@]}")"))"
+fi
+echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# runs (s): acmetrace ${acm[*]}; kcat ${kc[*]}; replay alone ${alone[*]}"
-echo "# client CPU (s): acmetrace ${acm_cpu[*]}; kcat ${kc_cpu[*]}; broker CPU (s): during acmetrace ${acm_broker[*]}; during kcat ${kc_broker[*]}"
+echo "# client CPU (s): acmetrace ${acm_cpu[*]}; kcat ${kc_cpu[*]}; replay alone ${alone_cpu[*]}; broker CPU (s): during acmetrace ${acm_broker[*]}; during kcat ${kc_broker[*]}"
+if [[ -n "$before" ]]; then
+  echo "# before: runs (s) ${bef[*]}; client CPU (s) ${bef_cpu[*]}; broker CPU (s) ${bef_broker[*]}; replay alone CPU (s) ${bef_alone_cpu[*]}"
+fi
+if ((kcat_acme)); then
+  echo "# kcat with acmetrace's settings: runs (s) ${ka[*]}; client CPU (s) ${ka_cpu[*]}; broker CPU (s) ${ka_broker[*]}"
+fi

@@ -123,8 +123,9 @@ void DeclareKafkaConfig(core::Config& config) {
                  "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)",
                  ConfigType::Enum({"replay", "trace"}));
   config.Declare("kafka.progress_interval_ms", n(d.progress_interval_ms),
-                 "the replay puts a progress marker into every partition of its topics each time its trace time has "
-                 "moved on this much, so readers know a quiet partition has nothing earlier to come (docs/kafka.md)",
+                 "the replay puts a progress marker into every partition of its topics that got no record in this much "
+                 "trace time, each time its trace time has moved on this much, so readers know a quiet partition has "
+                 "nothing earlier to come (docs/kafka.md)",
                  ConfigType::Int(1, 86'400'000));
   config.Declare("kafka.idle_timeout_ms", n(d.idle_timeout_ms),
                  "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "acmetrace/core/log.h"
+#include "acmetrace/kafka/progress_markers.h"
 #include "rdkafka_handles.h"
 #include "topic_admin.h"
 
@@ -63,17 +64,25 @@ struct KafkaSink::Impl {
   int64_t delivery_timeout_ms = 0;
   int64_t connect_timeout_ms = 10'000;
 
-  // The declared stream (DeclareStream): every partition of its topics gets the markers.
+  // The declared stream (DeclareStream): every partition of its topics gets the end markers, and the
+  // progress markers that ProgressMarkers finds needed.
   std::vector<std::pair<rd_kafka_topic_t*, int32_t>> stream_partitions;  // topic, partition count
-  int64_t progress_every_ms = 0;
-  int64_t next_progress_ms = kNoTraceTs;  // the trace time at which the next progress markers go
+  ProgressMarkers progress{{}, 0};
+  // The stream's records go to the partition librdkafka's murmur2_random would pick, chosen here so
+  // that a partition that got a record is known and needs no progress marker. Off when another
+  // partitioner is configured: those records are left to librdkafka (and every partition gets markers).
+  bool partition_here = false;
   std::set<std::string, std::less<>> clusters;  // written so far (named by the end marker)
+  std::string last_cluster;  // the last record's cluster, known to be in clusters
 
   core::Status ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker, int64_t trace_ts);
   core::Status Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
                     int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
   int64_t last_trace_ts = kNoTraceTs;
   int64_t markers = 0;
+  int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
+  char trace_ts_buf[24] = {};
+  std::string_view trace_ts_text;
 };
 
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -95,6 +104,9 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   core::Result<Properties> properties = ProducerProperties(settings);
   if (!properties.ok()) return properties.status();
   auto impl = std::make_unique<Impl>(log, settings.timestamp);
+  for (const auto& [name, value] : properties.value()) {
+    if (name == "partitioner") impl->partition_here = value == "murmur2_random";  // the last one counts
+  }
   impl->delivery_timeout_ms = settings.delivery_timeout_ms;
   impl->connect_timeout_ms = std::max<int64_t>(settings.connect_timeout_ms, 10'000);
   core::Result<internal::KafkaHandle> producer =
@@ -135,7 +147,10 @@ core::Status KafkaSink::Write(const core::Record& record) {
   Impl& s = *impl_;
   if (!s.stream_partitions.empty()) {
     const std::string_view cluster = std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
-    if (s.clusters.find(cluster) == s.clusters.end()) s.clusters.emplace(cluster);
+    if (cluster != s.last_cluster) {
+      if (s.clusters.find(cluster) == s.clusters.end()) s.clusters.emplace(cluster);
+      s.last_cluster = cluster;
+    }
   }
   return Produce(s.encoder.Encode(record));
 }
@@ -150,23 +165,34 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
   }
   if (message.trace_ts_ms != kNoTraceTs) {
     s.last_trace_ts = std::max(s.last_trace_ts, message.trace_ts_ms);
-    if (s.progress_every_ms > 0 && message.trace_ts_ms >= s.next_progress_ms) {
-      // Everything written so far is at or before this record's time, and so is all that follows
-      // (a progress writer's records come in trace-time order): no partition gets anything earlier.
-      if (s.next_progress_ms != kNoTraceTs) {
-        for (const auto& [topic, partitions] : s.stream_partitions) {
-          for (int32_t p = 0; p < partitions; ++p) {
-            if (core::Status st = s.ProduceMarker(topic, p, kProgressMarker, message.trace_ts_ms); !st.ok()) return st;
-          }
-        }
-      }
-      s.next_progress_ms = message.trace_ts_ms + s.progress_every_ms;
+    if (s.progress.DueBefore(message.trace_ts_ms)) {
+      core::Status st = s.progress.Round([&](size_t topic, int32_t partition) {
+        return s.ProduceMarker(s.stream_partitions[topic].first, partition, kProgressMarker, message.trace_ts_ms);
+      });
+      if (!st.ok()) return st;
     }
   }
-  char ts_buf[24];
-  const std::string_view trace_ts =
-      message.trace_ts_ms == kNoTraceTs ? std::string_view() : FormatTraceTs(message.trace_ts_ms, ts_buf);
-  return s.Send(rkt, RD_KAFKA_PARTITION_UA, message.key, message.value, message.timestamp_ms, trace_ts, {});
+  int32_t partition = RD_KAFKA_PARTITION_UA;
+  // Keyless messages stay with librdkafka: its murmur2_random picks a random available partition then,
+  // which only its partitioner callback may ask about.
+  if (s.partition_here && !message.key.empty()) {
+    for (size_t t = 0; t < s.stream_partitions.size(); ++t) {
+      const auto& [topic, partitions] = s.stream_partitions[t];
+      if (topic != rkt) continue;
+      // As librdkafka's murmur2_random would for this key.
+      partition = rd_kafka_msg_partitioner_murmur2_random(rkt, message.key.data(), message.key.size(), partitions,
+                                                          nullptr, nullptr);
+      s.progress.Wrote(t, partition, message.trace_ts_ms);
+      break;
+    }
+  }
+  // The replay writes runs of records of one trace time (a node per record): formatted once per run.
+  if (message.trace_ts_ms != s.trace_ts_of_text) {
+    s.trace_ts_of_text = message.trace_ts_ms;
+    s.trace_ts_text = message.trace_ts_ms == kNoTraceTs ? std::string_view()
+                                                         : FormatTraceTs(message.trace_ts_ms, s.trace_ts_buf);
+  }
+  return s.Send(rkt, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
 }
 
 core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker,
@@ -184,7 +210,7 @@ core::Status KafkaSink::Impl::Send(rd_kafka_topic_t* rkt, int32_t partition, std
   for (;;) {
     rd_kafka_headers_t* headers = nullptr;
     if (!trace_ts.empty() || !marker.empty()) {
-      headers = rd_kafka_headers_new(2);
+      headers = rd_kafka_headers_new(!trace_ts.empty() && !marker.empty() ? 2 : 1);
       if (!trace_ts.empty()) {
         rd_kafka_header_add(headers, kTraceTsHeaderName, -1, trace_ts.data(), static_cast<ssize_t>(trace_ts.size()));
       }
@@ -247,7 +273,9 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
     }
     s.stream_partitions.emplace_back(rkt, partitions);
   }
-  s.progress_every_ms = progress_every_ms;
+  std::vector<int32_t> counts;
+  for (const auto& [topic, partitions] : s.stream_partitions) counts.push_back(partitions);
+  s.progress = ProgressMarkers(std::move(counts), progress_every_ms);
   return core::Status::Ok();
 }
 

@@ -47,7 +47,8 @@ class KafkaSink : public core::RecordSink {
   /// End() then puts an end marker into every partition of them, naming the clusters written. With
   /// progress_every_ms > 0 (for a writer whose records come in trace-time order: the replay), each
   /// time the records' trace time has moved on by that much, a progress marker at that time goes
-  /// into every partition first, so a reader knows a quiet partition has nothing earlier to come.
+  /// first into every partition that got no record in the last progress_every_ms (ProgressMarkers),
+  /// so a reader knows a quiet partition has nothing earlier to come.
   core::Status DeclareStream(const std::vector<std::string>& topics, int64_t progress_every_ms);
   /// Flushes, writes the end markers of a declared stream and flushes them (else just Flush).
   core::Status End(const std::vector<std::string>& clusters) override;

@@ -1,0 +1,59 @@
+// Which partitions of a writer's stream get a progress marker, and when (docs/kafka.md "Stream markers").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "acmetrace/core/status.h"
+#include "acmetrace/kafka/kafka_message.h"
+
+namespace acmetrace::kafka {
+
+/// The progress-marker schedule of a writer whose records come in trace-time order. A round is due
+/// each time the records' trace time has moved on by the interval; in a round at trace time T, a
+/// marker at T goes into every partition whose last record from this writer is older than T minus the
+/// interval. The others need none: readers take a record's trace_ts_ms as its partition's progress
+/// just as a marker's, so after a round every partition has said it is at T minus the interval or
+/// later, as a marker of the previous round would have. Records whose partition is not known
+/// (kUnknownPartition: left to librdkafka's partitioner) count for no partition. Not thread-safe.
+class ProgressMarkers {
+ public:
+  static constexpr int32_t kUnknownPartition = -1;
+
+  /// progress_every_ms <= 0: never due. Topics are numbered in the order of partition_counts.
+  ProgressMarkers(std::vector<int32_t> partition_counts, int64_t progress_every_ms);
+
+  /// Whether a round of markers is due before a record at trace time trace_ts_ms; the first record
+  /// starts the schedule without one (nothing was written before it). When due, the next round is
+  /// due progress_every_ms after trace_ts_ms.
+  bool DueBefore(int64_t trace_ts_ms);
+  /// A record at trace time trace_ts_ms went into this partition of topic (its index in partition_counts).
+  void Wrote(size_t topic, int32_t partition, int64_t trace_ts_ms) {
+    if (partition >= 0 && topic < last_ms_.size() && static_cast<size_t>(partition) < last_ms_[topic].size()) {
+      int64_t& last = last_ms_[topic][static_cast<size_t>(partition)];
+      if (trace_ts_ms > last) last = trace_ts_ms;
+    }
+  }
+  /// Calls send(topic, partition) for every partition that gets a marker in the round DueBefore
+  /// has just found due, in topic then partition order; stops at the first failure and returns it.
+  template <typename Send>
+  core::Status Round(Send&& send) {
+    for (size_t t = 0; t < last_ms_.size(); ++t) {
+      for (size_t p = 0; p < last_ms_[t].size(); ++p) {
+        // A record since one interval before the round says as much as the marker would.
+        const int64_t last = last_ms_[t][p];
+        if (round_ms_ != kNoTraceTs && last != kNoTraceTs && last >= round_ms_ - every_ms_) continue;
+        if (core::Status s = send(t, static_cast<int32_t>(p)); !s.ok()) return s;
+      }
+    }
+    return core::Status::Ok();
+  }
+
+ private:
+  std::vector<std::vector<int64_t>> last_ms_;  // per topic, per partition: its last record's trace time
+  int64_t every_ms_;
+  int64_t next_ms_ = kNoTraceTs;   // the trace time at which the next round is due
+  int64_t round_ms_ = kNoTraceTs;  // the trace time of the round found due last
+};
+
+}  // namespace acmetrace::kafka
