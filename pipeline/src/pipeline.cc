@@ -83,6 +83,11 @@ core::Status CountingTee::Flush() {
   return out_.Flush();
 }
 
+core::Status CountingTee::Send() {
+  Publish();
+  return out_.Send();
+}
+
 core::Status CountingTee::End(const std::vector<std::string>& clusters) {
   Publish();
   return out_.End(clusters);

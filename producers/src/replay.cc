@@ -229,9 +229,9 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
       due_ms = *due;
       return true;
     }
-    if (unflushed_) {  // about to wait: what was sent goes out first, then the clock is read again
-      FlushBeforeWait();
-      if (!flush_status_.ok()) return false;
+    if (unsent_) {  // about to wait: what was sent goes out first, then the clock is read again
+      SendBeforeWait();
+      if (!send_status_.ok()) return false;
       continue;
     }
     // Paused: sleep until a control action interrupts. Either way wake for the next progress line.
@@ -256,9 +256,9 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
   }
 }
 
-void Replayer::FlushBeforeWait() {
-  unflushed_ = false;
-  flush_status_ = sink_.Flush();
+void Replayer::SendBeforeWait() {
+  unsent_ = false;
+  send_status_ = sink_.Send();
 }
 
 void Replayer::Progress(int64_t now_ms, bool final, bool waiting) {
@@ -416,8 +416,8 @@ core::Result<ReplayStats> Replayer::Run() {
     if (!max_speed) {
       publish();  // a paced replay is slow enough to keep status() exact
       if (!WaitUntilDue(ts, due)) {
-        if (!flush_status_.ok()) {
-          failure = flush_status_;
+        if (!send_status_.ok()) {
+          failure = send_status_;
           break;
         }
         continue;  // stop, or a seek: handled at the top
@@ -430,7 +430,7 @@ core::Result<ReplayStats> Replayer::Run() {
       failure = s;
       break;
     }
-    unflushed_ = true;
+    unsent_ = true;
     ++per_kind[record->index()];
     if (first_ts_ms == std::numeric_limits<int64_t>::min()) {
       first_ts_ms = ts;

@@ -296,6 +296,15 @@ core::Status KafkaSink::End(const std::vector<std::string>& clusters) {
   return Flush();
 }
 
+core::Status KafkaSink::Send() {
+  // Long enough for the broker threads to wake up and take the batches (rd_kafka_flush raises
+  // "flushing" only while it runs); short beside the 50 ms a paced record may be late.
+  constexpr int kSendBudgetMs = 5;
+  rd_kafka_t* rk = impl_->producer.get();
+  if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) (void)rd_kafka_flush(rk, kSendBudgetMs);
+  return impl_->Health();
+}
+
 core::Status KafkaSink::Flush() {
   Impl& s = *impl_;
   rd_kafka_t* rk = s.producer.get();

@@ -22,8 +22,12 @@ class RecordSink {
   virtual ~RecordSink() = default;
   /// Takes the record (the sink copies what it keeps: the reference is only valid for the call).
   virtual Status Write(const Record& record) = 0;
-  /// Pushes out everything buffered.
+  /// Pushes out everything buffered, and waits until it has arrived where the sink can tell.
   virtual Status Flush() = 0;
+  /// Sends everything buffered on its way without waiting for it to arrive: what a paced writer
+  /// does before it waits for its next record's time (waiting for a broker's acknowledgements there
+  /// would make the next records late). Flush, unless a sink can tell the two apart.
+  virtual Status Send() { return Flush(); }
   /// The writer has written its last record: flushes, and tells the readers that its stream ended
   /// (an in-process queue closes its writer; Kafka writes an end marker into every partition of its
   /// stream topics, naming clusters: those the writer answers for, or if empty those it wrote).

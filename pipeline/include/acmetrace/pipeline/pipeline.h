@@ -38,6 +38,7 @@ class CountingTee : public core::RecordSink {
   ~CountingTee() override;
   core::Status Write(const core::Record& record) override;
   core::Status Flush() override;
+  core::Status Send() override;
   core::Status End(const std::vector<std::string>& clusters) override;
 
  private:

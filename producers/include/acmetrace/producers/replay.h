@@ -121,11 +121,11 @@ class Replayer {
   ReplayStatus status() const;
 
  private:
-  // False if a seek or stop interrupted, or flushing failed (flush_status_). Flushes the sink
-  // before it sleeps: what was sent before a wait must reach the reader before the wait, not a
-  // buffer's worth later.
+  // False if a seek or stop interrupted, or sending failed (send_status_). Sends what the sink
+  // buffers before it sleeps (RecordSink::Send): what was written before a wait must reach the
+  // reader before the wait, not a buffer's worth later.
   bool WaitUntilDue(int64_t ts_ms, int64_t& due_ms);
-  void FlushBeforeWait();
+  void SendBeforeWait();
   void Progress(int64_t now_ms, bool final, bool waiting = false);
   core::Status Reopen(TimeRange range);
 
@@ -149,8 +149,8 @@ class Replayer {
   bool running_ = false;
   int64_t wall0_ms_ = 0;
   int64_t next_progress_ms_ = 0;
-  bool unflushed_ = false;          // records written since the sink's last flush
-  core::Status flush_status_ = core::Status::Ok();
+  bool unsent_ = false;             // records written since the sink last sent
+  core::Status send_status_ = core::Status::Ok();
   TraceSpan span_;                  // of the source, at the start
   std::optional<int64_t> window_first_ms_;  // the window's start: --from, else the first record's time
   int64_t progress_trace_ms_ = 0;   // trace time of the last record sent, before any loop offset

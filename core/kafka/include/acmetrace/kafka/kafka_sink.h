@@ -43,6 +43,9 @@ class KafkaSink : public core::RecordSink {
   core::Status Produce(const OutgoingMessage& message);
   /// Waits until every produced record has its delivery report; an error if any failed.
   core::Status Flush() override;
+  /// Sends what linger.ms would hold back, waiting kSendBudgetMs at most (librdkafka sends at once
+  /// only while a flush call lasts), not for the broker's acknowledgements; a fatal error so far.
+  core::Status Send() override;
   /// Makes this sink the writer of a stream over topics (their partition counts are looked up):
   /// End() then puts an end marker into every partition of them, naming the clusters written. With
   /// progress_every_ms > 0 (for a writer whose records come in trace-time order: the replay), each
