@@ -13,11 +13,11 @@
 // group): a GPU may straggle only once it has been level with its peers (at or above close_ratio) for
 // level_for_s of its run (level_for_unknown_s for the unknown group), counting only time it was
 // compared (its job's GPUs swinging low together pauses the count, only lagging ends it), and not
-// while another peer lags with it (GPUs lagging together are a lighter job). These rules come from issue #14, where nodes shared
-// by one-GPU jobs (the release's median GPU job) made most flags false and pauses hid stragglers. The
-// flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and closes once it
-// is back above close_ratio (or the peers stop working or agreeing, or it stops working) for
-// close_for_s. Subject: the GPU.
+// while another peer lags with it (GPUs lagging together are a lighter job). These rules come from
+// issue #14, where nodes shared by one-GPU jobs (the release's median GPU job) made most flags false
+// and pauses hid stragglers. The flag opens when the GPU has run below open_ratio x the peers' median
+// for open_for_s and closes once it is back above close_ratio (or the peers stop working or agreeing,
+// or it stops working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <limits>
