@@ -11,12 +11,13 @@
 // from idle) are not straggling. Starting together is not proof of one job (a scheduling pass starts
 // several jobs at once; GPUs already working when first seen started at a time unknown and are one
 // group): a GPU may straggle only once it has been level with its peers (at or above close_ratio) for
-// level_for_s of its run (level_for_unknown_s for the unknown group), and not while another peer lags
-// with it (GPUs lagging together are a lighter job). These rules come from issue #14, where nodes shared
-// by one-GPU jobs (the release's median GPU job) made most flags false and pauses hid stragglers. The
-// flag opens when the GPU has run below open_ratio x the peers' median for open_for_s and closes once it
-// is back above close_ratio (or the peers stop working or agreeing, or it stops working) for
-// close_for_s. Subject: the GPU.
+// level_for_s of its run (level_for_unknown_s for the unknown group), counting only time it was
+// compared (its job's GPUs swinging low together pauses the count, only lagging ends it), and not
+// while another peer lags with it (GPUs lagging together are a lighter job). These rules come from
+// issue #14, where nodes shared by one-GPU jobs (the release's median GPU job) made most flags false
+// and pauses hid stragglers. The flag opens when the GPU has run below open_ratio x the peers' median
+// for open_for_s and closes once it is back above close_ratio (or the peers stop working or agreeing,
+// or it stops working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -139,6 +140,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       g.resumed = false;
       if (!g.fresh) continue;
       const bool first = g.last_ms == kNoTimeMs;
+      g.step_ms = first ? 0 : t - g.last_ms;
       if (first) {
         g.smooth = v;
       } else {
@@ -283,12 +285,21 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       // comparisons, warm-up or not: a job's GPUs ramp up together, and waiting for warmup_s first
       // left a GPU falling behind in its job's first 10 minutes never judged (issue #14).
       const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
-      if (g.working && busy_peers && !(ratio < close_ratio_)) {
+      // Only a comparison that finds it lagging ends a level spell. While it is not compared (its
+      // peers not busy or not agreeing, as when its job's activity swings low on every GPU at once, or
+      // it idles in its job's pause) the spell waits: its start moves on by the time not compared, so
+      // only compared time counts. Before, such a dip ended the spell, and on Kalos, whose jobs dip
+      // every 10-20 minutes, a GPU already working when first seen was never level for
+      // level_for_unknown_s, so its stragglers were never judged (issue #14, seeds 25-40).
+      const bool compared = g.working && busy_peers;
+      if (compared && !(ratio < close_ratio_)) {
         if (g.level_since_ms == kNoTimeMs) g.level_since_ms = t;
         const int64_t level_for_ms = g.working_since_ms == kNoTimeMs ? level_for_unknown_ms_ : level_for_ms_;
         if (t - g.level_since_ms >= level_for_ms) g.kept_up = true;
-      } else {
+      } else if (compared) {
         g.level_since_ms = kNoTimeMs;
+      } else if (g.level_since_ms != kNoTimeMs) {
+        g.level_since_ms += g.step_ms;
       }
       const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < open_ratio_;
       const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
@@ -340,6 +351,7 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     int64_t last_idle_ms = kNoTimeMs;      // last idle sample
     bool resumed = false;                  // scratch: working again after an idle spell, in this record
     bool paused = false;                   // scratch: that spell was a pause of its job
+    int64_t step_ms = 0;                   // scratch: time since its previous sample (0: first)
     HysteresisState state;
     template <class Io, class Self>
     static void Fields(Io& io, Self& g) {

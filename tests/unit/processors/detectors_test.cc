@@ -422,6 +422,42 @@ TEST(GpuStragglerTest, AStragglerSixMinutesIntoItsJobIsFlagged) {
   EXPECT_EQ(n.h.events()[0].subject, "10.140.1.10-3");
 }
 
+// Issue #14 (seeds 25-40, Kalos): a job's GPUs swing low together every 10-20 minutes (its activity
+// is a process its GPUs share), so its peers are not busy enough to compare with for a few minutes.
+// That says nothing about whether a GPU keeps up: such a dip ended its level spell, and a GPU already
+// working when first seen, which must be level for level_for_unknown_s (30 min), never was, so its
+// straggler went unflagged. Only a comparison that finds it lagging ends a level spell now.
+TEST(GpuStragglerTest, AJobSwingingLowTogetherDoesNotHideItsStraggler) {
+  StragglerNode n;
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    n.Feed(99, 0.7, 30000, 48);   // 12 minutes computing, every GPU level (working when first seen)
+    n.Feed(99, 0.05, 30000, 12);  // 3 minutes of a low phase on every GPU: no comparison
+  }
+  n.Feed(99, 0.7, 30000, 8);
+  n.Feed(99, 0.7, 30000, 40, 4, 0.2);  // GPU 4 at 30% of its peers for 10 minutes
+  n.h.AdvanceSeconds(n.t);
+  ASSERT_EQ(n.h.Opens(), 1);
+  EXPECT_EQ(n.h.events()[0].subject, "10.140.1.10-4");
+}
+
+// The other side: time without a comparison does not count as level either. Level for 10 minutes,
+// then 25 minutes in which its peers are never busy, then 5 more level: 15 minutes compared, short of
+// level_for_unknown_s, so its lagging after is not yet a straggler's (it may be a lighter job's).
+TEST(GpuStragglerTest, TimeWithoutAComparisonDoesNotCountAsLevel) {
+  StragglerNode n;
+  n.Feed(99, 0.7, 30000, 40);
+  n.Feed(99, 0.05, 30000, 100);
+  n.Feed(99, 0.7, 30000, 20);
+  n.Feed(99, 0.7, 30000, 40, 4, 0.2);
+  n.h.AdvanceSeconds(n.t);
+  EXPECT_EQ(n.h.Opens(), 0);
+  // Lagging when compared ended its spell; level for 30 minutes from there, it is judged.
+  n.Feed(99, 0.7, 30000, 130);
+  n.Feed(99, 0.7, 30000, 40, 4, 0.2);
+  n.h.AdvanceSeconds(n.t);
+  EXPECT_EQ(n.h.Opens(), 1);
+}
+
 // ---- util_drop ----------------------------------------------------------------------------------
 
 // Two nodes of 8 GPUs; util and FB_USED per GPU.
