@@ -76,8 +76,8 @@ struct KafkaSink::Impl {
   std::string last_cluster;  // the last record's cluster, known to be in clusters
 
   core::Status ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker, int64_t trace_ts);
-  core::Status Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
-                    int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
+  core::Status ProduceMessage(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
+                              int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
   int64_t last_trace_ts = kNoTraceTs;
   int64_t markers = 0;
   int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
@@ -192,7 +192,7 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
     s.trace_ts_text = message.trace_ts_ms == kNoTraceTs ? std::string_view()
                                                          : FormatTraceTs(message.trace_ts_ms, s.trace_ts_buf);
   }
-  return s.Send(rkt, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
+  return s.ProduceMessage(rkt, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
 }
 
 core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker,
@@ -200,12 +200,12 @@ core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t parti
   char ts_buf[24];
   const std::string_view ts = trace_ts == kNoTraceTs ? std::string_view() : FormatTraceTs(trace_ts, ts_buf);
   ++markers;
-  return Send(rkt, partition, {}, {}, 0, ts, marker);
+  return ProduceMessage(rkt, partition, {}, {}, 0, ts, marker);
 }
 
-core::Status KafkaSink::Impl::Send(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key,
-                                   std::string_view value, int64_t timestamp_ms, std::string_view trace_ts,
-                                   std::string_view marker) {
+core::Status KafkaSink::Impl::ProduceMessage(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key,
+                                             std::string_view value, int64_t timestamp_ms, std::string_view trace_ts,
+                                             std::string_view marker) {
   rd_kafka_t* rk = producer.get();
   for (;;) {
     rd_kafka_headers_t* headers = nullptr;
