@@ -401,7 +401,12 @@ core::Result<ReplayStats> Replayer::Run() {
     }
     if (!clock_started) {
       // The schedule starts when the first record is ready (opening the files and filling the job
-      // reorder buffer take a moment), or at --start-at for replayers in lockstep.
+      // reorder buffer take a moment) and the sink can deliver it at once, or at --start-at for
+      // replayers in lockstep.
+      if (core::Status s = sink_.Prepare(ts); !s.ok()) {
+        failure = s;
+        break;
+      }
       replay_clock_.Start(options_.start_at_ms ? wall0_ms_ : clock_.NowMs(), ts);
       clock_started = true;
     }

@@ -279,6 +279,20 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
   return core::Status::Ok();
 }
 
+core::Status KafkaSink::Prepare(int64_t first_trace_ts_ms) {
+  Impl& s = *impl_;
+  if (s.stream_partitions.empty() || !s.progress.enabled() || first_trace_ts_ms == kNoTraceTs) return core::Status::Ok();
+  // Nothing was written yet: the round goes into every partition, and says no more than the first
+  // record will (nothing earlier is to come).
+  if (core::Status st = s.progress.Round([&](size_t topic, int32_t partition) {
+        return s.ProduceMarker(s.stream_partitions[topic].first, partition, kProgressMarker, first_trace_ts_ms);
+      });
+      !st.ok()) {
+    return st;
+  }
+  return Flush();
+}
+
 core::Status KafkaSink::End(const std::vector<std::string>& clusters) {
   Impl& s = *impl_;
   if (core::Status st = Flush(); !st.ok()) return st;

@@ -28,6 +28,13 @@ class RecordSink {
   /// does before it waits for its next record's time (waiting for a broker's acknowledgements there
   /// would make the next records late). Flush, unless a sink can tell the two apart.
   virtual Status Send() { return Flush(); }
+  /// Before a paced writer's schedule starts, with the trace time of its first record: makes the
+  /// transport ready to deliver at once, so that the first records are not late for a connection,
+  /// a producer id or a new topic's leader being set up. Nothing to do for most sinks.
+  virtual Status Prepare(int64_t first_trace_ts_ms) {
+    (void)first_trace_ts_ms;
+    return Status::Ok();
+  }
   /// The writer has written its last record: flushes, and tells the readers that its stream ended
   /// (an in-process queue closes its writer; Kafka writes an end marker into every partition of its
   /// stream topics, naming clusters: those the writer answers for, or if empty those it wrote).

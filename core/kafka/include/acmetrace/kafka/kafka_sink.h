@@ -46,6 +46,12 @@ class KafkaSink : public core::RecordSink {
   /// Sends what linger.ms would hold back, waiting kSendBudgetMs at most (librdkafka sends at once
   /// only while a flush call lasts), not for the broker's acknowledgements; a fatal error so far.
   core::Status Send() override;
+  /// The writer of a declared stream with progress markers (the replay) is about to start its
+  /// schedule at first_trace_ts_ms: a progress marker at that time goes into every partition of the
+  /// stream, and waits for their delivery. On a broker just started, or topics just created, that is
+  /// when the producer gets its producer id and each partition's leader takes writes (hundreds of
+  /// milliseconds), which would otherwise make the first records late.
+  core::Status Prepare(int64_t first_trace_ts_ms) override;
   /// Makes this sink the writer of a stream over topics (their partition counts are looked up):
   /// End() then puts an end marker into every partition of them, naming the clusters written. With
   /// progress_every_ms > 0 (for a writer whose records come in trace-time order: the replay), each

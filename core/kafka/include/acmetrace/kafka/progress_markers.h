@@ -34,8 +34,11 @@ class ProgressMarkers {
       if (trace_ts_ms > last) last = trace_ts_ms;
     }
   }
+  /// Whether rounds are ever due (progress_every_ms > 0).
+  bool enabled() const { return every_ms_ > 0; }
   /// Calls send(topic, partition) for every partition that gets a marker in the round DueBefore
-  /// has just found due, in topic then partition order; stops at the first failure and returns it.
+  /// has just found due (before the first record: every partition), in topic then partition order;
+  /// stops at the first failure and returns it.
   template <typename Send>
   core::Status Round(Send&& send) {
     for (size_t t = 0; t < last_ms_.size(); ++t) {
