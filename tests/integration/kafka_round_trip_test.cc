@@ -8,6 +8,7 @@
 
 #include "acmetrace/kafka/kafka_admin.h"
 #include "acmetrace/kafka/kafka_message.h"
+#include "acmetrace/kafka/kafka_partition_reader.h"
 #include "acmetrace/kafka/kafka_sink.h"
 #include "kafka_test_support.h"
 
@@ -55,6 +56,37 @@ TEST(KafkaRoundTripTest, ReplayReadsBackAsTheStdoutFeed) {
   EXPECT_EQ(got.size(), expected.size());
   // Same records per topic and key, in the same order (a key lives in one partition).
   EXPECT_EQ(ByTopicAndKey(got), ByTopicAndKey(expected));
+
+  // Before its schedule started, the replay put a progress marker at its first record's trace time
+  // into every partition and waited for it (RecordSink::Prepare): the first message of each of the
+  // 9 partitions.
+  {
+    int64_t first_trace_ms = INT64_MAX;
+    for (const Framed& f : expected) first_trace_ms = std::min(first_trace_ms, TsMsOf(f.value));
+    KafkaSettings reader_settings;
+    reader_settings.brokers = brokers;
+    core::Result<std::unique_ptr<KafkaPartitionReader>> reader = KafkaPartitionReader::Open(reader_settings);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    std::vector<PartitionStart> starts;
+    for (const char* topic : {"acme.jobs", "acme.util", "acme.power"}) {
+      for (int32_t p = 0; p < 3; ++p) starts.push_back({topic, p, 0});
+    }
+    ASSERT_TRUE(reader.value()->Assign(starts).ok());
+    std::map<std::pair<std::string, int32_t>, std::pair<std::string, int64_t>> first;  // marker, trace time
+    for (int polls = 0; first.size() < starts.size() && polls < 200; ++polls) {
+      core::Result<ReaderEvent> next = reader.value()->Next(100);
+      ASSERT_TRUE(next.ok()) << next.status().message();
+      if (next.value().kind != ReaderEvent::Kind::kRecord) continue;
+      const FramedRecord& r = *next.value().record;
+      first.emplace(std::make_pair(std::string(r.topic), r.partition),
+                    std::make_pair(std::string(r.marker), r.trace_ts_ms));
+    }
+    ASSERT_EQ(first.size(), starts.size());
+    for (const auto& [partition, message] : first) {
+      EXPECT_EQ(message.first, kProgressMarker) << partition.first << "[" << partition.second << "]";
+      EXPECT_EQ(message.second, first_trace_ms) << partition.first << "[" << partition.second << "]";
+    }
+  }
   const int64_t finished_ms = UnixNowMs();
   for (const Framed& f : got) {
     EXPECT_EQ(f.trace_ts_ms, TsMsOf(f.value)) << f.value;
