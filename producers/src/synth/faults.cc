@@ -478,7 +478,7 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
         node = h.node;
         start = Uniform(rng, h.from, h.to - duration);
         if (!drops.Free(start, start + duration, 300)) continue;
-        if (!node_spans[h.node].Free(start, start + duration, kApartS)) continue;
+        if (!node_spans[h.node].Free(start, start + duration, kApartS)) continue;  // before the costlier probe
         if (probe->LongestBusyS(h.job, start, start + duration, kStragglerPeerSm, kStragglerSmoothS) < kStragglerSeenS) {
           continue;
         }
