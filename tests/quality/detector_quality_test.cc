@@ -11,8 +11,10 @@
 // are held out, and are what the test asserts on and docs/anomalies.md reports. Seeds 9-24 were looked
 // at during issue #14's work, so seeds 25-40 were kept for one blind confirmation after it; Kalos's
 // straggler misses there were then looked into and fixed, so 25-40 are development seeds now, and
-// seeds 41-56 (ACMETRACE_QUALITY_SEEDS=41-56) were run once, blind, after that fix (docs/anomalies.md
-// reports every set's table and what each was used for). Each configuration is
+// seeds 41-56 (ACMETRACE_QUALITY_SEEDS=41-56) were run once, blind, after that fix. Synth's straggler
+// placement then changed (generation 3, from what 25-40 showed), and seeds 73-88 were run once, blind,
+// after it; 57-72 are unused (docs/anomalies.md reports every set's table and what each was used for).
+// Each configuration is
 // a test of its own, so that ctest -j2 runs them side by side; they carry the CTest label `quality`.
 //
 // Environment: ACMETRACE_QUALITY_SEEDS=tuning measures the tuning seeds instead (FIRST-LAST, e.g.

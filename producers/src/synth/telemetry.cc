@@ -194,13 +194,45 @@ class TelemetryWriter {
   }
 
   core::Status Run(std::vector<WrittenFile>& written) {
-    BuildTimelines();
-    Census();
-    BuildTables();
+    Prepare();
     if (auto status = OpenFiles(); !status.ok()) return status;
     MainPass();
     return CloseFiles(written);
   }
+
+  // The timelines, the census and the tables: everything the values depend on, nothing written.
+  void Prepare() {
+    BuildTimelines();
+    Census();
+    BuildTables();
+  }
+
+  // The SM activity of job j's GPUs before faults at steps [k_from, k_to) of the window (0 outside
+  // its run): the value its shared part of the latent maps to, so their median up to the GPUs' own
+  // noise. Replays the job's noise from its first step as MainPass advances it (AdvanceJob), on a copy.
+  std::vector<float> JobSm(int j, int64_t k_from, int64_t k_to) const {
+    const Job& job = schedule_.jobs[static_cast<size_t>(j)];
+    std::vector<float> out(static_cast<size_t>(std::max<int64_t>(0, k_to - k_from)), 0.f);
+    if (job.start_s < 0 || job.alloc.empty()) return out;
+    const int64_t ws = schedule_.window_start_s;
+    const int64_t k0 = job.start_s <= ws ? 0 : (job.start_s - ws + kStepS - 1) / kStepS;
+    const int64_t k1 = std::min(steps_, (job.end_s - ws + kStepS - 1) / kStepS);
+    JobNoise n = job_noise_[static_cast<size_t>(j)];
+    const float keep = static_cast<float>(kJobNoisePhi), renew = static_cast<float>(std::sqrt(1 - kJobNoisePhi * kJobNoisePhi));
+    for (int64_t k = k0; k < std::min(k1, k_to); ++k) {
+      const float draw = normals_.At(SplitMix64(n.rng));
+      const float fast_draw = normals_.At(SplitMix64(n.fast_rng));
+      n.e = k == k0 ? draw : keep * n.e + renew * draw;
+      if (k < k_from) continue;
+      const int64_t t = ws + k * kStepS;
+      const bool startup = t - job.start_s < StartupS(job);
+      const float z = job.activity + static_cast<float>(kJobSd) * n.e + static_cast<float>(kJobFastSd) * fast_draw;
+      out[static_cast<size_t>(k - k_from)] = startup ? 0.f : run_[kSm](z);
+    }
+    return out;
+  }
+
+  int64_t steps() const { return steps_; }
 
  private:
   // ---- Schedule to per-GPU timelines ---------------------------------------------------------------
@@ -866,7 +898,51 @@ class TelemetryWriter {
   int64_t ipmi_rows_[3] = {};
 };
 
+class TelemetryActivityProbe final : public JobActivityProbe {
+ public:
+  TelemetryActivityProbe(const ClusterModel& model, const Schedule& schedule, const ClusterLayout& layout,
+                         uint64_t seed)
+      : request_(RequestFor(seed)), writer_(std::make_unique<TelemetryWriter>(model, schedule, layout, request_)),
+        window_start_s_(schedule.window_start_s) {
+    writer_->Prepare();
+  }
+
+  int64_t LongestBusyS(int32_t job, int64_t from_s, int64_t to_s, double min_sm, double smooth_s) const override {
+    const int64_t k_from = std::max<int64_t>(0, (from_s - window_start_s_ + kStepS - 1) / kStepS);
+    const int64_t k_to = std::min(writer_->steps(), (to_s - window_start_s_ + kStepS - 1) / kStepS);
+    if (k_to <= k_from) return 0;
+    // From the window's start, so the average has caught up by from_s as a detector's would have.
+    const std::vector<float> sm = writer_->JobSm(job, 0, k_to);
+    const double alpha = 1.0 - std::exp(-static_cast<double>(kStepS) / smooth_s);
+    double smooth = 0;
+    int64_t run = 0, longest = 0;
+    for (int64_t k = 0; k < k_to; ++k) {
+      smooth += alpha * (sm[static_cast<size_t>(k)] - smooth);
+      if (k < k_from) continue;
+      run = smooth >= min_sm ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+    return longest * kStepS;
+  }
+
+ private:
+  static TelemetryRequest RequestFor(uint64_t seed) {
+    TelemetryRequest r;
+    r.seed = seed;
+    return r;
+  }
+
+  TelemetryRequest request_;  // the writer keeps a reference
+  std::unique_ptr<TelemetryWriter> writer_;
+  int64_t window_start_s_;
+};
+
 }  // namespace
+
+std::unique_ptr<JobActivityProbe> MakeJobActivityProbe(const ClusterModel& model, const Schedule& schedule,
+                                                       const ClusterLayout& layout, uint64_t seed) {
+  return std::make_unique<TelemetryActivityProbe>(model, schedule, layout, seed);
+}
 
 core::Status WriteTelemetry(const ClusterModel& model, const Schedule& schedule, const ClusterLayout& layout,
                             const TelemetryRequest& request, std::vector<WrittenFile>& written) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,23 @@ struct TelemetryRequest {
 /// The utilization files (one pass over time, one buffer per file) and, if asked, the IPMI files.
 core::Status WriteTelemetry(const ClusterModel& model, const Schedule& schedule, const ClusterLayout& layout,
                             const TelemetryRequest& request, std::vector<WrittenFile>& written);
+
+/// What the jobs' GPUs compute in the telemetry WriteTelemetry writes for a schedule (its seed), read
+/// before writing it, so that faults are placed where they can be seen. Not thread-safe.
+class JobActivityProbe {
+ public:
+  virtual ~JobActivityProbe() = default;
+  /// The longest stretch (s) of [from_s, to_s) in which the SM_ACTIVE (0..1) of job's GPUs before faults
+  /// (their shared part: the median of the job's GPUs up to each GPU's own noise), smoothed as an EWMA
+  /// with time constant smooth_s from the job's start, stays at or above min_sm. job indexes
+  /// Schedule::jobs.
+  virtual int64_t LongestBusyS(int32_t job, int64_t from_s, int64_t to_s, double min_sm, double smooth_s) const = 0;
+};
+
+/// The probe of the telemetry of schedule as WriteTelemetry(model, schedule, layout, {seed}) writes it;
+/// schedule must outlive it and not change.
+std::unique_ptr<JobActivityProbe> MakeJobActivityProbe(const ClusterModel& model, const Schedule& schedule,
+                                                       const ClusterLayout& layout, uint64_t seed);
 
 /// DIR/schedule.csv rows for one cluster: which GPUs ran which job when (ground truth, not a release
 /// file). The header is written by the caller once.

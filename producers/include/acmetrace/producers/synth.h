@@ -57,7 +57,8 @@ struct SynthReport {
 /// Which generator wrote a data set: raised whenever the same options give other bytes than before, so
 /// a data set synthesized once and kept (`acmetrace run`'s default) is made again by a newer build.
 /// 2: issue #14's session 8 (bursts sized by the hours before them, injected large-job failures).
-inline constexpr int kSynthGeneration = 2;
+/// 3: issue #14, stragglers placed only where their job's GPUs compute (--inject-faults data only).
+inline constexpr int kSynthGeneration = 3;
 
 /// Generates the data set described by options. Deterministic: the same options give the same bytes.
 /// Not thread-safe with respect to its output directory; otherwise reentrant.
