@@ -3,10 +3,22 @@
 // so jobs ending or starting do not look like a drop: the cluster is "down" at a sample time when at
 // least open_share of those GPUs run below drop_ratio x their baseline. The flag opens after open_for_s
 // of that and closes once the share has stayed at or below close_share for close_for_s; baselines stop
-// learning while the cluster is down. Subject: the cluster. Value: the share of GPUs down.
+// learning while the cluster is down. A stall of shared storage or the network slows every running job,
+// while one job's own slow phase (a checkpoint, a slow data phase) slows only that job, and a job of a
+// thousand GPUs can hold two thirds of the busy GPUs (issue #14): so the flag opens only when the drop
+// reaches beyond the job that explains most of it. DCGM does not say which job a GPU runs; a job's GPUs
+// start holding memory together, so GPUs whose memory use started within same_start_s of each other are
+// taken as one job (GPUs already busy when first seen start with the telemetry, so they fall into one
+// group, their true starts unknown). The job with the most GPUs down is set aside and, when at least
+// min_gpus counted GPUs remain, at least others_share of those must be down too (below open_share: a
+// stall slows the others as much, but fewer GPUs make a noisier share; 0.45 kept the tuning seeds'
+// drops, 0.6 lost one). When fewer remain, one job holds the cluster and its drop is judged as the
+// cluster's. Subject: the cluster. Value: the share of GPUs down.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detector_kind.h"
@@ -34,6 +46,14 @@ constexpr KeySpec kKeys[] = {
     {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this", &NonNegative},
     {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent},
     {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count},
+    {"same_start_s", "30",
+     "GPUs whose memory use started within this many seconds of the first of them are taken as one job (see "
+     "others_share)",
+     &Seconds},
+    {"others_share", "0.45",
+     "open only when also at least this share of the counted GPUs outside the job with the most GPUs down is down "
+     "(one job's slow phase is no drop)",
+     &Share},
 };
 
 struct UtilDropSettings {
@@ -49,6 +69,8 @@ struct UtilDropSettings {
   double busy_fb_mib;
   double min_baseline_util;
   int64_t min_gpus;
+  int64_t same_start_ms;
+  double others_share;
 };
 
 UtilDropSettings ReadSettings(const KindConfig& c) {
@@ -63,7 +85,9 @@ UtilDropSettings ReadSettings(const KindConfig& c) {
                      c.Millis("settle_s"),
                      c.Double("busy_fb_mib"),
                      c.Double("min_baseline_util"),
-                     c.Int("min_gpus")};
+                     c.Int("min_gpus"),
+                     c.Millis("same_start_s"),
+                     c.Double("others_share")};
   if (s.close_share > s.open_share) c.Fail("close_share", "must be at most open_share (" + c.Text("open_share") + ")");
   return s;
 }
@@ -106,7 +130,9 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         settle_ms_(s.settle_ms),
         busy_fb_mib_(s.busy_fb_mib),
         min_baseline_util_(s.min_baseline_util),
-        min_gpus_(s.min_gpus) {}
+        min_gpus_(s.min_gpus),
+        same_start_ms_(s.same_start_ms),
+        others_share_(s.others_share) {}
 
   std::string_view kind() const override { return "util_drop"; }
 
@@ -174,8 +200,34 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
 
  private:
+  // Whether at least others_share of the counted GPUs outside the job with the most GPUs down are down
+  // too (true when fewer than min_gpus remain: one job holds the cluster, and its drop is the cluster's).
+  // starts_ holds each counted GPU's start of memory use and whether it is down.
+  bool ReachesBeyondOneJob(int64_t counted, int64_t down) {
+    std::sort(starts_.begin(), starts_.end());
+    int64_t job_counted = 0, job_down = 0;
+    for (size_t i = 0; i < starts_.size();) {
+      // One job: the GPUs that started within same_start_s of the first of them (anchored, so that a
+      // busy stream of starts does not chain many jobs into one).
+      int64_t n = 0, d = 0;
+      const int64_t first = starts_[i].first;
+      for (; i < starts_.size() && starts_[i].first - first <= same_start_ms_; ++i) {
+        ++n;
+        d += starts_[i].second;
+      }
+      if (d > job_down) {
+        job_down = d;
+        job_counted = n;
+      }
+    }
+    const int64_t rest = counted - job_counted;
+    if (rest < min_gpus_) return true;
+    return static_cast<double>(down - job_down) >= others_share_ * static_cast<double>(rest);
+  }
+
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     int64_t counted = 0, down = 0;
+    starts_.clear();
     for (const auto& [_, gpus] : c.nodes) {
       for (const Gpu& g : gpus) {
         if (g.last_ms != t || g.busy_since_ms == kNoTimeMs || !g.has_baseline || g.learned_ms < min_baseline_ms_) {
@@ -183,12 +235,17 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         }
         if (g.baseline < min_baseline_util_) continue;
         ++counted;
-        down += g.short_avg < drop_ratio_ * g.baseline;
+        const bool is_down = g.short_avg < drop_ratio_ * g.baseline;
+        down += is_down;
+        starts_.emplace_back(g.busy_since_ms, is_down);
       }
     }
     if (counted < min_gpus_) return;
     const double share = static_cast<double>(down) / static_cast<double>(counted);
-    switch (c.state.Update(t, share >= open_share_, share <= close_share_, open_for_ms_, close_for_ms_)) {
+    // The job grouping is needed only while the flag is shut and the share alone would open it (an open
+    // flag waits for the close condition only).
+    const bool wide = !c.state.open() && share >= open_share_ && ReachesBeyondOneJob(counted, down);
+    switch (c.state.Update(t, wide, share <= close_share_, open_for_ms_, close_for_ms_)) {
       case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, share, open_share_); break;
       case HysteresisState::Change::kClosed: outbox_.Add(cluster, kind(), cluster, false, t, share, close_share_); break;
       case HysteresisState::Change::kNone: break;
@@ -198,7 +255,9 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   const double drop_ratio_, open_share_, close_share_;
   const int64_t open_for_ms_, close_for_ms_, short_ms_, baseline_ms_, min_baseline_ms_, settle_ms_;
   const double busy_fb_mib_, min_baseline_util_;
-  const int64_t min_gpus_;
+  const int64_t min_gpus_, same_start_ms_;
+  const double others_share_;
+  std::vector<std::pair<int64_t, bool>> starts_;  // not state: Judge's scratch, kept to reuse its memory
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(ReadSettings(c)); }
@@ -207,8 +266,8 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(
 
 extern const DetectorKind kUtilDropKind{
     "util_drop",
-    "at least open_share of the cluster's busy GPUs run below drop_ratio x their own rolling GPU_UTIL baseline "
-    "(subject: the cluster)",
+    "at least open_share of the cluster's busy GPUs run below drop_ratio x their own rolling GPU_UTIL baseline, "
+    "and others_share of those outside the job with the most GPUs down (subject: the cluster)",
     kKeys, &Configure};
 
 }  // namespace acmetrace::processors::detectors

@@ -496,6 +496,44 @@ TEST(UtilDropTest, JobsEndingOrStartingAreNoDrop) {
   EXPECT_EQ(h.Opens(), 0);
 }
 
+// A cluster of 9 nodes: one job of 48 GPUs on nodes 0-5, busy when the telemetry starts, and three
+// jobs of 8 GPUs on nodes 6-8 that start 2, 4 and 6 minutes later. util(node, t) gives each node's
+// GPU_UTIL; every node holds memory once its job has started.
+template <class UtilOf>
+void NineNodes(Harness& h, int64_t from, int64_t to, UtilOf util) {
+  for (int64_t t = from; t < to; t += 15) {
+    for (int n = 0; n < 9; ++n) {
+      const bool started = n < 6 || t >= kT0 + 120 * (n - 5);
+      h.Feed(Util("10.140.0." + std::to_string(10 + n), t,
+                  {{"FB_USED", Eight(started ? 40000 : 0)}, {"GPU_UTIL", Eight(started ? util(n, t) : 0)}}));
+    }
+  }
+}
+
+TEST(UtilDropTest, ASingleBigJobsSlowPhaseIsNoDrop) {
+  // Issue #14 (Seren at scale 1, seed 38): a job of about 1,000 GPUs, two thirds of those holding memory,
+  // idled through a slow phase of 11-18 minutes. A stall of shared storage or the network slows every
+  // job; here only the big job (48 of 72 GPUs, 0.67 down) does, and the other three work on.
+  Harness h("util_drop");
+  const int64_t slow = kT0 + 3600;
+  NineNodes(h, kT0, slow + 1200, [&](int n, int64_t t) { return n < 6 && t >= slow ? 0.0 : 90.0; });
+  h.AdvanceSeconds(slow + 1200);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+TEST(UtilDropTest, ADropAcrossSeveralJobsIsADrop) {
+  // The same cluster, but the drop reaches the big job and two of the three others (the third keeps
+  // working, as a job reading from local disk would): 64 of 72 GPUs down, 16 of the 24 outside the big job.
+  Harness h("util_drop");
+  const int64_t stall = kT0 + 3600;
+  NineNodes(h, kT0, stall + 1200, [&](int n, int64_t t) { return n < 8 && t >= stall ? 30.0 : 90.0; });
+  h.AdvanceSeconds(stall + 1200);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_EQ(h.events()[0].subject, "seren");
+  EXPECT_GE(h.events()[0].ts_ms, (stall + 420) * 1000);
+  EXPECT_NEAR(h.events()[0].value, 64.0 / 72.0, 1e-9);  // the share of the cluster's GPUs down
+}
+
 // ---- failure_burst ------------------------------------------------------------------------------
 
 TEST(FailureBurstTest, OpensWhenManyUsersJobsFailAtOnceAndCloses) {
