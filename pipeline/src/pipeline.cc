@@ -88,6 +88,8 @@ core::Status CountingTee::Send() {
   return out_.Send();
 }
 
+core::Status CountingTee::Prepare(int64_t first_trace_ts_ms) { return out_.Prepare(first_trace_ts_ms); }
+
 core::Status CountingTee::End(const std::vector<std::string>& clusters) {
   Publish();
   return out_.End(clusters);

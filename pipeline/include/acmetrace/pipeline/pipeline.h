@@ -31,7 +31,8 @@ void DeclareRunConfig(core::Config& config);
 
 /// Counts the records a stage writes into acmetrace_records_total{stage,topic} (and their event
 /// time into acmetrace_replay_trace_time_seconds), and forwards each to out. Counts reach the
-/// exporter every 1024 records and at Flush and End. Not thread-safe: one writing stage.
+/// exporter every 1024 records and at Flush and End; every other call goes to out as it is. Not
+/// thread-safe: one writing stage.
 class CountingTee : public core::RecordSink {
  public:
   CountingTee(std::string stage, exporters::Exporter& exporter, bool note_trace_time, core::RecordSink& out);
@@ -39,6 +40,7 @@ class CountingTee : public core::RecordSink {
   core::Status Write(const core::Record& record) override;
   core::Status Flush() override;
   core::Status Send() override;
+  core::Status Prepare(int64_t first_trace_ts_ms) override;
   core::Status End(const std::vector<std::string>& clusters) override;
 
  private:
