@@ -209,7 +209,7 @@ class TelemetryWriter {
 
   // The SM activity of job j's GPUs before faults at steps [k_from, k_to) of the window (0 outside
   // its run): the value its shared part of the latent maps to, so their median up to the GPUs' own
-  // noise. Replays the job's noise from its first step as MainPass advances it (AdvanceJob), on a copy.
+  // noise. Replays the job's noise from its first step as MainPass advances it (Advance), on a copy.
   std::vector<float> JobSm(int j, int64_t k_from, int64_t k_to) const {
     const Job& job = schedule_.jobs[static_cast<size_t>(j)];
     std::vector<float> out(static_cast<size_t>(std::max<int64_t>(0, k_to - k_from)), 0.f);
@@ -218,15 +218,12 @@ class TelemetryWriter {
     const int64_t k0 = job.start_s <= ws ? 0 : (job.start_s - ws + kStepS - 1) / kStepS;
     const int64_t k1 = std::min(steps_, (job.end_s - ws + kStepS - 1) / kStepS);
     JobNoise n = job_noise_[static_cast<size_t>(j)];
-    const float keep = static_cast<float>(kJobNoisePhi), renew = static_cast<float>(std::sqrt(1 - kJobNoisePhi * kJobNoisePhi));
     for (int64_t k = k0; k < std::min(k1, k_to); ++k) {
-      const float draw = normals_.At(SplitMix64(n.rng));
-      const float fast_draw = normals_.At(SplitMix64(n.fast_rng));
-      n.e = k == k0 ? draw : keep * n.e + renew * draw;
+      Advance(n, k);
       if (k < k_from) continue;
       const int64_t t = ws + k * kStepS;
       const bool startup = t - job.start_s < StartupS(job);
-      const float z = job.activity + static_cast<float>(kJobSd) * n.e + static_cast<float>(kJobFastSd) * fast_draw;
+      const float z = job.activity + static_cast<float>(kJobSd) * n.e + static_cast<float>(kJobFastSd) * n.fast;
       out[static_cast<size_t>(k - k_from)] = startup ? 0.f : run_[kSm](z);
     }
     return out;
@@ -583,8 +580,10 @@ class TelemetryWriter {
 
   // ---- The pass over time ------------------------------------------------------------------------
 
-  float AdvanceJob(int j, int64_t k) {
-    JobNoise& n = job_noise_[j];
+  float AdvanceJob(int j, int64_t k) { return Advance(job_noise_[j], k); }
+
+  // A job's noise at step k: the AR(1) step from k - 1, or a fresh draw when the job was not seen there.
+  float Advance(JobNoise& n, int64_t k) const {
     if (n.step != k) {
       const float draw = normals_.At(SplitMix64(n.rng));
       const float fast_draw = normals_.At(SplitMix64(n.fast_rng));
