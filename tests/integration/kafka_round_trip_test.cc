@@ -107,6 +107,95 @@ TEST(KafkaRoundTripTest, ReplayReadsBackAsTheStdoutFeed) {
   }
 }
 
+// Three clients (kafka.producer_connections) over four partitions: client 0 writes partitions 0 and 3.
+// Read on its own, each partition must be what one client would have written: the start round first,
+// its records in the order produced, none below a progress marker before it, the end marker last.
+TEST(KafkaRoundTripTest, APartitionKeepsItsOrderAcrossConnections) {
+  const std::string brokers = SharedBroker();
+  ASSERT_FALSE(brokers.empty());
+  const std::string topic = "it.connections." + std::to_string(::getpid());
+  KafkaSettings settings;
+  settings.brokers = brokers;
+  settings.topics = {topic};
+  settings.partitions = 4;
+  settings.producer_connections = 3;
+  settings.linger_ms = 1;  // many small batches: more chances for one client to overtake another
+  core::Result<std::unique_ptr<KafkaSink>> opened = KafkaSink::Open(settings);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  KafkaSink& sink = *opened.value();
+  ASSERT_TRUE(sink.DeclareStream({topic}, 60'000).ok());
+  ASSERT_TRUE(sink.Prepare(0).ok());
+  // 40 keys (nodes), a record each per 10 s of trace time for an hour; every other 10 minutes all but
+  // one fall quiet, so the other partitions get progress markers between records.
+  std::map<std::string, std::vector<std::string>> produced;  // by key, in order
+  int64_t records = 0;
+  for (int64_t ts = 0; ts < 3'600'000; ts += 10'000) {
+    for (int node = 0; node < 40; ++node) {
+      if (node > 0 && (ts / 600'000) % 2 == 1) continue;
+      OutgoingMessage m;
+      const std::string key = "seren/10.140.0." + std::to_string(node);
+      const std::string value = "{\"ts_ms\":" + std::to_string(ts) + "}";
+      m.topic = topic;
+      m.key = key;
+      m.value = value;
+      m.trace_ts_ms = ts;
+      ASSERT_TRUE(sink.Produce(m).ok());
+      produced[key].push_back(value);
+      ++records;
+    }
+  }
+  ASSERT_TRUE(sink.End({"seren"}).ok());
+  EXPECT_EQ(sink.counts().delivered, records + sink.counts().markers);
+
+  KafkaSettings reader_settings;
+  reader_settings.brokers = brokers;
+  core::Result<std::unique_ptr<KafkaPartitionReader>> reader = KafkaPartitionReader::Open(reader_settings);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  std::vector<PartitionStart> starts;
+  for (int32_t p = 0; p < 4; ++p) starts.push_back({topic, p, -1});
+  ASSERT_TRUE(reader.value()->Assign(starts).ok());
+  struct Seen {
+    std::vector<std::string> markers;  // in order
+    int64_t watermark = -1;            // the highest progress marker so far
+    int64_t below_watermark = 0;       // records after a marker above their trace time
+    bool ended = false;
+  };
+  std::map<int32_t, Seen> seen;
+  std::map<std::string, std::vector<std::string>> read;  // by key, in order
+  size_t ended = 0;
+  for (int empty_polls = 0; ended < starts.size() && empty_polls < 300;) {
+    core::Result<ReaderEvent> next = reader.value()->Next(100);
+    ASSERT_TRUE(next.ok()) << next.status().message();
+    if (next.value().kind == ReaderEvent::Kind::kNone) ++empty_polls;
+    if (next.value().kind == ReaderEvent::Kind::kPartitionEnd) {
+      if (!seen[next.value().partition].ended) ++ended;
+      seen[next.value().partition].ended = true;
+      continue;
+    }
+    if (next.value().kind != ReaderEvent::Kind::kRecord) continue;
+    const FramedRecord& r = *next.value().record;
+    Seen& s = seen[r.partition];
+    if (!r.marker.empty()) {
+      s.markers.emplace_back(r.marker);
+      if (r.marker == kProgressMarker) s.watermark = std::max(s.watermark, r.trace_ts_ms);
+      continue;
+    }
+    if (r.trace_ts_ms < s.watermark) ++s.below_watermark;
+    read[std::string(r.key)].emplace_back(r.value);
+  }
+  ASSERT_EQ(ended, starts.size());
+  EXPECT_EQ(read, produced);  // every record once, each key's in the order produced
+  int quiet_partitions_marked = 0;
+  for (const auto& [partition, s] : seen) {
+    ASSERT_GE(s.markers.size(), 2u) << partition;
+    EXPECT_EQ(s.markers.front(), kProgressMarker) << "partition " << partition << ": the start round first";
+    EXPECT_EQ(s.markers.back(), std::string(kEndMarkerPrefix) + "seren") << "partition " << partition;
+    EXPECT_EQ(s.below_watermark, 0) << "partition " << partition << ": records behind a progress marker";
+    if (s.markers.size() > 2) ++quiet_partitions_marked;
+  }
+  EXPECT_GT(quiet_partitions_marked, 0) << "no progress marker between records: the check above saw none";
+}
+
 TEST(KafkaRoundTripTest, KcatSeesKeysValuesAndTheTraceHeader) {
   const std::string brokers = SharedBroker();
   ASSERT_FALSE(brokers.empty());

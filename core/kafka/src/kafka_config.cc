@@ -161,6 +161,10 @@ void DeclareKafkaConfig(core::Config& config) {
   config.Declare("kafka.delivery_timeout_ms", n(d.delivery_timeout_ms),
                  "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never",
                  ConfigType::Int(0, 2'147'483'647));
+  config.Declare("kafka.producer_connections", n(d.producer_connections),
+                 "producer clients, each with its own connection to every broker and one request in flight on it; "
+                 "a partition always goes through the same one (1 with a partitioner other than murmur2_random)",
+                 ConfigType::Int(1, 16));
   config.Declare("kafka.group_id", d.group_id, "consumer group of the consuming stages",
                  ConfigType::NonEmptyString());
   config.Declare("kafka.auto_offset_reset", d.auto_offset_reset,
@@ -220,6 +224,7 @@ KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
   s.queue_max_messages = GetIntAtLeast(config, "kafka.queue_max_messages", 1);
   s.queue_max_kbytes = GetIntAtLeast(config, "kafka.queue_max_kbytes", 1);
   s.delivery_timeout_ms = GetIntAtLeast(config, "kafka.delivery_timeout_ms", 0);
+  s.producer_connections = GetIntAtLeast(config, "kafka.producer_connections", 1);
   s.group_id = config.GetString("kafka.group_id");
   if (s.group_id.empty()) throw std::invalid_argument("kafka.group_id: empty");
   s.auto_offset_reset = config.GetString("kafka.auto_offset_reset");
@@ -346,6 +351,28 @@ core::Result<Properties> ProducerProperties(const KafkaSettings& s) {
   };
   Append(p, s.properties);
   Append(p, s.producer_properties);
+  return p;
+}
+
+bool SinkPicksPartitions(const Properties& producer_properties) {
+  std::string_view partitioner;
+  for (const auto& [name, value] : producer_properties) {
+    if (name == "partitioner") partitioner = value;
+  }
+  return partitioner == "murmur2_random";
+}
+
+int64_t ProducerConnections(const Properties& producer_properties, const KafkaSettings& s) {
+  return SinkPicksPartitions(producer_properties) ? s.producer_connections : 1;
+}
+
+Properties PerConnectionProperties(Properties p, int64_t connections, const KafkaSettings& s) {
+  const auto share = [&](std::string_view property, int64_t total) {
+    const auto typed = std::find_if(p.begin(), p.end(), [&](const auto& entry) { return entry.first == property; });
+    if (typed != p.end()) typed->second = std::to_string((total + connections - 1) / connections);
+  };
+  share("queue.buffering.max.messages", s.queue_max_messages);
+  share("queue.buffering.max.kbytes", s.queue_max_kbytes);
   return p;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <random>
 #include <thread>
 #include <set>
 #include <string>
@@ -31,15 +33,34 @@ constexpr int kQueueFullWaitMs = 100;
 struct KafkaSink::Impl {
   Impl(std::FILE* log_file, TimestampMode mode) : state(log_file), encoder(mode), log(log_file) {}
 
-  rd_kafka_topic_t* TopicFor(std::string_view name) {
-    for (auto& [topic, handle] : topic_handles) {
-      if (topic == name) return handle.get();
+  // A topic as the sink writes it: a librdkafka handle per connection.
+  struct Topic {
+    std::string name;
+    std::vector<internal::TopicHandle> handles;  // by connection
+  };
+
+  // The index of name in topics_written, its handles opened on first use; nullopt if librdkafka refused.
+  std::optional<size_t> TopicFor(std::string_view name) {
+    for (size_t t = 0; t < topics_written.size(); ++t) {
+      if (topics_written[t].name == name) return t;
     }
-    const std::string owned(name);
-    internal::TopicHandle handle(rd_kafka_topic_new(producer.get(), owned.c_str(), nullptr));
-    if (!handle) return nullptr;
-    topic_handles.emplace_back(owned, std::move(handle));
-    return topic_handles.back().second.get();
+    Topic topic{std::string(name), {}};
+    for (const internal::KafkaHandle& producer : producers) {
+      internal::TopicHandle handle(rd_kafka_topic_new(producer.get(), topic.name.c_str(), nullptr));
+      if (!handle) return std::nullopt;
+      topic.handles.push_back(std::move(handle));
+    }
+    topics_written.push_back(std::move(topic));
+    return topics_written.size() - 1;
+  }
+
+  // The connection that writes partition: always the same one, so a partition's records and markers
+  // keep their order (one request in flight per connection). A partition left to librdkafka
+  // (RD_KAFKA_PARTITION_UA) goes through the first, as everything does when records are not
+  // partitioned here.
+  size_t ConnectionOf(int32_t partition) const {
+    if (partition == RD_KAFKA_PARTITION_UA) return 0;
+    return static_cast<size_t>(partition) % producers.size();
   }
 
   // Why the sink must stop: a fatal producer error or a record the broker never acknowledged.
@@ -52,10 +73,14 @@ struct KafkaSink::Impl {
     return core::Status::Ok();
   }
 
-  // Members in destruction order, reversed: the callbacks' state outlives the client, topic handles die first.
+  // Members in destruction order, reversed: the callbacks' state outlives the clients (their
+  // delivery reports and errors all count there), topic handles die first.
   internal::ClientState state;
-  internal::KafkaHandle producer;
-  std::vector<std::pair<std::string, internal::TopicHandle>> topic_handles;
+  // kafka.producer_connections clients, each with its own connection to every broker: with one
+  // request in flight per connection (kafka_config.cc), more connections overlap the requests for
+  // different partitions.
+  std::vector<internal::KafkaHandle> producers;
+  std::vector<Topic> topics_written;
   MessageEncoder encoder;
   std::vector<TopicDescription> topics;
   std::FILE* log;
@@ -66,18 +91,27 @@ struct KafkaSink::Impl {
 
   // The declared stream (DeclareStream): every partition of its topics gets the end markers, and the
   // progress markers that ProgressMarkers finds needed.
-  std::vector<std::pair<rd_kafka_topic_t*, int32_t>> stream_partitions;  // topic, partition count
+  std::vector<std::pair<size_t, int32_t>> stream_partitions;  // topics_written index, partition count
   ProgressMarkers progress{{}, 0};
   // The stream's records go to the partition librdkafka's murmur2_random would pick, chosen here so
   // that a partition that got a record is known and needs no progress marker. Off when another
   // partitioner is configured: those records are left to librdkafka (and every partition gets markers).
   bool partition_here = false;
+  std::minstd_rand keyless_partitions;  // a stream's keyless records, with more than one connection
   std::set<std::string, std::less<>> clusters;  // written so far (named by the end marker)
   std::string last_cluster;  // the last record's cluster, known to be in clusters
 
-  core::Status ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker, int64_t trace_ts);
-  core::Status ProduceMessage(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key, std::string_view value,
+  core::Status ProduceMarker(size_t topic, int32_t partition, std::string_view marker, int64_t trace_ts);
+  core::Status ProduceMessage(size_t topic, int32_t partition, std::string_view key, std::string_view value,
                               int64_t timestamp_ms, std::string_view trace_ts, std::string_view marker);
+  // Serves the delivery reports (and errors) of every connection, waiting up to wait_ms on the first.
+  void Poll(int wait_ms, size_t first = 0) {
+    rd_kafka_poll(producers[first].get(), wait_ms);
+    for (size_t c = 0; c < producers.size(); ++c) {
+      if (c != first) rd_kafka_poll(producers[c].get(), 0);
+    }
+  }
+
   int64_t last_trace_ts = kNoTraceTs;
   int64_t markers = 0;
   int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
@@ -88,15 +122,18 @@ struct KafkaSink::Impl {
 KafkaSink::KafkaSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 KafkaSink::~KafkaSink() {
-  rd_kafka_t* rk = impl_->producer.get();
-  if (rk == nullptr) return;
   const int64_t budget_ms = impl_->delivery_timeout_ms > 0 ? impl_->delivery_timeout_ms : 30'000;
-  if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, static_cast<int>(budget_ms));
-  if (rd_kafka_outq_len(rk) > 0) {
-    core::LogTo(impl_->log, core::LogLevel::kError, "kafka",
-                "closing with " + std::to_string(rd_kafka_outq_len(rk)) + " record(s) and requests undelivered");
-    rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    rd_kafka_poll(rk, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
+  for (const internal::KafkaHandle& producer : impl_->producers) {
+    rd_kafka_t* rk = producer.get();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    if (rd_kafka_outq_len(rk) > 0) {
+      core::LogTo(impl_->log, core::LogLevel::kError, "kafka",
+                  "closing with " + std::to_string(rd_kafka_outq_len(rk)) + " record(s) and requests undelivered");
+      rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+      rd_kafka_poll(rk, 0);
+    }
   }
 }
 
@@ -104,19 +141,19 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   core::Result<Properties> properties = ProducerProperties(settings);
   if (!properties.ok()) return properties.status();
   auto impl = std::make_unique<Impl>(log, settings.timestamp);
-  for (const auto& [name, value] : properties.value()) {
-    if (name == "partitioner") impl->partition_here = value == "murmur2_random";  // the last one counts
-  }
-  impl->delivery_timeout_ms = settings.delivery_timeout_ms;
-  impl->connect_timeout_ms = std::max<int64_t>(settings.connect_timeout_ms, 10'000);
-  core::Result<internal::KafkaHandle> producer =
-      internal::CreateClient(properties.value(), internal::ClientRole::kProducer, impl->state);
-  if (!producer.ok()) return producer.status();
-  impl->producer = std::move(producer).value();
-  if (core::Status s =
-          internal::WaitForBroker(impl->producer.get(), impl->state, settings.brokers, settings.connect_timeout_ms);
-      !s.ok()) {
-    return s;
+  const int64_t connections = ProducerConnections(properties.value(), settings);
+  impl->partition_here = SinkPicksPartitions(properties.value());
+  const Properties per_connection = PerConnectionProperties(std::move(properties).value(), connections, settings);
+  for (int64_t c = 0; c < connections; ++c) {
+    core::Result<internal::KafkaHandle> producer =
+        internal::CreateClient(per_connection, internal::ClientRole::kProducer, impl->state);
+    if (!producer.ok()) return producer.status();
+    impl->producers.push_back(std::move(producer).value());
+    if (core::Status s = internal::WaitForBroker(impl->producers.back().get(), impl->state, settings.brokers,
+                                                 settings.connect_timeout_ms);
+        !s.ok()) {
+      return s;
+    }
   }
   if (settings.timestamp == TimestampMode::kTrace && settings.retention_ms != -1) {
     core::LogTo(log, core::LogLevel::kWarn, "kafka",
@@ -125,7 +162,7 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   }
   if (settings.create_topics) {
     core::Result<std::vector<TopicDescription>> topics = internal::EnsureTopics(
-        impl->producer.get(), TopicSpecsFromSettings(settings), std::max<int64_t>(settings.connect_timeout_ms, 10'000));
+        impl->producers.front().get(), TopicSpecsFromSettings(settings), std::max<int64_t>(settings.connect_timeout_ms, 10'000));
     if (!topics.ok()) return topics.status();
     impl->topics = std::move(topics).value();
     for (const TopicDescription& t : impl->topics) {
@@ -158,8 +195,8 @@ core::Status KafkaSink::Write(const core::Record& record) {
 core::Status KafkaSink::Produce(const OutgoingMessage& message) {
   Impl& s = *impl_;
   if (core::Status health = s.Health(); !health.ok()) return health;
-  rd_kafka_topic_t* rkt = s.TopicFor(message.topic);
-  if (rkt == nullptr) {
+  const std::optional<size_t> topic = s.TopicFor(message.topic);
+  if (!topic) {
     return core::Status::Error("kafka: topic " + std::string(message.topic) + ": " +
                                rd_kafka_err2str(rd_kafka_last_error()));
   }
@@ -173,15 +210,20 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
     }
   }
   int32_t partition = RD_KAFKA_PARTITION_UA;
-  // Keyless messages stay with librdkafka: its murmur2_random picks a random available partition then,
-  // which only its partitioner callback may ask about.
-  if (s.partition_here && !message.key.empty()) {
+  // Keyless messages stay with librdkafka (its murmur2_random picks a random available partition then,
+  // which only its partitioner callback may ask about), unless the stream's partitions are spread
+  // over connections: then the partition is picked here, at random, to go through its connection.
+  if (s.partition_here && (!message.key.empty() || s.producers.size() > 1)) {
     for (size_t t = 0; t < s.stream_partitions.size(); ++t) {
-      const auto& [topic, partitions] = s.stream_partitions[t];
-      if (topic != rkt) continue;
-      // As librdkafka's murmur2_random would for this key.
-      partition = rd_kafka_msg_partitioner_murmur2_random(rkt, message.key.data(), message.key.size(), partitions,
-                                                          nullptr, nullptr);
+      const auto& [stream_topic, partitions] = s.stream_partitions[t];
+      if (stream_topic != *topic) continue;
+      if (message.key.empty()) {
+        partition = static_cast<int32_t>(s.keyless_partitions() % static_cast<uint32_t>(partitions));
+      } else {  // as librdkafka's murmur2_random would for this key
+        partition = rd_kafka_msg_partitioner_murmur2_random(s.topics_written[*topic].handles.front().get(),
+                                                            message.key.data(), message.key.size(), partitions,
+                                                            nullptr, nullptr);
+      }
       s.progress.Wrote(t, partition, message.trace_ts_ms);
       break;
     }
@@ -192,21 +234,23 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
     s.trace_ts_text = message.trace_ts_ms == kNoTraceTs ? std::string_view()
                                                          : FormatTraceTs(message.trace_ts_ms, s.trace_ts_buf);
   }
-  return s.ProduceMessage(rkt, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
+  return s.ProduceMessage(*topic, partition, message.key, message.value, message.timestamp_ms, s.trace_ts_text, {});
 }
 
-core::Status KafkaSink::Impl::ProduceMarker(rd_kafka_topic_t* rkt, int32_t partition, std::string_view marker,
+core::Status KafkaSink::Impl::ProduceMarker(size_t topic, int32_t partition, std::string_view marker,
                                             int64_t trace_ts) {
   char ts_buf[24];
   const std::string_view ts = trace_ts == kNoTraceTs ? std::string_view() : FormatTraceTs(trace_ts, ts_buf);
   ++markers;
-  return ProduceMessage(rkt, partition, {}, {}, 0, ts, marker);
+  return ProduceMessage(topic, partition, {}, {}, 0, ts, marker);
 }
 
-core::Status KafkaSink::Impl::ProduceMessage(rd_kafka_topic_t* rkt, int32_t partition, std::string_view key,
+core::Status KafkaSink::Impl::ProduceMessage(size_t topic, int32_t partition, std::string_view key,
                                              std::string_view value, int64_t timestamp_ms, std::string_view trace_ts,
                                              std::string_view marker) {
-  rd_kafka_t* rk = producer.get();
+  const size_t connection = ConnectionOf(partition);
+  rd_kafka_t* rk = producers[connection].get();
+  rd_kafka_topic_t* rkt = topics_written[topic].handles[connection].get();
   for (;;) {
     rd_kafka_headers_t* headers = nullptr;
     if (!trace_ts.empty() || !marker.empty()) {
@@ -240,10 +284,10 @@ core::Status KafkaSink::Impl::ProduceMessage(rd_kafka_topic_t* rkt, int32_t part
     // Backpressure: wait for deliveries to make room, never drop. Bounded: a broker that stays away
     // makes the queued records fail after kafka.delivery_timeout_ms, which Health reports.
     ++queue_full_waits;
-    rd_kafka_poll(rk, kQueueFullWaitMs);
+    Poll(kQueueFullWaitMs, connection);
     if (core::Status health = Health(); !health.ok()) return health;
   }
-  if (++produced % kPollEvery == 0) rd_kafka_poll(rk, 0);
+  if (++produced % kPollEvery == 0) Poll(0);
   return core::Status::Ok();
 }
 
@@ -251,8 +295,9 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
   Impl& s = *impl_;
   s.stream_partitions.clear();
   for (const std::string& topic : topics) {
-    rd_kafka_topic_t* rkt = s.TopicFor(topic);
-    if (rkt == nullptr) return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(rd_kafka_last_error()));
+    const std::optional<size_t> t = s.TopicFor(topic);
+    if (!t) return core::Status::Error("kafka: topic " + topic + ": " + rd_kafka_err2str(rd_kafka_last_error()));
+    rd_kafka_topic_t* rkt = s.topics_written[*t].handles.front().get();
     // Its partition count from the metadata; a topic another client has just created may take a
     // moment to show (every stage may create the topics when they start together).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.connect_timeout_ms);
@@ -260,7 +305,7 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
     for (;;) {
       const rd_kafka_metadata_t* raw = nullptr;
       const rd_kafka_resp_err_t err =
-          rd_kafka_metadata(s.producer.get(), 0, rkt, &raw, static_cast<int>(std::min<int64_t>(s.connect_timeout_ms, 5'000)));
+          rd_kafka_metadata(s.producers.front().get(), 0, rkt, &raw, static_cast<int>(std::min<int64_t>(s.connect_timeout_ms, 5'000)));
       internal::MetadataHandle md(raw);
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         partitions = md->topics[0].partition_cnt;
@@ -271,7 +316,7 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    s.stream_partitions.emplace_back(rkt, partitions);
+    s.stream_partitions.emplace_back(*t, partitions);
   }
   std::vector<int32_t> counts;
   for (const auto& [topic, partitions] : s.stream_partitions) counts.push_back(partitions);
@@ -313,19 +358,24 @@ core::Status KafkaSink::End(const std::vector<std::string>& clusters) {
 core::Status KafkaSink::Send() {
   // Long enough for the broker threads to wake up and take the batches (rd_kafka_flush raises
   // "flushing" only while it runs); short beside the 50 ms a paced record may be late.
+  // Per connection, one after the other: the records of the later ones wait that much longer.
   constexpr int kSendBudgetMs = 5;
-  rd_kafka_t* rk = impl_->producer.get();
-  if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) (void)rd_kafka_flush(rk, kSendBudgetMs);
+  for (const internal::KafkaHandle& producer : impl_->producers) {
+    rd_kafka_t* rk = producer.get();
+    if (!impl_->state.fatal() && rd_kafka_outq_len(rk) > 0) (void)rd_kafka_flush(rk, kSendBudgetMs);
+  }
   return impl_->Health();
 }
 
 core::Status KafkaSink::Flush() {
   Impl& s = *impl_;
-  rd_kafka_t* rk = s.producer.get();
   // librdkafka guarantees every record a delivery report within message.timeout.ms, so this ends.
-  while (rd_kafka_outq_len(rk) > 0) {
-    if (s.state.fatal()) break;
-    rd_kafka_flush(rk, 500);
+  for (const internal::KafkaHandle& producer : s.producers) {
+    rd_kafka_t* rk = producer.get();
+    while (rd_kafka_outq_len(rk) > 0) {
+      if (s.state.fatal()) break;
+      rd_kafka_flush(rk, 500);
+    }
   }
   if (core::Status health = s.Health(); !health.ok()) return health;
   const int64_t reported = s.state.delivered.load() + s.state.failed.load();
@@ -349,7 +399,7 @@ DeliveryCounts KafkaSink::counts() const {
 const std::vector<TopicDescription>& KafkaSink::topics() const { return impl_->topics; }
 
 void KafkaSink::TriggerFatalErrorForTesting(const std::string& reason) {
-  rd_kafka_test_fatal_error(impl_->producer.get(), RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, reason.c_str());
+  rd_kafka_test_fatal_error(impl_->producers.front().get(), RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, reason.c_str());
 }
 
 }  // namespace acmetrace::kafka

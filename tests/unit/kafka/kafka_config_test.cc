@@ -88,6 +88,40 @@ TEST(KafkaConfigTest, ProducerGuaranteesAreOn) {
   EXPECT_EQ(ValueOf(p.value(), "message.timeout.ms"), "300000");
 }
 
+TEST(KafkaConfigTest, ProducerConnectionsShareTheQueueBound) {
+  KafkaSettings s;  // two connections by default
+  s.queue_max_messages = 100'001;
+  const Properties p = ProducerProperties(s).value();
+  ASSERT_EQ(ProducerConnections(p, s), 2);
+  const Properties each = PerConnectionProperties(p, 2, s);
+  EXPECT_EQ(ValueOf(each, "queue.buffering.max.messages"), "50001");  // rounded up: never below the total
+  EXPECT_EQ(ValueOf(each, "queue.buffering.max.kbytes"), "131072");
+  EXPECT_EQ(ValueOf(PerConnectionProperties(p, 1, s), "queue.buffering.max.messages"), "100001");
+
+  s.producer_connections = 3;
+  EXPECT_EQ(ProducerConnections(p, s), 3);
+}
+
+TEST(KafkaConfigTest, AnotherPartitionerKeepsOneConnection) {
+  // It picks partitions inside each client: records of one partition could go through two of them
+  // and overtake each other, or a stream marker.
+  KafkaSettings s;
+  s.producer_connections = 4;
+  s.producer_properties = {{"partitioner", "consistent_random"}};
+  const Properties p = ProducerProperties(s).value();
+  EXPECT_FALSE(SinkPicksPartitions(p));
+  EXPECT_EQ(ProducerConnections(p, s), 1);
+  s.producer_properties.push_back({"partitioner", "murmur2_random"});  // the last one counts
+  EXPECT_EQ(ProducerConnections(ProducerProperties(s).value(), s), 4);
+}
+
+TEST(KafkaConfigTest, AQueueBoundPassedThroughIsPerConnection) {
+  KafkaSettings s;
+  s.producer_properties = {{"queue.buffering.max.messages", "7000"}};
+  const Properties each = PerConnectionProperties(ProducerProperties(s).value(), 2, s);
+  EXPECT_EQ(ValueOf(each, "queue.buffering.max.messages"), "7000");  // ValueOf: the last one, which librdkafka applies
+}
+
 TEST(KafkaConfigTest, ConsumerStoresOffsetsOnlyAfterProcessing) {
   KafkaSettings s;
   s.group_id = "metrics";

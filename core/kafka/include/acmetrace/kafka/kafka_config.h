@@ -46,6 +46,9 @@ struct KafkaSettings {
   int64_t queue_max_messages = 100'000;
   int64_t queue_max_kbytes = 262'144;
   int64_t delivery_timeout_ms = 300'000;
+  // Producer clients, each with its own connection to every broker; a partition always goes through
+  // the same one (docs/kafka.md "Connections").
+  int64_t producer_connections = 2;
 
   // Consumer.
   std::string group_id = "acmetrace";
@@ -94,6 +97,20 @@ std::string RedactSecrets(std::string text, const Properties& properties);
 /// pass-through. A pass-through that would weaken delivery (enable.idempotence, acks) or bypass a
 /// typed key (bootstrap.servers) is an error.
 core::Result<Properties> ProducerProperties(const KafkaSettings& settings);
+
+/// True when the partitioner of these producer properties is librdkafka's murmur2_random (the last
+/// one given counts): the sink then picks a stream record's partition itself, as librdkafka would.
+bool SinkPicksPartitions(const Properties& producer_properties);
+
+/// How many producer clients a sink opens with these (ProducerProperties) properties:
+/// kafka.producer_connections when SinkPicksPartitions (a partition then always goes through the same
+/// client), else 1 (another partitioner chooses inside each client, which only one client keeps in order).
+int64_t ProducerConnections(const Properties& producer_properties, const KafkaSettings& settings);
+
+/// The properties of each of connections producer clients: the typed queue bounds
+/// (kafka.queue_max_messages, kafka.queue_max_kbytes) bound the whole sink, so each client gets its
+/// share, rounded up; a queue property passed through (later in the list) stays as given, per client.
+Properties PerConnectionProperties(Properties producer_properties, int64_t connections, const KafkaSettings& settings);
 
 /// The consumer's librdkafka properties: group.id, offsets stored only by the application
 /// (enable.auto.offset.store=false) and committed in the background, then the pass-through.
