@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "acmetrace/kafka/kafka_source.h"
+#include "test_files.h"
 
 namespace acmetrace::kafka::testing {
 namespace {
@@ -112,6 +113,7 @@ std::string FreshDir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "acmetrace-it-" + std::to_string(::getpid()) + "-" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  ::acmetrace::internal::test_dir_cleanup.Add(dir);  // removed after the tests if they all passed
   return dir;
 }
 

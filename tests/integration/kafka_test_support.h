@@ -65,7 +65,7 @@ class OwnBroker {
 /// The whole content of a file ("" if it cannot be read).
 std::string ReadFile(const std::string& path);
 
-/// A fresh empty directory under the test temp dir.
+/// A fresh empty directory under the test temp dir, removed after the tests if they all passed.
 std::string FreshDir(const std::string& name);
 
 /// A record as the stdio framing shows it, or as read back from Kafka.

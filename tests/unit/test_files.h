@@ -14,10 +14,38 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace acmetrace {
 
-/// A fresh empty directory named after the running test (and the process: ctest runs tests in parallel).
+namespace internal {
+/// Removes the directories TestDir made once this process's tests have run, unless one of them
+/// failed (its files are then left to look at). One per test binary, registered before main.
+class TestDirCleanup : public testing::Environment {
+ public:
+  static TestDirCleanup& Instance() {
+    static TestDirCleanup* const cleanup =
+        static_cast<TestDirCleanup*>(testing::AddGlobalTestEnvironment(new TestDirCleanup));
+    return *cleanup;
+  }
+  void Add(const std::filesystem::path& dir) { dirs_.push_back(dir); }
+  void TearDown() override {
+    if (testing::UnitTest::GetInstance()->Failed()) return;
+    for (const std::filesystem::path& dir : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+// Registered at start-up: gtest tears down only the environments it knew before the tests ran.
+inline TestDirCleanup& test_dir_cleanup = TestDirCleanup::Instance();
+}  // namespace internal
+
+/// A fresh empty directory named after the running test (and the process: ctest runs tests in
+/// parallel); removed after the tests if they all passed.
 inline std::string TestDir() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
@@ -28,6 +56,7 @@ inline std::string TestDir() {
       std::filesystem::path(testing::TempDir()) / ("acmetrace_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  internal::test_dir_cleanup.Add(dir);
   return dir.string();
 }
 
