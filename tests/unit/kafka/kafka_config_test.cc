@@ -89,7 +89,9 @@ TEST(KafkaConfigTest, ProducerGuaranteesAreOn) {
 }
 
 TEST(KafkaConfigTest, ProducerConnectionsShareTheQueueBound) {
-  KafkaSettings s;  // two connections by default
+  KafkaSettings s;
+  EXPECT_EQ(ProducerConnections(ProducerProperties(s).value(), s), 1);  // the default
+  s.producer_connections = 2;
   s.queue_max_messages = 100'001;
   const Properties p = ProducerProperties(s).value();
   ASSERT_EQ(ProducerConnections(p, s), 2);

@@ -47,8 +47,8 @@ struct KafkaSettings {
   int64_t queue_max_kbytes = 262'144;
   int64_t delivery_timeout_ms = 300'000;
   // Producer clients, each with its own connection to every broker; a partition always goes through
-  // the same one (docs/kafka.md "Connections").
-  int64_t producer_connections = 2;
+  // the same one (docs/kafka.md "Connections": more did not help against a broker on this machine).
+  int64_t producer_connections = 1;
 
   // Consumer.
   std::string group_id = "acmetrace";
