@@ -657,6 +657,42 @@ TEST(FailureBurstTest, FailuresAsManyAsTheAfternoonsRateAreNoBurstThoughTheMorni
   EXPECT_EQ(burst.Opens(), 1);
 }
 
+TEST(FailureBurstTest, ABusyClustersChanceClumpIsNoBurstWhereAQuietClustersFewUsersAre) {
+  // Issue #14: a busy cluster's rate wanders about its baseline of hours by more than Poisson's chance
+  // (Seren at scale 1: 14 users starting to fail in 5 minutes where 3.9 were expected, no incident), so a
+  // window is scored as a negative binomial count (rate_shape 40). Here 120 users an hour for six hours
+  // (10 per 5 minutes, one every 30 s), then 15 more at once: 25 in 5 minutes scores 7.9 as Poisson,
+  // 5.9 with rate_shape 40. The same rule still sees a quiet cluster's 5 users at once (score 15).
+  auto busy = [](Harness& h) {
+    const int64_t t = kT0 + 6 * 3600;
+    for (int64_t s = kT0; s < t + 600; s += 30) {
+      h.Feed(End("u" + std::to_string(s), s, 8, "FAILED", "u" + std::to_string(s)));
+      if (s == t + 90) {  // at once, mid-way between two regular ones
+        for (int k = 0; k < 15; ++k) h.Feed(End("x" + std::to_string(k), s + 15, 8, "FAILED", "x" + std::to_string(k)));
+      }
+    }
+    h.AdvanceSeconds(t + 600);
+  };
+  Harness shaped("failure_burst");
+  busy(shaped);
+  for (const core::AnomalyEvent& e : shaped.events()) {
+    ADD_FAILURE() << (e.open ? "open" : "close") << " at " << (e.ts_ms / 1000 - kT0) << " s: " << e.value
+                  << " failures where " << e.threshold << " were expected";
+  }
+  Harness poisson("failure_burst", {{"detect.failure_burst.rate_shape", "0"}});
+  busy(poisson);
+  ASSERT_EQ(poisson.Opens(), 1);
+  EXPECT_DOUBLE_EQ(poisson.events()[0].value, 25);
+  EXPECT_NEAR(poisson.events()[0].threshold, 10, 1e-9);
+
+  Harness quiet("failure_burst");
+  const int64_t t = kT0 + 2 * 3600;
+  for (int64_t s = kT0; s < t; s += 900) quiet.Feed(Util("10.140.1.10", s, {{"GPU_UTIL", Eight(50)}}));
+  for (int k = 0; k < 5; ++k) quiet.Feed(End(std::to_string(k), t, 1, "FAILED", "v" + std::to_string(k)));
+  quiet.AdvanceSeconds(t + 120);
+  EXPECT_EQ(quiet.Opens(), 1);
+}
+
 // ---- queue_backlog ------------------------------------------------------------------------------
 
 TEST(QueueBacklogTest, OpensWhenWaitingDemandStaysHighAndClosesWhenTheJobsStart) {

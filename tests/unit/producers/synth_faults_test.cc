@@ -628,13 +628,16 @@ TEST(SynthFaultsScaleTest, OnASmallClusterTheFailedJobsOfAThirdOfItAreLargeJobFa
   EXPECT_GE(listed, 3);
 }
 
-// The fewest users a Poisson count of mean `expected` reaches in at most 1 in 10,000 draws (at least 5).
+// The fewest users a count of mean `expected` reaches in at most 1 in 10,000 draws (at least 5): a
+// negative binomial of shape 40, a rate known to within about 16% (the failure_burst detector's
+// rate_shape).
 size_t UsersChanceReachesOnceIn10000(double expected) {
-  double term = std::exp(-expected), below = 0;
+  const double r = 40, p = expected / (expected + r);
+  double term = std::pow(r / (expected + r), r), below = 0;
   size_t n = 0;
   for (; 1.0 - below > 1e-4; ++n) {
     below += term;
-    term *= expected / static_cast<double>(n + 1);
+    term *= (static_cast<double>(n) + r) / static_cast<double>(n + 1) * p;
   }
   return std::max<size_t>(5, n);
 }
@@ -649,8 +652,10 @@ TEST(SynthFaultsScaleTest, BurstsStandOutFromTheRateOfTheHoursJustBeforeThem) {
   // length. (Seed 5 of a 0.2 Kalos has a burst at 17:20 where the two rules differ: 6 users or 8.) A
   // user failing in the half hour before, NODE_FAIL included, is not starting to fail: node failures,
   // placed after the bursts, spare the jobs of a burst's users (seed 5's burst at 23:10 lost a user so).
-  // Rates from the trace: failed GPU jobs outside the bursts, without the large job failures and
-  // NODE_FAIL jobs (incidents of their own, placed after the bursts).
+  // Rates from the trace: failed GPU jobs without the NODE_FAIL jobs (incidents of their own, placed after
+  // the bursts); an earlier burst's users are among those the cluster has shown (issue #14: on a 0.2
+  // Kalos every burst missed on the development seeds came within six hours after another, whose users
+  // the detector's baseline counted and synth's sizing did not). Chance: a negative binomial count.
   int bursts_seen = 0;
   for (const uint64_t seed : {3, 5, 8}) {
     ScratchDir dir("synth_faults", "burst_rate_" + std::to_string(seed));
@@ -660,10 +665,8 @@ TEST(SynthFaultsScaleTest, BurstsStandOutFromTheRateOfTheHoursJustBeforeThem) {
     auto r = WriteSynthetic(o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     std::vector<FaultRow> bursts;
-    std::set<std::string> large;
     for (const FaultRow& f : ReadFaults(dir.str() + "/faults.csv")) {
       if (f.kind == "failure_burst") bursts.push_back(f);
-      if (f.kind == "large_job_failure") large.insert(f.subject);
     }
     std::vector<TraceRow> failed = ReadTrace(dir.str() + "/data/job_trace/trace_kalos.csv");
     std::erase_if(failed, [](const TraceRow& t) {
@@ -673,11 +676,9 @@ TEST(SynthFaultsScaleTest, BurstsStandOutFromTheRateOfTheHoursJustBeforeThem) {
     std::vector<int64_t> onsets;
     std::map<std::string, int64_t> last;
     for (const TraceRow& t : failed) {
-      if (large.count(t.id) || t.state == "NODE_FAIL") continue;
+      if (t.state == "NODE_FAIL") continue;
       auto [it, fresh] = last.try_emplace(t.user, t.end);
-      const bool in_burst = std::any_of(bursts.begin(), bursts.end(),
-                                        [&](const FaultRow& b) { return t.end >= b.start && t.end < b.end; });
-      if ((fresh || t.end - it->second >= 1800) && !in_burst) onsets.push_back(t.end);
+      if (fresh || t.end - it->second >= 1800) onsets.push_back(t.end);
       it->second = t.end;
     }
     for (const FaultRow& f : bursts) {

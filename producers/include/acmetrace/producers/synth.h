@@ -58,7 +58,9 @@ struct SynthReport {
 /// a data set synthesized once and kept (`acmetrace run`'s default) is made again by a newer build.
 /// 2: issue #14's session 8 (bursts sized by the hours before them, injected large-job failures).
 /// 3: issue #14, stragglers placed only where their job's GPUs compute (--inject-faults data only).
-inline constexpr int kSynthGeneration = 3;
+/// 4: issue #14, failure bursts sized in time order against the earlier bursts too, and against a
+/// negative binomial chance (--inject-faults data only).
+inline constexpr int kSynthGeneration = 4;
 
 /// Generates the data set described by options. Deterministic: the same options give the same bytes.
 /// Not thread-safe with respect to its output directory; otherwise reentrant.
