@@ -141,6 +141,8 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   core::Result<Properties> properties = ProducerProperties(settings);
   if (!properties.ok()) return properties.status();
   auto impl = std::make_unique<Impl>(log, settings.timestamp);
+  impl->delivery_timeout_ms = settings.delivery_timeout_ms;
+  impl->connect_timeout_ms = std::max<int64_t>(settings.connect_timeout_ms, 10'000);
   const int64_t connections = ProducerConnections(properties.value(), settings);
   impl->partition_here = SinkPicksPartitions(properties.value());
   const Properties per_connection = PerConnectionProperties(std::move(properties).value(), connections, settings);
