@@ -229,37 +229,6 @@ int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
   return longest + 5 * 60'000;
 }
 
-struct BlockSpan {
-  fs::path dir;
-  int64_t min_ms = 0, max_ms = 0;  // meta.json: [minTime, maxTime)
-};
-
-// The TSDB blocks directly under dir, with the span their meta.json gives.
-core::Result<std::vector<BlockSpan>> ListBlocks(const fs::path& dir) {
-  std::vector<BlockSpan> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    const fs::path meta = e.path() / "meta.json";
-    if (!fs::is_regular_file(meta, ec)) continue;
-    std::ifstream in(meta);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string m = text.str();
-    auto field = [&](const char* name) -> std::optional<int64_t> {
-      const size_t at = m.find(name);
-      if (at == std::string::npos) return std::nullopt;
-      const size_t colon = m.find(':', at);
-      if (colon == std::string::npos) return std::nullopt;
-      return std::strtoll(m.c_str() + colon + 1, nullptr, 10);
-    };
-    const std::optional<int64_t> lo = field("\"minTime\""), hi = field("\"maxTime\"");
-    if (!lo || !hi) return core::Status::Error(meta.string() + ": no minTime or maxTime");
-    out.push_back(BlockSpan{e.path(), *lo, *hi});
-  }
-  if (ec) return core::Status::Error(dir.string() + ": " + ec.message());
-  return out;
-}
-
 // A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
 core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, const std::string& config,
                                               const fs::path& storage, const std::string& retention,
@@ -300,6 +269,33 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
 }
 
 }  // namespace
+
+core::Result<std::vector<BlockSpan>> ListBlocks(const fs::path& dir) {
+  std::vector<BlockSpan> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::path meta = e.path() / "meta.json";
+    // Its own error code: an entry without meta.json (the rules' work directory) is no error.
+    std::error_code not_a_block;
+    if (!fs::is_regular_file(meta, not_a_block)) continue;
+    std::ifstream in(meta);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string m = text.str();
+    auto field = [&](const char* name) -> std::optional<int64_t> {
+      const size_t at = m.find(name);
+      if (at == std::string::npos) return std::nullopt;
+      const size_t colon = m.find(':', at);
+      if (colon == std::string::npos) return std::nullopt;
+      return std::strtoll(m.c_str() + colon + 1, nullptr, 10);
+    };
+    const std::optional<int64_t> lo = field("\"minTime\""), hi = field("\"maxTime\"");
+    if (!lo || !hi) return core::Status::Error(meta.string() + ": no minTime or maxTime");
+    out.push_back(BlockSpan{e.path(), *lo, *hi});
+  }
+  if (ec) return core::Status::Error(dir.string() + ": " + ec.message());
+  return out;
+}
 
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
   std::vector<scoring::RuleFileText> recording;

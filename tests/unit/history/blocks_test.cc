@@ -156,5 +156,25 @@ TEST(RulesTest, RetentionKeepsEveryBlockCountedFromTheNewest) {
   EXPECT_EQ(RetentionFor(0, 183 * 86'400'000LL + 5), "185d");
 }
 
+// The rules step lists the blocks of a directory that also holds its own work directory (.rules):
+// an entry without meta.json made the listing fail whenever the directory order put it last
+// (block names are random ULIDs), a CI run's "backfill: .../sliced: No such file or directory".
+TEST(RulesTest, BlocksAreListedWhateverElseIsInTheDirectory) {
+  const fs::path dir = TestDir();
+  EXPECT_TRUE(ListBlocks(dir).ok());
+  EXPECT_TRUE(ListBlocks(dir).value().empty());
+  for (int i = 0; i < 20; ++i) fs::create_directories(dir / (".rules" + std::to_string(i)) / "blocks");
+  std::ofstream(dir / "lock");
+  fs::create_directories(dir / "01HXBLOCK");
+  std::ofstream(dir / "01HXBLOCK" / "meta.json") << R"({"ulid":"01HXBLOCK","minTime":1000,"maxTime":7201000})";
+  core::Result<std::vector<BlockSpan>> blocks = ListBlocks(dir);
+  ASSERT_TRUE(blocks.ok()) << blocks.status().message();
+  ASSERT_EQ(blocks.value().size(), 1u);
+  EXPECT_EQ(blocks.value()[0].dir.filename(), "01HXBLOCK");
+  EXPECT_EQ(blocks.value()[0].min_ms, 1000);
+  EXPECT_EQ(blocks.value()[0].max_ms, 7201000);
+  EXPECT_FALSE(ListBlocks(dir / "missing").ok());
+}
+
 }  // namespace
 }  // namespace acmetrace::history

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,6 +106,16 @@ struct RuleBackfillOptions {
 /// memory of the step is bounded by a slice's blocks, whatever the window. Returns the number of
 /// recording rules backfilled (0: none in the files, nothing started).
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options);
+
+/// A TSDB block directory and the time it holds. Value type.
+struct BlockSpan {
+  std::filesystem::path dir;
+  int64_t min_ms = 0, max_ms = 0;  // meta.json: [minTime, maxTime)
+};
+
+/// The TSDB blocks directly under dir (the directories with a meta.json), with the span it gives;
+/// other entries are skipped. An error if dir cannot be read or a meta.json gives no span.
+core::Result<std::vector<BlockSpan>> ListBlocks(const std::filesystem::path& dir);
 
 /// The span a Prometheus must keep to hold blocks from first_ms to last_ms: Prometheus deletes a
 /// block once it is older than the retention counted from the newest block. Whole days, at least
