@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -691,6 +692,55 @@ TEST(FailureBurstTest, ABusyClustersChanceClumpIsNoBurstWhereAQuietClustersFewUs
   for (int k = 0; k < 5; ++k) quiet.Feed(End(std::to_string(k), t, 1, "FAILED", "v" + std::to_string(k)));
   quiet.AdvanceSeconds(t + 120);
   EXPECT_EQ(quiet.Opens(), 1);
+}
+
+// Issue #14 (development seeds 25-40): when a cluster's queue drains (a large job ends and many waiting
+// jobs start at once), more jobs end in the minutes after, and more fail, at the cluster's usual share:
+// 14 users starting to fail in 5 minutes where 3.9 were expected (Seren at scale 1), with 1.3x the jobs
+// ending and 41-50% of them failed as all afternoon. A window expects at least the failures per user
+// starting to end jobs not failed of the hours before, times such users in it.
+// Six hours of 2 users failing and 3 completing per 10 minutes, then 8 users failing within 5 minutes
+// while extra_completed jobs complete (of as many users, or of one user's sweep).
+void FailuresAfterSixUsualHours(Harness& h, int extra_completed, bool one_user) {
+  std::vector<std::tuple<int64_t, std::string, std::string>> ends;  // (time, state, user)
+  int users = 0;
+  for (int64_t s = kT0; s < kT0 + 6 * 3600; s += 600) {
+    for (int k = 0; k < 2; ++k) ends.emplace_back(s + 100 * k, "FAILED", "u" + std::to_string(++users));
+    for (int k = 0; k < 3; ++k) ends.emplace_back(s + 50 + 150 * k, "COMPLETED", "u" + std::to_string(++users));
+  }
+  const int64_t t = kT0 + 6 * 3600;
+  for (int k = 0; k < 8; ++k) ends.emplace_back(t + 35 * k, "FAILED", "v" + std::to_string(k));
+  for (int k = 0; k < extra_completed; ++k) {
+    ends.emplace_back(t + 25 * k, "COMPLETED", one_user ? "sweep" : "w" + std::to_string(k));
+  }
+  std::sort(ends.begin(), ends.end());
+  int id = 0;
+  for (const auto& [at, state, user] : ends) h.Feed(End(std::to_string(++id), at, 8, state, user));
+  h.AdvanceSeconds(t + 1800);
+}
+
+TEST(FailureBurstTest, AQueueDrainingWithTheUsualFailedShareIsNoBurst) {
+  // 8 users failing and 12.5 users ending jobs not failed in 5 minutes, where 1.5 end as a rule: 39%
+  // failed, as all day. The rate of time (1 in 5 minutes) would score 8 ln 8 - 7 = 9.6 and open; the
+  // endings raise it 3x ((12.5 + 4) / (1.5 + 4)): 8 ln(8 / 3) - 5 = 2.8.
+  Harness drain("failure_burst");
+  FailuresAfterSixUsualHours(drain, 11, false);
+  for (const core::AnomalyEvent& e : drain.events()) {
+    ADD_FAILURE() << (e.open ? "open" : "close") << " at " << (e.ts_ms / 1000 - kT0) << " s: " << e.value
+                  << " failures where " << e.threshold << " were expected";
+  }
+}
+
+TEST(FailureBurstTest, ManyUsersFailingWhileJobsEndAtTheUsualRateAreABurst) {
+  // The same 8 users failing in 5 minutes, with the usual 1.5 users ending jobs not failed: a burst.
+  Harness burst("failure_burst");
+  FailuresAfterSixUsualHours(burst, 0, false);
+  EXPECT_EQ(burst.Opens(), 1);
+  // One user's sweep of 11 jobs completing is one user ending jobs, not a queue draining: still a burst
+  // (1.2 expected).
+  Harness sweep("failure_burst");
+  FailuresAfterSixUsualHours(sweep, 11, true);
+  EXPECT_EQ(sweep.Opens(), 1);
 }
 
 // ---- queue_backlog ------------------------------------------------------------------------------
