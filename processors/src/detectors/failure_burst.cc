@@ -188,7 +188,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   }
 
   // 2: the users starting to end GPU jobs not failed, per step (the exposure a window's failures are
-// judged against).
+  // judged against).
   static constexpr uint32_t kStateVersion = 2;  // of Cluster::Fields
 
  private:
@@ -248,16 +248,16 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
     return n * std::log(n / e) - (n + r) * std::log((n + r) / (e + r));
   }
 
-  // The highest window score; the history's last step is the current one, and c.baseline_sum and
-  // c.baseline_steps cover the closed steps before it. A window is judged against the steps before it
-  // (issue #14): counting its own failures in its baseline let a burst on a quiet cluster raise the
-  // rate it was judged against (5 users in 28 minutes after 4 quiet hours: 1.7 an hour expected where
-  // the hours before had 0.7, score 4.6 against open_score 6).
   // Users ending jobs added to both the window's and its usual count before their ratio raises what the
   // window expects (see Scan): a window's few endings on a quiet cluster barely move it, a queue
   // draining tens of users' jobs does. Chosen on development seeds 25-40 (issue #14).
   static constexpr double kEndingsPrior = 4;
 
+  // The highest window score; the history's last step is the current one, and c.baseline_sum and
+  // c.baseline_steps cover the closed steps before it. A window is judged against the steps before it
+  // (issue #14): counting its own failures in its baseline let a burst on a quiet cluster raise the
+  // rate it was judged against (5 users in 28 minutes after 4 quiet hours: 1.7 an hour expected where
+  // the hours before had 0.7, score 4.6 against open_score 6).
   Judgement Scan(const Cluster& c) const {
     Judgement best;
     int64_t n = 0, inside_sum = 0, inside_steps = 0;  // closed steps of the window before the current
