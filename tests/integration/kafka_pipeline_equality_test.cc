@@ -1,8 +1,9 @@
 // The same answer on every path (#10): on a freshly started broker with several partitions per
 // topic, `run --brokers` at full speed and paced, and replay, process and export as separate
-// processes started together (with a second process instance joining halfway), end in exactly the
-// state of the in-process `run` on the same data: the exposition of every series, bar the
-// replay's own progress gauges, which only a process that replays itself has.
+// processes started together (with a second process instance joining halfway), and `run --brokers`
+// paced through three producer clients, end in exactly the state of the in-process `run` on the same
+// data: the exposition of every series, bar the replay's own progress gauges, which only a process
+// that replays itself has.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,6 +120,18 @@ TEST_F(KafkaPipelineEqualityTest, RunOverKafkaAndThreeProcessesEndInTheInProcess
     const std::vector<std::string> got = State(ReadFile(out));
     EXPECT_EQ(got, expected_) << "run --brokers --speed " << speed << ":" << Difference(expected_, got);
   }
+
+  // Several producer clients (kafka.producer_connections), paced: every partition goes through one
+  // client, whose `Send` flushes before each wait, so its records and markers keep their order.
+  std::ofstream(dir_ + "/connections.yaml") << "kafka:\n  partitions: 3\n  linger_ms: 5\n  producer_connections: 3\n";
+  const std::string out = dir_ + "/kafka-connections.prom";
+  CommandResult run = RunCommand(std::string(Binary()) + " --config " + dir_ + "/connections.yaml run --data " + dir_ +
+                                 "/data --until-end --listen 127.0.0.1:0 --brokers " + brokers +
+                                 " --speed 7200 --metrics-out " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("(0 late)"), std::string::npos) << run.err;
+  const std::vector<std::string> got = State(ReadFile(out));
+  EXPECT_EQ(got, expected_) << "run --brokers --speed 7200, 3 producer connections:" << Difference(expected_, got);
 }
 
 }  // namespace
