@@ -304,6 +304,15 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < open_ratio_;
       const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
+      // The same for the time it lags: while the flag is closed, a sample without a comparison (it idles
+      // in its job's pause, or its peers are not busy or do not agree) neither counts toward open_for_s
+      // nor starts it again; only a comparison that finds it not straggling does. Before, a straggler of
+      // 7 minutes whose job paused twice (GPU_UTIL 0 on every GPU for 15-45 s) lagged 225, 60 and 45 s
+      // between the pauses and was never flagged (issue #14, Seren 0.2, blind seed 128).
+      if (!compared && !g.state.open()) {
+        g.state.Wait(g.step_ms);
+        continue;
+      }
       switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
         case HysteresisState::Change::kOpened:
           outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), true, t, value, open_ratio_);
