@@ -16,8 +16,9 @@
 // while another peer lags with it (GPUs lagging together are a lighter job). These rules come from
 // issue #14, where nodes shared by one-GPU jobs (the release's median GPU job) made most flags false
 // and pauses hid stragglers. The flag opens when the GPU has run below open_ratio x the peers' median
-// for open_for_s and closes once it is back above close_ratio (or the peers stop working or agreeing,
-// or it stops working) for close_for_s. Subject: the GPU.
+// for open_for_s (time it is not compared, as in its job's pause, neither counts nor starts it again)
+// and closes once it is back above close_ratio (or the peers stop working or agreeing, or it stops
+// working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -513,6 +513,25 @@ TEST(UtilDropTest, OpensWhenMostBusyGpusFallBelowTheirBaselineAndClosesOnRecover
   EXPECT_EQ(h.Opens(), 1);
 }
 
+// Issue #14 (synth generation 5, Kalos 1, seed 67): a drop pending (the share above open_share, not yet
+// for open_for_s) when the cluster's counted GPUs fell under min_gpus (its big jobs ended) stayed pending
+// for good: nothing was judged any more, the baselines wait for no pending change to learn, so no GPU of
+// a later job was ever counted, and the day's four drops went unflagged. Too few GPUs to judge now ends
+// the pending drop.
+TEST(UtilDropTest, ADropPendingWhenTheJobsEndDoesNotBlindTheDetector) {
+  Harness h("util_drop");
+  int64_t t = kT0;
+  for (int k = 0; k < 80; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);  // 20 min of baseline
+  for (int k = 0; k < 8; ++k, t += 15) UtilRow(h, t, 30, 40000, 30, 40000);   // 2 minutes down: pending
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 0, 0, 0, 0);            // both jobs end: nobody busy
+  for (int k = 0; k < 120; ++k, t += 15) UtilRow(h, t, 95, 30000, 90, 30000);  // new jobs, 30 minutes
+  h.AdvanceSeconds(t - 1);
+  EXPECT_EQ(h.Opens(), 0);
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 40, 30000, 45, 30000);  // storage stall: 10 min
+  h.AdvanceSeconds(t - 1);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
 TEST(UtilDropTest, JobsEndingOrStartingAreNoDrop) {
   Harness h("util_drop");
   int64_t t = kT0;
