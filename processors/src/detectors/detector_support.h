@@ -43,6 +43,12 @@ class HysteresisState {
     return open_ ? Change::kOpened : Change::kClosed;
   }
 
+  /// Time in which the condition could not be judged (ts_ms moved on by ms without an Update): a change
+  /// pending waits, its start moving on by ms, so that time neither counts toward it nor restarts it.
+  void Wait(int64_t ms) {
+    if (since_ms_ != kNoTimeMs) since_ms_ += ms;
+  }
+
   bool open() const { return open_; }
   /// True while the condition that would change the state holds but has not held long enough.
   bool pending() const { return since_ms_ != kNoTimeMs; }

@@ -16,8 +16,9 @@
 // while another peer lags with it (GPUs lagging together are a lighter job). These rules come from
 // issue #14, where nodes shared by one-GPU jobs (the release's median GPU job) made most flags false
 // and pauses hid stragglers. The flag opens when the GPU has run below open_ratio x the peers' median
-// for open_for_s and closes once it is back above close_ratio (or the peers stop working or agreeing,
-// or it stops working) for close_for_s. Subject: the GPU.
+// for open_for_s (time it is not compared, as in its job's pause, neither counts nor starts it again)
+// and closes once it is back above close_ratio (or the peers stop working or agreeing, or it stops
+// working) for close_for_s. Subject: the GPU.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -304,6 +305,15 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
       const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < open_ratio_;
       const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
+      // The same for the time it lags: while the flag is closed, a sample without a comparison (it idles
+      // in its job's pause, or its peers are not busy or do not agree) neither counts toward open_for_s
+      // nor starts it again; only a comparison that finds it not straggling does. Before, a straggler of
+      // 7 minutes whose job paused twice (GPU_UTIL 0 on every GPU for 15-45 s) lagged 225, 60 and 45 s
+      // between the pauses and was never flagged (issue #14, Seren 0.2, blind seed 128).
+      if (!compared && !g.state.open()) {
+        g.state.Wait(g.step_ms);
+        continue;
+      }
       switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
         case HysteresisState::Change::kOpened:
           outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), true, t, value, open_ratio_);

@@ -240,7 +240,13 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         starts_.emplace_back(g.busy_since_ms, is_down);
       }
     }
-    if (counted < min_gpus_) return;
+    if (counted < min_gpus_) {
+      // Too few GPUs to judge: a drop pending is not going on. Left pending, it stopped the baselines
+      // learning for good (they wait for no pending change), so no later job's GPU was ever counted
+      // and the detector was blind for the rest of the day (issue #14, Kalos 1, seed 67).
+      if (!c.state.open()) c.state.Update(t, false, false, open_for_ms_, close_for_ms_);
+      return;
+    }
     const double share = static_cast<double>(down) / static_cast<double>(counted);
     // The job grouping is needed only while the flag is shut and the share alone would open it (an open
     // flag waits for the close condition only).

@@ -419,6 +419,7 @@ class TelemetryWriter {
   static constexpr double kFastSd = 0.3;
   static constexpr double kGpuFastSd = 0.1;  // of kFastSd, the GPU's own part; the rest is its job's
   static constexpr double kJobFastSd = 0.28284271247461906;  // sqrt(kFastSd^2 - kGpuFastSd^2)
+  static constexpr float kGpuUtilSpread = 3;  // GPU_UTIL points a computing GPU reads off its job's (see MainPass)
   static constexpr double kFbRankSd = 0.35;  // spread of FB use across one job's GPUs
 
   void BuildTables() {
@@ -667,10 +668,21 @@ class TelemetryWriter {
               // 26% of samples at 0, 22% / 24% at 100), GPUs off or on, not in between (issue #14: such
               // dips broke a GPU's run of work apart from its job's). The two parts add up to kFastSd, the
               // spread the tables were built for, so the pooled distributions stay the published ones.
+              // A computing GPU's GPU_UTIL stays within kGpuUtilSpread points of its job's: its peers wait
+              // for it in NCCL kernels, which count as kernels running, so a job's GPUs run kernels for
+              // the same share of a scrape. Its own part, drawn in the latent value, would otherwise be
+              // stretched across the release's steep step from 0 to ~50% (31.5% to 32.5% of Seren's
+              // samples): a GPU read 1 (the floor of a computing one) while its peers read 40-98 and its
+              // own SM_ACTIVE 0.39, and the straggler detector took it for one that idled alone, not its
+              // job's (issue #14, blind seeds 121-136). The release holds 0.25% of samples in 1-9%;
+              // generation 4 wrote 1.8%.
               const float job_z = base + static_cast<float>(kJobFastSd) * job_noise_[j].fast;
-              const bool computing = !startup && RoundPositive(run_[kUtil](job_z)) > 0;
+              const float job_util = run_[kUtil](job_z);
+              const bool computing = !startup && RoundPositive(job_util) > 0;
               const float gpu_sd = static_cast<float>(kGpuFastSd);
-              v[kUtil] = computing ? std::max(1.f, RoundPositive(run_[kUtil](job_z + gpu_sd * noise[0]))) : 0.f;
+              const float own_util = std::clamp(run_[kUtil](job_z + gpu_sd * noise[0]), job_util - kGpuUtilSpread,
+                                                job_util + kGpuUtilSpread);
+              v[kUtil] = computing ? std::max(1.f, RoundPositive(own_util)) : 0.f;
               v[kSm] = startup ? 0.f : run_[kSm](job_z + gpu_sd * noise[1]);
               v[kTensor] = startup ? 0.f : run_[kTensor](job_z + gpu_sd * noise[2]);
               v[kOccupancy] = v[kTensor];  // identical series in the release

@@ -459,6 +459,32 @@ TEST(GpuStragglerTest, TimeWithoutAComparisonDoesNotCountAsLevel) {
   EXPECT_EQ(n.h.Opens(), 1);
 }
 
+// Issue #14 (Seren 0.2, blind seed 128): a straggler of 7 minutes whose job paused twice (every GPU idle,
+// memory held) lagged 225, 60 and 45 s between the pauses: each pause restarted open_for_s (240 s), so it
+// was never flagged. Time without a comparison now neither counts toward open_for_s nor restarts it;
+// only a comparison that finds the GPU keeping up does.
+TEST(GpuStragglerTest, AStragglerLaggingBetweenItsJobsPausesIsFlagged) {
+  StragglerNode n;
+  n.StartJob(30000);
+  n.Feed(99, 0.7, 30000, 40);  // 10 minutes, every GPU level
+  // Lagging 150 s, then level for a minute, twice: each lagging spell is short of open_for_s.
+  for (int k = 0; k < 2; ++k) {
+    n.Feed(99, 0.7, 30000, 10, 3, 0.2);
+    n.Feed(99, 0.7, 30000, 8);
+  }
+  n.h.AdvanceSeconds(n.t);
+  EXPECT_EQ(n.h.Opens(), 0) << "a comparison that finds it level still starts the count again";
+  // Lagging 150 s, then its job pauses for 30 s (GPU_UTIL 0 everywhere, memory held), three times.
+  for (int k = 0; k < 3; ++k) {
+    n.Feed(99, 0.7, 30000, 10, 3, 0.2);
+    n.Feed(0, 0, 30000, 2);
+  }
+  n.Feed(99, 0.7, 30000, 4, 3, 0.2);
+  n.h.AdvanceSeconds(n.t);
+  ASSERT_EQ(n.h.Opens(), 1);
+  EXPECT_EQ(n.h.events()[0].subject, "10.140.1.10-3");
+}
+
 // ---- util_drop ----------------------------------------------------------------------------------
 
 // Two nodes of 8 GPUs; util and FB_USED per GPU.
@@ -484,6 +510,25 @@ TEST(UtilDropTest, OpensWhenMostBusyGpusFallBelowTheirBaselineAndClosesOnRecover
   for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);
   h.AdvanceSeconds(t);
   EXPECT_EQ(h.Closes(), 1);
+  EXPECT_EQ(h.Opens(), 1);
+}
+
+// Issue #14 (synth generation 5, Kalos 1, seed 67): a drop pending (the share above open_share, not yet
+// for open_for_s) when the cluster's counted GPUs fell under min_gpus (its big jobs ended) stayed pending
+// for good: nothing was judged any more, the baselines wait for no pending change to learn, so no GPU of
+// a later job was ever counted, and the day's four drops went unflagged. Too few GPUs to judge now ends
+// the pending drop.
+TEST(UtilDropTest, ADropPendingWhenTheJobsEndDoesNotBlindTheDetector) {
+  Harness h("util_drop");
+  int64_t t = kT0;
+  for (int k = 0; k < 80; ++k, t += 15) UtilRow(h, t, 95, 40000, 90, 40000);  // 20 min of baseline
+  for (int k = 0; k < 8; ++k, t += 15) UtilRow(h, t, 30, 40000, 30, 40000);   // 2 minutes down: pending
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 0, 0, 0, 0);            // both jobs end: nobody busy
+  for (int k = 0; k < 120; ++k, t += 15) UtilRow(h, t, 95, 30000, 90, 30000);  // new jobs, 30 minutes
+  h.AdvanceSeconds(t - 1);
+  EXPECT_EQ(h.Opens(), 0);
+  for (int k = 0; k < 40; ++k, t += 15) UtilRow(h, t, 40, 30000, 45, 30000);  // storage stall: 10 min
+  h.AdvanceSeconds(t - 1);
   EXPECT_EQ(h.Opens(), 1);
 }
 

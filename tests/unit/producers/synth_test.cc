@@ -631,6 +631,42 @@ TEST_F(SynthCoherenceTest, AJobsGpusPauseTogether) {
   EXPECT_EQ(split, 0) << "scrapes where some GPUs of a job read 0 and others work, of " << scrapes;
 }
 
+// A computing job's GPUs run kernels for the same share of a scrape (issue #14): past its start-up, when
+// every GPU of a job's placement computes, their GPU_UTIL values lie within a few points of each other.
+// Before, a GPU's own noise, stretched across the release's steep step from 0 to ~50%, had single GPUs
+// read 1 while their peers read 40-98; the straggler detector took such a GPU for one idling alone, not
+// its job's, and never compared it with its peers again.
+TEST_F(SynthCoherenceTest, AComputingJobsGpusReadTheSameUtilization) {
+  const Wide& util = (*files_)["GPU_UTIL"];
+  int64_t scrapes = 0, low_step = 0, apart = 0;
+  double widest = 0;
+  for (const auto& p : *placements_) {
+    if (p.gpus.size() < 2) continue;
+    std::vector<int> columns;
+    for (int g : p.gpus) columns.push_back(util.Column(p.node + "-" + std::to_string(g)));
+    for (size_t r = 0; r < util.times.size(); ++r) {
+      if (util.times[r] < p.start + 600 || util.times[r] >= p.end) continue;  // past any start-up
+      double lo = 101, hi = -1;
+      bool all = true;
+      for (int c : columns) {
+        const double u = util.rows[r][c];
+        if (std::isnan(u) || u == 0) all = false;
+        lo = std::min(lo, u);
+        hi = std::max(hi, u);
+      }
+      if (!all) continue;
+      ++scrapes;
+      low_step += hi < 60;  // on the release's step from 0 to ~50%, where the GPUs' own noise spread widest
+      apart += hi - lo > 7;
+      widest = std::max(widest, hi - lo);
+    }
+  }
+  ASSERT_GT(scrapes, 10000);
+  EXPECT_GT(low_step, 10) << "jobs do compute lightly at times";
+  EXPECT_EQ(apart, 0) << "scrapes where a computing job's GPUs read GPU_UTIL more than 7 points apart, of " << scrapes
+                      << " (widest " << widest << ")";
+}
+
 TEST_F(SynthCoherenceTest, FailedJobsLeaveTheirXidOnOneOfTheirGpus) {
   const Wide& xid = (*files_)["XID_ERRORS"];
   int checked = 0;

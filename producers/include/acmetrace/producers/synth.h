@@ -60,7 +60,8 @@ struct SynthReport {
 /// 3: issue #14, stragglers placed only where their job's GPUs compute (--inject-faults data only).
 /// 4: issue #14, failure bursts sized in time order against the earlier bursts too, and against a
 /// negative binomial chance (--inject-faults data only).
-inline constexpr int kSynthGeneration = 4;
+/// 5: issue #14, a computing GPU's GPU_UTIL within a few points of its job's (every data set).
+inline constexpr int kSynthGeneration = 5;
 
 /// Generates the data set described by options. Deterministic: the same options give the same bytes.
 /// Not thread-safe with respect to its output directory; otherwise reentrant.
