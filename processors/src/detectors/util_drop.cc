@@ -8,8 +8,12 @@
 // thousand GPUs can hold two thirds of the busy GPUs (issue #14): so the flag opens only when the drop
 // reaches beyond the job that explains most of it. DCGM does not say which job a GPU runs; a job's GPUs
 // start holding memory together, so GPUs whose memory use started within same_start_s of each other are
-// taken as one job (GPUs already busy when first seen start with the telemetry, so they fall into one
-// group, their true starts unknown). The job with the most GPUs down is set aside and, when at least
+// taken as one job. GPUs already busy when first seen have no start to go by (they would all fall into
+// one group with the telemetry's start: on Kalos at scale 1 two jobs of 1,024 GPUs running since before
+// the day, and one's slow phase opened the flag, issue #14): a job's GPUs also go down together, so of
+// those, the GPUs whose last spell down started within same_start_s of each other are taken as one job
+// (down now or back up: some of a job's GPUs recover for a minute inside a stall), and each one never
+// seen down as a job of its own. The job with the most GPUs down is set aside and, when at least
 // min_gpus counted GPUs remain, at least others_share of those must be down too (below open_share: a
 // stall slows the others as much, but fewer GPUs make a noisier share; 0.45 kept the tuning seeds'
 // drops, 0.6 lost one). When fewer remain, one job holds the cluster and its drop is judged as the
@@ -47,8 +51,8 @@ constexpr KeySpec kKeys[] = {
     {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent},
     {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count},
     {"same_start_s", "30",
-     "GPUs whose memory use started within this many seconds of the first of them are taken as one job (see "
-     "others_share)",
+     "GPUs whose memory use started within this many seconds of the first of them are taken as one job, and of "
+     "the GPUs busy when first seen, those whose last spell down started within it (see others_share)",
      &Seconds},
     {"others_share", "0.45",
      "open only when also at least this share of the counted GPUs outside the job with the most GPUs down is down "
@@ -100,9 +104,16 @@ struct Gpu {
   bool has_baseline = false;
   double short_avg = 0;
   double baseline = 0;
+  // Layout 2 (issue #14): busy when first seen, so busy_since_ms is not its job's start (false for the
+  // GPUs of a layout 1 snapshot, which are grouped by busy_since_ms as that build did); whether it was
+  // down when last judged, and when its last spell down started (kNoTimeMs: never judged down).
+  bool start_unknown = false;
+  bool down = false;
+  int64_t last_down_ms = kNoTimeMs;
   template <class Io, class Self>
   static void Fields(Io& io, Self& g) {
     io(g.busy_since_ms, g.last_ms, g.learned_ms, g.has_baseline, g.short_avg, g.baseline);
+    if (io.version() >= 2) io(g.start_unknown, g.down, g.last_down_ms);
   }
 };
 struct Cluster {
@@ -163,10 +174,12 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         g.last_ms = t;
         continue;
       }
-      const double dt = g.last_ms == kNoTimeMs ? 0 : static_cast<double>(t - g.last_ms);
+      const bool first_seen = g.last_ms == kNoTimeMs;
+      const double dt = first_seen ? 0 : static_cast<double>(t - g.last_ms);
       g.last_ms = t;
       if (g.busy_since_ms == kNoTimeMs) {
         g.busy_since_ms = t;
+        g.start_unknown = first_seen;
         g.short_avg = u;
       } else {
         if (dt != short_dt) {
@@ -197,23 +210,39 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     outbox_.FlushTo(watermark_ms, out);
   }
 
-  static constexpr uint32_t kStateVersion = 1;  // of Cluster::Fields
+  static constexpr uint32_t kStateVersion = 2;  // of Cluster::Fields
 
  private:
+  // What tells a counted GPU's job: its start of memory use, or for a GPU busy when first seen, when its
+  // last spell down started (never down: nothing, a job of its own).
+  struct JobKey {
+    enum Basis { kStart, kLastDown, kAlone } basis;
+    int64_t ms;  // kAlone: an index, unique
+    bool down;
+    auto operator<=>(const JobKey&) const = default;
+  };
+  static JobKey JobKeyOf(const Gpu& g, size_t index) {
+    if (!g.start_unknown) return {JobKey::kStart, g.busy_since_ms, g.down};
+    if (g.last_down_ms != kNoTimeMs) return {JobKey::kLastDown, g.last_down_ms, g.down};
+    return {JobKey::kAlone, static_cast<int64_t>(index), g.down};
+  }
+
   // Whether at least others_share of the counted GPUs outside the job with the most GPUs down are down
   // too (true when fewer than min_gpus remain: one job holds the cluster, and its drop is the cluster's).
-  // starts_ holds each counted GPU's start of memory use and whether it is down.
+  // job_keys_ holds each counted GPU's JobKey.
   bool ReachesBeyondOneJob(int64_t counted, int64_t down) {
-    std::sort(starts_.begin(), starts_.end());
+    std::sort(job_keys_.begin(), job_keys_.end());
     int64_t job_counted = 0, job_down = 0;
-    for (size_t i = 0; i < starts_.size();) {
-      // One job: the GPUs that started within same_start_s of the first of them (anchored, so that a
-      // busy stream of starts does not chain many jobs into one).
+    for (size_t i = 0; i < job_keys_.size();) {
+      // One job: the GPUs whose start (or drop) came within same_start_s of the first of them (anchored,
+      // so that a busy stream of starts does not chain many jobs into one).
       int64_t n = 0, d = 0;
-      const int64_t first = starts_[i].first;
-      for (; i < starts_.size() && starts_[i].first - first <= same_start_ms_; ++i) {
+      const JobKey& first = job_keys_[i];
+      for (; i < job_keys_.size() && job_keys_[i].basis == first.basis &&
+             (first.basis != JobKey::kAlone || n == 0) && job_keys_[i].ms - first.ms <= same_start_ms_;
+           ++i) {
         ++n;
-        d += starts_[i].second;
+        d += job_keys_[i].down;
       }
       if (d > job_down) {
         job_down = d;
@@ -227,9 +256,9 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
 
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
     int64_t counted = 0, down = 0;
-    starts_.clear();
-    for (const auto& [_, gpus] : c.nodes) {
-      for (const Gpu& g : gpus) {
+    job_keys_.clear();
+    for (auto& [_, gpus] : c.nodes) {
+      for (Gpu& g : gpus) {
         if (g.last_ms != t || g.busy_since_ms == kNoTimeMs || !g.has_baseline || g.learned_ms < min_baseline_ms_) {
           continue;
         }
@@ -237,7 +266,9 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         ++counted;
         const bool is_down = g.short_avg < drop_ratio_ * g.baseline;
         down += is_down;
-        starts_.emplace_back(g.busy_since_ms, is_down);
+        if (is_down && !g.down) g.last_down_ms = t;
+        g.down = is_down;
+        job_keys_.push_back(JobKeyOf(g, job_keys_.size()));
       }
     }
     if (counted < min_gpus_) {
@@ -263,7 +294,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   const double busy_fb_mib_, min_baseline_util_;
   const int64_t min_gpus_, same_start_ms_;
   const double others_share_;
-  std::vector<std::pair<int64_t, bool>> starts_;  // not state: Judge's scratch, kept to reuse its memory
+  std::vector<JobKey> job_keys_;  // not state: Judge's scratch, kept to reuse its memory
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(ReadSettings(c)); }

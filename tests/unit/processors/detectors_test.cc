@@ -580,6 +580,55 @@ TEST(UtilDropTest, ADropAcrossSeveralJobsIsADrop) {
   EXPECT_NEAR(h.events()[0].value, 64.0 / 72.0, 1e-9);  // the share of the cluster's GPUs down
 }
 
+// A cluster of 9 nodes whose jobs all run when the telemetry starts: one of 48 GPUs on nodes 0-5 and
+// one of 24 on nodes 6-8, so every GPU's memory use starts with the telemetry. util(node, t) as above.
+template <class UtilOf>
+void TwoJobsRunningFromTheStart(Harness& h, int64_t from, int64_t to, UtilOf util) {
+  for (int64_t t = from; t < to; t += 15) {
+    for (int n = 0; n < 9; ++n) {
+      h.Feed(Util("10.140.0." + std::to_string(10 + n), t, {{"FB_USED", Eight(40000)}, {"GPU_UTIL", Eight(util(n, t))}}));
+    }
+  }
+}
+
+TEST(UtilDropTest, ABigJobsSlowPhaseIsNoDropWhenEveryJobRanBeforeTheTelemetry) {
+  // Issue #14 (Kalos at scale 1, fresh seeds 137-152): two jobs of 1,024 GPUs ran from before the day,
+  // so their GPUs' memory use "started" together with the telemetry and counted as one job, and one's
+  // slow phase (two thirds of the counted GPUs here) opened the flag. Its GPUs went down together; the
+  // other job's did not go down.
+  Harness h("util_drop");
+  const int64_t slow = kT0 + 3600;
+  TwoJobsRunningFromTheStart(h, kT0, slow + 1200, [&](int n, int64_t t) { return n < 6 && t >= slow ? 0.0 : 90.0; });
+  h.AdvanceSeconds(slow + 1200);
+  EXPECT_EQ(h.Opens(), 0);
+}
+
+TEST(UtilDropTest, AStallOfTheJobsThatRanBeforeTheTelemetryIsADrop) {
+  // The same cluster: a stall that every job notices at once, or the small one two minutes later (its
+  // next read of shared storage), opens the flag; so does one inside which some GPUs recover a while.
+  for (const int64_t later_s : {0, 120}) {
+    Harness h("util_drop");
+    const int64_t stall = kT0 + 3600;
+    TwoJobsRunningFromTheStart(h, kT0, stall + 1200, [&](int n, int64_t t) {
+      return t >= stall + (n < 6 ? 0 : later_s) ? 20.0 : 90.0;
+    });
+    h.AdvanceSeconds(stall + 1200);
+    ASSERT_EQ(h.Opens(), 1) << "noticed " << later_s << " s later";
+    EXPECT_GE(h.events()[0].ts_ms, (stall + later_s + 420) * 1000);
+  }
+  // The small job's GPUs back up for two minutes inside the stall: they went down with the big job's,
+  // so they stay its GPUs (their last spell down started with its own) and the count goes on.
+  Harness h("util_drop");
+  const int64_t stall = kT0 + 3600;
+  TwoJobsRunningFromTheStart(h, kT0, stall + 1200, [&](int n, int64_t t) {
+    const bool back_up = n >= 6 && t >= stall + 180 && t < stall + 300;
+    return t >= stall && !back_up ? 20.0 : 90.0;
+  });
+  h.AdvanceSeconds(stall + 1200);
+  ASSERT_EQ(h.Opens(), 1);
+  EXPECT_LE(h.events()[0].ts_ms, (stall + 540) * 1000) << "the small job's recovery restarted open_for_s";
+}
+
 // ---- failure_burst ------------------------------------------------------------------------------
 
 TEST(FailureBurstTest, OpensWhenManyUsersJobsFailAtOnceAndCloses) {

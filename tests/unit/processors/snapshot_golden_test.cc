@@ -131,6 +131,24 @@ std::string StragglerLayout1(std::string_view v3) {
   return at <= s.size() ? out + s.substr(at) : std::string();
 }
 
+// util_drop's layout 2 part as layout 1: present (8 bytes), the sample times (16), the flag's state
+// (16), the node count, then per node its name and GPU count, each GPU's 48 bytes of layout 1 kept and its
+// busy-when-first-seen, down and last spell down (layout 2: 24 bytes, issue #14) dropped; the outbox as it is.
+std::string UtilDropLayout1(std::string_view v2) {
+  const std::string s(v2);
+  if (U64At(s, 0) != 1) return s;  // no state for the cluster: nothing per GPU
+  std::string out = s.substr(0, 48);
+  size_t at = 48;
+  for (uint64_t n = U64At(s, 40); n > 0 && at < s.size(); --n) {
+    const size_t name = 8 + U64At(s, at);
+    out += s.substr(at, name + 8);  // the node's name and its GPU count
+    const uint64_t gpus = U64At(s, at + name);
+    at += name + 8;
+    for (uint64_t g = 0; g < gpus && at < s.size(); ++g, at += 72) out += s.substr(at, 48);
+  }
+  return at <= s.size() ? out + s.substr(at) : std::string();
+}
+
 // Whether now is old with zero bytes inserted (a newer layout's fields, zero for state of an older one).
 bool OnlyZerosAdded(std::string_view now, std::string_view old) {
   size_t i = 0;
@@ -163,7 +181,8 @@ bool ReplacePart(std::string& expected, const std::string& snapshot, const std::
 // The golden (version 2) bytes as this build writes them: version 4, failure_burst's part at its layout 2
 // (zeros added: see OnlyZerosAdded), gpu_straggler's part at its layout
 // 3 (each GPU's run of work and held memory, for the rules of issue #14, after layout 1's fields: the rest of the part
-// must be the golden's to the byte), large_job_failure's at its layout 2 (layout 1's outbox, then the
+// must be the golden's to the byte), util_drop's at its layout 2 (each GPU's busy-when-first-seen, down
+// and last-down after layout 1's fields, issue #14), large_job_failure's at its layout 2 (layout 1's outbox, then the
 // GPUs seen in the cluster's telemetry, issue #14), and appended after the detectors the capacity
 // seen in telemetry and the partitions whose writer ended (the only changes since). rerun: snapshot is of a run of this build from the input's
 // start, whose failure_burst started its clock at the cluster's first record, not its first job (issue
@@ -184,6 +203,10 @@ bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden
                    snapshot.substr(new_part.tag_at, new_part.bytes_at + new_part.bytes_size - new_part.tag_at));
   if (!ReplacePart(expected, snapshot, "large_job_failure", "large_job_failure@2",
                    [](std::string_view now, std::string_view old) { return now.substr(0, old.size()) == old; })) {
+    return false;
+  }
+  if (!ReplacePart(expected, snapshot, "util_drop", "util_drop@2",
+                   [](std::string_view now, std::string_view old) { return UtilDropLayout1(now) == old; })) {
     return false;
   }
   // failure_burst's layout 2 adds each step's jobs ended not failed, and the ends not yet stepped with
