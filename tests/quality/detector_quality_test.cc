@@ -17,7 +17,9 @@
 // endings rule (not adopted), then with 25-40 chose its third attempt (synth generation 4, rate_shape),
 // which 105-120 measured blind; then failure_burst's rule of the endings was measured on 105-120 and
 // 121-136 measured it blind, then gpu_straggler's misses on Seren 0.2 there were inspected (synth generation
-// 5, the straggler's open count waiting through its job's pauses); 137-152 are fresh (docs/anomalies.md
+// 5, the straggler's open count waiting through its job's pauses), which 137-152 measured blind; util_drop's
+// rule for GPUs busy when first seen was chosen on 137-152's false flags and 153-168 measured it blind;
+// 169-184 are fresh (docs/anomalies.md
 // reports every set's table and what each was used for).
 // Each configuration is
 // a test of its own, so that ctest -j2 runs them side by side; they carry the CTest label `quality`.
