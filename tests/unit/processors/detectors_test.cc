@@ -543,13 +543,14 @@ TEST(UtilDropTest, JobsEndingOrStartingAreNoDrop) {
 }
 
 // A cluster of 9 nodes: one job of 48 GPUs on nodes 0-5, busy when the telemetry starts, and three
-// jobs of 8 GPUs on nodes 6-8 that start 2, 4 and 6 minutes later. util(node, t) gives each node's
-// GPU_UTIL; every node holds memory once its job has started.
+// jobs of 8 GPUs on nodes 6-8 that start 2, 4 and 6 minutes later (or, small_jobs_later false, one job
+// of 24 GPUs there, busy when the telemetry starts too). util(node, t) gives each node's GPU_UTIL; every
+// node holds memory once its job has started.
 template <class UtilOf>
-void NineNodes(Harness& h, int64_t from, int64_t to, UtilOf util) {
+void NineNodes(Harness& h, int64_t from, int64_t to, UtilOf util, bool small_jobs_later = true) {
   for (int64_t t = from; t < to; t += 15) {
     for (int n = 0; n < 9; ++n) {
-      const bool started = n < 6 || t >= kT0 + 120 * (n - 5);
+      const bool started = n < 6 || !small_jobs_later || t >= kT0 + 120 * (n - 5);
       h.Feed(Util("10.140.0." + std::to_string(10 + n), t,
                   {{"FB_USED", Eight(started ? 40000 : 0)}, {"GPU_UTIL", Eight(started ? util(n, t) : 0)}}));
     }
@@ -580,25 +581,14 @@ TEST(UtilDropTest, ADropAcrossSeveralJobsIsADrop) {
   EXPECT_NEAR(h.events()[0].value, 64.0 / 72.0, 1e-9);  // the share of the cluster's GPUs down
 }
 
-// A cluster of 9 nodes whose jobs all run when the telemetry starts: one of 48 GPUs on nodes 0-5 and
-// one of 24 on nodes 6-8, so every GPU's memory use starts with the telemetry. util(node, t) as above.
-template <class UtilOf>
-void TwoJobsRunningFromTheStart(Harness& h, int64_t from, int64_t to, UtilOf util) {
-  for (int64_t t = from; t < to; t += 15) {
-    for (int n = 0; n < 9; ++n) {
-      h.Feed(Util("10.140.0." + std::to_string(10 + n), t, {{"FB_USED", Eight(40000)}, {"GPU_UTIL", Eight(util(n, t))}}));
-    }
-  }
-}
-
 TEST(UtilDropTest, ABigJobsSlowPhaseIsNoDropWhenEveryJobRanBeforeTheTelemetry) {
   // Issue #14 (Kalos at scale 1, fresh seeds 137-152): two jobs of 1,024 GPUs ran from before the day,
   // so their GPUs' memory use "started" together with the telemetry and counted as one job, and one's
-  // slow phase (two thirds of the counted GPUs here) opened the flag. Its GPUs went down together; the
-  // other job's did not go down.
+  // slow phase opened the flag. Here two jobs of 48 and 24 GPUs, both running when the telemetry starts:
+  // the big one's GPUs go down together (two thirds of the counted GPUs), the other job's do not.
   Harness h("util_drop");
   const int64_t slow = kT0 + 3600;
-  TwoJobsRunningFromTheStart(h, kT0, slow + 1200, [&](int n, int64_t t) { return n < 6 && t >= slow ? 0.0 : 90.0; });
+  NineNodes(h, kT0, slow + 1200, [&](int n, int64_t t) { return n < 6 && t >= slow ? 0.0 : 90.0; }, false);
   h.AdvanceSeconds(slow + 1200);
   EXPECT_EQ(h.Opens(), 0);
 }
@@ -609,9 +599,8 @@ TEST(UtilDropTest, AStallOfTheJobsThatRanBeforeTheTelemetryIsADrop) {
   for (const int64_t later_s : {0, 120}) {
     Harness h("util_drop");
     const int64_t stall = kT0 + 3600;
-    TwoJobsRunningFromTheStart(h, kT0, stall + 1200, [&](int n, int64_t t) {
-      return t >= stall + (n < 6 ? 0 : later_s) ? 20.0 : 90.0;
-    });
+    NineNodes(h, kT0, stall + 1200, [&](int n, int64_t t) { return t >= stall + (n < 6 ? 0 : later_s) ? 20.0 : 90.0; },
+              false);
     h.AdvanceSeconds(stall + 1200);
     ASSERT_EQ(h.Opens(), 1) << "noticed " << later_s << " s later";
     EXPECT_GE(h.events()[0].ts_ms, (stall + later_s + 420) * 1000);
@@ -620,10 +609,13 @@ TEST(UtilDropTest, AStallOfTheJobsThatRanBeforeTheTelemetryIsADrop) {
   // so they stay its GPUs (their last spell down started with its own) and the count goes on.
   Harness h("util_drop");
   const int64_t stall = kT0 + 3600;
-  TwoJobsRunningFromTheStart(h, kT0, stall + 1200, [&](int n, int64_t t) {
-    const bool back_up = n >= 6 && t >= stall + 180 && t < stall + 300;
-    return t >= stall && !back_up ? 20.0 : 90.0;
-  });
+  NineNodes(
+      h, kT0, stall + 1200,
+      [&](int n, int64_t t) {
+        const bool back_up = n >= 6 && t >= stall + 180 && t < stall + 300;
+        return t >= stall && !back_up ? 20.0 : 90.0;
+      },
+      false);
   h.AdvanceSeconds(stall + 1200);
   ASSERT_EQ(h.Opens(), 1);
   EXPECT_LE(h.events()[0].ts_ms, (stall + 540) * 1000) << "the small job's recovery restarted open_for_s";

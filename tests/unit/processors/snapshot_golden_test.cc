@@ -113,40 +113,35 @@ Part FindPart(const std::string& snapshot, const std::string& tag) {
   return p;
 }
 
-// gpu_straggler's layout 3 part as layout 1: per node (count, then name and GPUs), each GPU's 40 bytes
-// of layout 1 kept, then its run of work (layout 2: 24 bytes of times, 8 of bits) and the memory it held
-// and its last idle sample (layout 3: 16 bytes) dropped; the outbox after the nodes
-// as it is.
-std::string StragglerLayout1(std::string_view v3) {
-  const std::string s(v3);
-  std::string out = s.substr(0, 8);
-  size_t at = 8;
-  for (uint64_t n = U64At(s, 0); n > 0 && at < s.size(); --n) {
+// A detector part with the per-node GPU vectors of a newer layout, as the older one: the bytes up to the
+// node count at nodes_at as they are, then per node its name and GPU count, and of each GPU of gpu_size
+// bytes the first kept (the older layout's fields, the newer ones after them dropped); the rest (the
+// outbox) as it is.
+std::string KeepEachGpusFirstBytes(std::string_view part, size_t nodes_at, size_t gpu_size, size_t kept) {
+  const std::string s(part);
+  std::string out = s.substr(0, nodes_at + 8);
+  size_t at = nodes_at + 8;
+  for (uint64_t n = U64At(s, nodes_at); n > 0 && at < s.size(); --n) {
     const size_t name = 8 + U64At(s, at);
     out += s.substr(at, name + 8);  // the node's name and its GPU count
     const uint64_t gpus = U64At(s, at + name);
     at += name + 8;
-    for (uint64_t g = 0; g < gpus; ++g, at += 88) out += s.substr(at, 40);
+    for (uint64_t g = 0; g < gpus && at < s.size(); ++g, at += gpu_size) out += s.substr(at, kept);
   }
   return at <= s.size() ? out + s.substr(at) : std::string();
 }
 
-// util_drop's layout 2 part as layout 1: present (8 bytes), the sample times (16), the flag's state
-// (16), the node count, then per node its name and GPU count, each GPU's 48 bytes of layout 1 kept and its
-// busy-when-first-seen, down and last spell down (layout 2: 24 bytes, issue #14) dropped; the outbox as it is.
+// gpu_straggler's layout 3 part as layout 1: the node count first; each GPU's 40 bytes of layout 1 kept,
+// its run of work (layout 2: 24 bytes of times, 8 of bits) and the memory it held and its last idle
+// sample (layout 3: 16 bytes) dropped.
+std::string StragglerLayout1(std::string_view v3) { return KeepEachGpusFirstBytes(v3, 0, 88, 40); }
+
+// util_drop's layout 2 part as layout 1: present (8 bytes), the sample times (16), the flag's state (16),
+// the node count; each GPU's 48 bytes of layout 1 kept, its busy-when-first-seen, down and last spell
+// down (layout 2: 24 bytes, issue #14) dropped.
 std::string UtilDropLayout1(std::string_view v2) {
-  const std::string s(v2);
-  if (U64At(s, 0) != 1) return s;  // no state for the cluster: nothing per GPU
-  std::string out = s.substr(0, 48);
-  size_t at = 48;
-  for (uint64_t n = U64At(s, 40); n > 0 && at < s.size(); --n) {
-    const size_t name = 8 + U64At(s, at);
-    out += s.substr(at, name + 8);  // the node's name and its GPU count
-    const uint64_t gpus = U64At(s, at + name);
-    at += name + 8;
-    for (uint64_t g = 0; g < gpus && at < s.size(); ++g, at += 72) out += s.substr(at, 48);
-  }
-  return at <= s.size() ? out + s.substr(at) : std::string();
+  if (U64At(std::string(v2), 0) != 1) return std::string(v2);  // no state for the cluster: nothing per GPU
+  return KeepEachGpusFirstBytes(v2, 40, 72, 48);
 }
 
 // Whether now is old with zero bytes inserted (a newer layout's fields, zero for state of an older one).

@@ -493,6 +493,24 @@ class SynthCoherenceTest : public testing::Test {
     return occ;
   }
 
+  // Calls fn with the values in file of each placement of two or more GPUs, at every scrape while it runs
+  // past its first 10 minutes (any start-up).
+  template <class Fn>
+  static void ForEachJobScrape(const Wide& file, const std::vector<Placement>& placements, Fn fn) {
+    std::vector<double> values;
+    for (const Placement& p : placements) {
+      if (p.gpus.size() < 2) continue;
+      std::vector<int> columns;
+      for (int g : p.gpus) columns.push_back(file.Column(p.node + "-" + std::to_string(g)));
+      for (size_t r = 0; r < file.times.size(); ++r) {
+        if (file.times[r] < p.start + 600 || file.times[r] >= p.end) continue;
+        values.clear();
+        for (int c : columns) values.push_back(file.rows[r][c]);
+        fn(values);
+      }
+    }
+  }
+
   static ScratchDir* dir_;
   static std::map<std::string, Wide>* files_;
   static std::vector<Placement>* placements_;
@@ -605,27 +623,19 @@ TEST_F(SynthCoherenceTest, MultiNodeJobsMoveTogether) {
 // of a job's placement reads GPU_UTIL 0 or none does. When each GPU drew its own zeros, single GPUs of
 // a busy job dipped to 0 while the others worked, and the straggler detector took them for new jobs.
 TEST_F(SynthCoherenceTest, AJobsGpusPauseTogether) {
-  const Wide& util = (*files_)["GPU_UTIL"];
   int64_t scrapes = 0, paused = 0, split = 0;
-  for (const auto& p : *placements_) {
-    if (p.gpus.size() < 2) continue;
-    std::vector<int> columns;
-    for (int g : p.gpus) columns.push_back(util.Column(p.node + "-" + std::to_string(g)));
-    for (size_t r = 0; r < util.times.size(); ++r) {
-      if (util.times[r] < p.start + 600 || util.times[r] >= p.end) continue;  // past any start-up
-      int zero = 0, seen = 0;
-      for (int c : columns) {
-        const double u = util.rows[r][c];
-        if (std::isnan(u)) continue;
-        ++seen;
-        zero += u == 0;
-      }
-      if (seen < 2) continue;
-      ++scrapes;
-      paused += zero == seen;
-      split += zero > 0 && zero < seen;
+  ForEachJobScrape((*files_)["GPU_UTIL"], *placements_, [&](const std::vector<double>& gpus) {
+    int zero = 0, seen = 0;
+    for (const double u : gpus) {
+      if (std::isnan(u)) continue;
+      ++seen;
+      zero += u == 0;
     }
-  }
+    if (seen < 2) return;
+    ++scrapes;
+    paused += zero == seen;
+    split += zero > 0 && zero < seen;
+  });
   ASSERT_GT(scrapes, 10000);
   EXPECT_GT(paused, 100) << "jobs do pause (the release's zero samples are not all idle GPUs)";
   EXPECT_EQ(split, 0) << "scrapes where some GPUs of a job read 0 and others work, of " << scrapes;
@@ -637,30 +647,20 @@ TEST_F(SynthCoherenceTest, AJobsGpusPauseTogether) {
 // read 1 while their peers read 40-98; the straggler detector took such a GPU for one idling alone, not
 // its job's, and never compared it with its peers again.
 TEST_F(SynthCoherenceTest, AComputingJobsGpusReadTheSameUtilization) {
-  const Wide& util = (*files_)["GPU_UTIL"];
   int64_t scrapes = 0, low_step = 0, apart = 0;
   double widest = 0;
-  for (const auto& p : *placements_) {
-    if (p.gpus.size() < 2) continue;
-    std::vector<int> columns;
-    for (int g : p.gpus) columns.push_back(util.Column(p.node + "-" + std::to_string(g)));
-    for (size_t r = 0; r < util.times.size(); ++r) {
-      if (util.times[r] < p.start + 600 || util.times[r] >= p.end) continue;  // past any start-up
-      double lo = 101, hi = -1;
-      bool all = true;
-      for (int c : columns) {
-        const double u = util.rows[r][c];
-        if (std::isnan(u) || u == 0) all = false;
-        lo = std::min(lo, u);
-        hi = std::max(hi, u);
-      }
-      if (!all) continue;
-      ++scrapes;
-      low_step += hi < 60;  // on the release's step from 0 to ~50%, where the GPUs' own noise spread widest
-      apart += hi - lo > 7;
-      widest = std::max(widest, hi - lo);
+  ForEachJobScrape((*files_)["GPU_UTIL"], *placements_, [&](const std::vector<double>& gpus) {
+    double lo = 101, hi = -1;
+    for (const double u : gpus) {
+      if (std::isnan(u) || u == 0) return;  // not every GPU computes
+      lo = std::min(lo, u);
+      hi = std::max(hi, u);
     }
-  }
+    ++scrapes;
+    low_step += hi < 60;  // on the release's step from 0 to ~50%, where the GPUs' own noise spread widest
+    apart += hi - lo > 7;
+    widest = std::max(widest, hi - lo);
+  });
   ASSERT_GT(scrapes, 10000);
   EXPECT_GT(low_step, 10) << "jobs do compute lightly at times";
   EXPECT_EQ(apart, 0) << "scrapes where a computing job's GPUs read GPU_UTIL more than 7 points apart, of " << scrapes
