@@ -20,6 +20,7 @@
 // cluster's. Subject: the cluster. Value: the share of GPUs down.
 #include <algorithm>
 #include <cmath>
+#include <compare>
 #include <map>
 #include <string>
 #include <utility>
