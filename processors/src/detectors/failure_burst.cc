@@ -207,12 +207,10 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
            static_cast<int64_t>(c.history.size()) == baseline_steps_;
   }
 
-  // Failures ending in (t - step, t] of users starting to fail: none of theirs in the dedupe_ms_ before.
-  // (Counting a user again every dedupe_ms_ while their jobs keep failing made the users of one
-  // incident, resubmitting, a new burst every half hour, and a few users failing all day a rate.)
-  int64_t CountStep(Cluster& c, int64_t t) const { return CountStarting(c.failures, c.last_failed, t); }
-
-  // Of the ends in (t - step, t] of queue, the users whose last end in last is dedupe_ms_ back (or none).
+  // Of the ends in (t - step, t] of queue, the users starting: none of theirs in last within the
+  // dedupe_ms_ before. Failures so counted are users starting to fail (counting a user again every
+  // dedupe_ms_ while their jobs keep failing made the users of one incident, resubmitting, a new burst
+  // every half hour, and a few users failing all day a rate); ends not failed, users starting to end.
   int64_t CountStarting(std::deque<Failure>& queue, std::unordered_map<std::string, int64_t>& last, int64_t t) const {
     int64_t n = 0;
     while (!queue.empty() && queue.front().ts_ms <= t) {
@@ -296,7 +294,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   }
 
   void Step(const std::string& cluster, Cluster& c, int64_t t) {
-    const int64_t n = CountStep(c, t);
+    const int64_t n = CountStarting(c.failures, c.last_failed, t);
     // The baseline is what came before this step; it learns from steps while the flag is closed only.
     const bool judged = t - c.steps.first_ms() >= min_history_ms_ && c.baseline_steps > 0;
     const int64_t ended = CountStarting(c.ended, c.last_ended, t);
