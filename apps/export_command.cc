@@ -85,6 +85,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       }
       pipeline::StageOptions stage;
       stage.until_end = source == "stdin" || flags->until_end;
+      if (settings) stage.unmarked_end_after_ms = settings->unmarked_end_timeout_ms;
       core::Status s = pipeline::RunExportStage(*input, exporter, errors, stage, stop.flag());
       if (s.ok() && errors.must_stop()) s = core::Status::Error("stopping at the first input error (strict)");
       errors.Finish();

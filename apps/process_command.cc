@@ -149,15 +149,17 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       core::InputErrors errors(stderr, flags->strict);
       pipeline::StageOptions stage;
       stage.until_end = source == "stdin" || flags->until_end;
+      if (settings) stage.unmarked_end_after_ms = settings->unmarked_end_timeout_ms;
       stage.progress_interval_ms = ProgressIntervalMs();
       int64_t last_items = 0;
       stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
         std::string watermarks;
         for (const std::string& w : p.watermarks) watermarks += " " + w;
-        core::Logf(core::LogLevel::kInfo, "process", "%lld records read (%.0f/s), watermark%s",
+        core::Logf(core::LogLevel::kInfo, "process", "%lld records read (%.0f/s), watermark%s%s",
                      static_cast<long long>(p.items),
                      static_cast<double>(p.items - last_items) * 1000.0 / static_cast<double>(ProgressIntervalMs()),
-                     watermarks.empty() ? " none" : watermarks.c_str());
+                     watermarks.empty() ? " none" : watermarks.c_str(),
+                     p.writer_paused ? " (the replay is paused: waiting for it, not ended)" : "");
         last_items = p.items;
       };
       const auto started = std::chrono::steady_clock::now();

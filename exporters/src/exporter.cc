@@ -95,7 +95,8 @@ void Exporter::Apply(const core::Record& record) {
     auto it = newest_util_ms_.find(cluster);
     if (it == newest_util_ms_.end()) it = newest_util_ms_.emplace(std::string(cluster), ts).first;
     it->second = std::max(it->second, ts);
-    if (const int64_t clock = std::min(it->second, telemetry_bound_ms_); clock != INT64_MIN) {
+    if (const int64_t clock = std::min(std::max(it->second, telemetry_reached_ms_), telemetry_bound_ms_);
+        clock != INT64_MIN) {
       store_.AdvanceClock(cluster, clock, SeriesStore::ClockKind::kTelemetry);
     }
   }
@@ -106,9 +107,21 @@ void Exporter::AdvanceTelemetryBound(int64_t ts_ms) {
   std::lock_guard<std::mutex> lock(apply_mutex_);
   if (ts_ms <= telemetry_bound_ms_ && telemetry_bound_ms_ != INT64_MAX) return;
   telemetry_bound_ms_ = ts_ms;
-  if (ts_ms == INT64_MIN) return;
+  AdvanceTelemetryClocks();
+}
+
+void Exporter::NoteTelemetryReached(int64_t ts_ms) {
+  std::lock_guard<std::mutex> lock(apply_mutex_);
+  if (ts_ms <= telemetry_reached_ms_) return;
+  telemetry_reached_ms_ = ts_ms;
+  AdvanceTelemetryClocks();
+}
+
+void Exporter::AdvanceTelemetryClocks() {
+  if (telemetry_bound_ms_ == INT64_MIN) return;
   for (const auto& [cluster, newest] : newest_util_ms_) {
-    store_.AdvanceClock(cluster, std::min(newest, ts_ms), SeriesStore::ClockKind::kTelemetry);
+    const int64_t clock = std::min(std::max(newest, telemetry_reached_ms_), telemetry_bound_ms_);
+    if (clock != INT64_MIN) store_.AdvanceClock(cluster, clock, SeriesStore::ClockKind::kTelemetry);
   }
 }
 

@@ -26,6 +26,12 @@ class QueueFanOut : public core::RecordSink {
     return core::Status::Ok();
   }
   core::Status Flush() override { return core::Status::Ok(); }
+  core::Status Heartbeat(int64_t trace_ts_ms, bool paused) override {
+    for (const Output& out : outputs_) {
+      if (core::Status s = out.queue->Heartbeat(trace_ts_ms, paused); !s.ok()) return s;
+    }
+    return core::Status::Ok();
+  }
   core::Status End(const std::vector<std::string>& clusters) override {
     for (const Output& out : outputs_) (void)out.queue->End(clusters);
     outputs_.clear();

@@ -90,6 +90,10 @@ core::Status CountingTee::Send() {
 
 core::Status CountingTee::Prepare(int64_t first_trace_ts_ms) { return out_.Prepare(first_trace_ts_ms); }
 
+core::Status CountingTee::Heartbeat(int64_t trace_ts_ms, bool paused) {
+  return out_.Heartbeat(trace_ts_ms, paused);
+}
+
 core::Status CountingTee::End(const std::vector<std::string>& clusters) {
   Publish();
   return out_.End(clusters);

@@ -31,25 +31,37 @@ bool IsInputTopic(std::string_view topic) {
 // the input, an end marker naming it has been read there since that cluster's last record there.
 // A partition may carry several writers: one writer's marker says nothing of another's records
 // still to come. A marker without names (a queue, a file) ends its partition for every cluster.
-// With until_end, a partition that went idle counts as done too (a writer without markers).
+// Quiet is not ended: a writer with markers may be paused or between sparse records, so only its
+// end marker ends its partition. A partition that never carried a marker (a writer without
+// markers) counts as done, with until_end, once it has been idle for unmarked_end_after_ms.
 class InputEnd {
  public:
-  explicit InputEnd(const std::vector<core::InputPartition>& partitions) : parts_(partitions.size()) {}
+  InputEnd(const std::vector<core::InputPartition>& partitions, int64_t unmarked_end_after_ms)
+      : parts_(partitions.size()), unmarked_end_after_ms_(unmarked_end_after_ms) {}
 
   void OnRecord(int p, std::string_view cluster) {
     Part& part = parts_[static_cast<size_t>(p)];
-    part.idle = false;
+    part.idle_since_ms = kNotIdle;
     part.ended_all = false;
     if (cluster.empty()) return;
     if (seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
     if (auto it = part.ended.find(cluster); it != part.ended.end()) part.ended.erase(it);
   }
-  void OnActive(int p) { parts_[static_cast<size_t>(p)].idle = false; }
-  void OnIdle(int p) { parts_[static_cast<size_t>(p)].idle = true; }
+  void OnMarker(int p) {  // a progress marker: a writer with markers, alive
+    Part& part = parts_[static_cast<size_t>(p)];
+    part.idle_since_ms = kNotIdle;
+    part.has_markers = true;
+  }
+  void OnActive(int p) { parts_[static_cast<size_t>(p)].idle_since_ms = kNotIdle; }
+  void OnIdle(int p, int64_t now_ms) {
+    Part& part = parts_[static_cast<size_t>(p)];
+    if (part.idle_since_ms == kNotIdle) part.idle_since_ms = now_ms;
+  }
   void OnEnded(int p, std::string_view clusters) {
     Part& part = parts_[static_cast<size_t>(p)];
-    part.idle = false;
+    part.idle_since_ms = kNotIdle;
     part.marked = true;
+    part.has_markers = true;
     if (clusters.empty()) part.ended_all = true;
     while (!clusters.empty()) {
       const size_t comma = clusters.find(',');
@@ -57,10 +69,15 @@ class InputEnd {
       clusters = comma == std::string_view::npos ? std::string_view() : clusters.substr(comma + 1);
     }
   }
-  bool Ended(bool idle_counts) const {
-    if (parts_.empty()) return idle_counts;
+  // until_end: a partition without markers idle long enough counts as done.
+  bool Ended(bool until_end, int64_t now_ms) const {
+    if (parts_.empty()) return until_end;
     for (const Part& part : parts_) {
-      if (part.ended_all || (idle_counts && part.idle)) continue;
+      if (part.ended_all) continue;
+      if (until_end && !part.has_markers && part.idle_since_ms != kNotIdle &&
+          now_ms - part.idle_since_ms >= unmarked_end_after_ms_) {
+        continue;
+      }
       if (!part.marked) return false;
       for (const std::string& cluster : seen_) {
         if (part.ended.find(cluster) == part.ended.end()) return false;
@@ -70,14 +87,17 @@ class InputEnd {
   }
 
  private:
+  static constexpr int64_t kNotIdle = INT64_MIN;
   struct Part {
     std::set<std::string, std::less<>> ended;  // clusters whose writer ended here since their last record
     bool ended_all = false;                     // a marker without names
     bool marked = false;                        // any end marker read
-    bool idle = false;
+    bool has_markers = false;                   // any stream marker read: only an end marker ends it
+    int64_t idle_since_ms = kNotIdle;           // when the input said it went idle
   };
   std::vector<Part> parts_;
   std::set<std::string, std::less<>> seen_;
+  int64_t unmarked_end_after_ms_;
 };
 
 // Turns an item into a record: a parsed one as it is, a framed one parsed into scratch. A record
@@ -153,10 +173,11 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     }
   }
   if (core::Status s = ownership.Start(processor, input); !s.ok()) return s;
-  InputEnd end(partitions);
+  InputEnd end(partitions, options.unmarked_end_after_ms);
   ItemReader reader(input, errors);
   ProgressTicker ticker(options);
   int64_t items = 0;
+  bool writer_paused = false;
   uint64_t ownership_changes = 0;  // so clusters owned from the start are looked at too
   bool finished = false;  // every window closed at the input's end
   // Closes every window and ends the output stream, once.
@@ -186,7 +207,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
         for (const int p : processor.EndedPartitions(cluster)) end.OnEnded(p, cluster);
       }
     }
-    if (!finished && end.Ended(options.until_end)) {
+    if (!finished && end.Ended(options.until_end, now)) {
       status = finish();
       if (!status.ok() || options.until_end) break;
     }
@@ -197,6 +218,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     if (ticker.Due(now)) {
       StageProgress progress;
       progress.items = items;
+      progress.writer_paused = writer_paused;
       for (const std::string& cluster : processor.owned()) {
         const int64_t wm = processor.watermark_ms(cluster);
         progress.watermarks.push_back(cluster + "=" +
@@ -219,7 +241,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
         end.OnActive(p);
         continue;
       case Kind::kIdle:
-        end.OnIdle(p);
+        end.OnIdle(p, now);
         processor.SetPartitionIdle(p, true);
         continue;
       case Kind::kEnded:
@@ -230,6 +252,8 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
         continue;
       case Kind::kProgress:
         end.OnRecord(p, {});
+        end.OnMarker(p);
+        writer_paused = item.paused;
         status = processor.Progress(p, item.offset, item.ts_ms);
         ++items;
         continue;
@@ -276,61 +300,88 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
   return status;
 }
 
-// The exporter's telemetry bound over the acme.util partitions of an input that has several: the
-// lowest time any of them has reached (by record or progress marker), leaving out those whose
-// writer ended or that went idle. An input without such partitions (one ordered queue, stdin)
-// needs no bound.
+// Where the exporter's telemetry stands. An input with several acme.util partitions (Kafka): the
+// bound is the lowest time any of them has reached (by record, progress marker or end marker),
+// leaving out those whose writer ended or that went idle; once every one has ended, the telemetry
+// has reached the latest of their ends. One ordered input (a queue, stdin) needs no bound, and its
+// writer's heartbeats say how far the telemetry has got.
 class TelemetryBound {
  public:
   TelemetryBound(const std::vector<core::InputPartition>& partitions, exporters::Exporter& exporter)
-      : exporter_(exporter), reached_(partitions.size(), kNotUtil) {
+      : exporter_(exporter), parts_(partitions.size()) {
     for (size_t p = 0; p < partitions.size(); ++p) {
-      if (partitions[p].topic == core::kTopicUtil) reached_[p] = core::InputItem::kNoTs;
+      if (partitions[p].topic == core::kTopicUtil) parts_[p].util = true;
     }
-    if (std::count(reached_.begin(), reached_.end(), core::InputItem::kNoTs) > 0) {
+    if (std::any_of(parts_.begin(), parts_.end(), [](const Part& part) { return part.util; })) {
       exporter_.AdvanceTelemetryBound(INT64_MIN);  // until every util partition has said something
       active_ = true;
     }
   }
   void Reached(int p, int64_t ts_ms) {
-    int64_t& r = reached_[static_cast<size_t>(p)];
-    if (!active_ || r == kNotUtil || ts_ms == core::InputItem::kNoTs || ts_ms <= r) return;
-    r = ts_ms;
-    Publish();
+    Part& part = parts_[static_cast<size_t>(p)];
+    if (!active_ || !part.util || ts_ms == core::InputItem::kNoTs) return;
+    const bool changed = ts_ms > part.reached || part.state != State::kActive;
+    part.reached = std::max(part.reached, ts_ms);
+    part.state = State::kActive;
+    if (changed) Publish();
   }
-  void Gone(int p) {  // ended or idle: holds nothing back until it brings something again
-    int64_t& r = reached_[static_cast<size_t>(p)];
-    if (!active_ || r == kNotUtil) return;
-    r = kGone;
-    Publish();
+  // A heartbeat or progress item: on one ordered input it says where the telemetry is.
+  void Progress(int p, int64_t ts_ms) {
+    if (active_) {
+      Reached(p, ts_ms);
+    } else if (ts_ms != core::InputItem::kNoTs) {
+      exporter_.NoteTelemetryReached(ts_ms);
+    }
   }
+  void Idle(int p) { Leave(p, State::kIdle, core::InputItem::kNoTs); }
+  void Ended(int p, int64_t ts_ms) { Leave(p, State::kEnded, ts_ms); }
 
  private:
-  static constexpr int64_t kNotUtil = INT64_MAX - 1;
-  static constexpr int64_t kGone = INT64_MAX;
+  enum class State { kActive, kIdle, kEnded };
+  struct Part {
+    bool util = false;
+    State state = State::kActive;
+    int64_t reached = core::InputItem::kNoTs;
+  };
+  void Leave(int p, State state, int64_t ts_ms) {  // holds nothing back until it brings something again
+    Part& part = parts_[static_cast<size_t>(p)];
+    if (!active_ || !part.util) return;
+    part.state = state;
+    if (ts_ms != core::InputItem::kNoTs) part.reached = std::max(part.reached, ts_ms);
+    Publish();
+  }
   void Publish() {
     int64_t lowest = INT64_MAX;
-    for (const int64_t r : reached_) {
-      if (r != kNotUtil) lowest = std::min(lowest, r);
+    int64_t latest_end = core::InputItem::kNoTs;
+    for (const Part& part : parts_) {
+      if (!part.util) continue;
+      if (part.state == State::kActive) lowest = std::min(lowest, part.reached);
+      if (part.state == State::kEnded) latest_end = std::max(latest_end, part.reached);
     }
     exporter_.AdvanceTelemetryBound(lowest);
+    if (lowest != INT64_MAX) {
+      exporter_.NoteTelemetryReached(lowest);
+    } else if (latest_end != core::InputItem::kNoTs) {
+      exporter_.NoteTelemetryReached(latest_end);
+    }
   }
   exporters::Exporter& exporter_;
-  std::vector<int64_t> reached_;
+  std::vector<Part> parts_;
   bool active_ = false;
 };
 
 core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& exporter, core::InputErrors& errors,
                             const StageOptions& options, const std::atomic<bool>& stop) {
-  InputEnd end(input.partitions());
+  InputEnd end(input.partitions(), options.unmarked_end_after_ms);
   TelemetryBound bound(input.partitions(), exporter);
   ItemReader reader(input, errors);
   ProgressTicker ticker(options);
   int64_t items = 0;
   while (!stop.load(std::memory_order_relaxed)) {
     if (errors.must_stop()) return core::Status::Error("stopping at the first input error (strict)");
-    if (options.until_end && end.Ended(true)) break;
-    if (ticker.Due(SteadyMs())) options.on_progress(StageProgress{items, {}});
+    const int64_t now = SteadyMs();
+    if (options.until_end && end.Ended(true, now)) break;
+    if (ticker.Due(now)) options.on_progress(StageProgress{items, {}});
     core::Result<core::InputItem> next = input.Next(100);
     if (!next.ok()) return next.status();
     const core::InputItem& item = next.value();
@@ -339,18 +390,19 @@ core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& expor
       case Kind::kNothing:
         continue;
       case Kind::kProgress:
-        bound.Reached(p, item.ts_ms);
+        end.OnMarker(p);
+        bound.Progress(p, item.ts_ms);
         continue;
       case Kind::kCaughtUp:
         end.OnActive(p);
         continue;
       case Kind::kIdle:
-        end.OnIdle(p);
-        bound.Gone(p);
+        end.OnIdle(p, now);
+        bound.Idle(p);
         continue;
       case Kind::kEnded:
         end.OnEnded(p, item.clusters);
-        bound.Gone(p);
+        bound.Ended(p, item.ts_ms);
         continue;
       case Kind::kRecord:
       case Kind::kFramed:

@@ -37,6 +37,12 @@ void DeclareProcessConfig(core::Config& config) {
                  "event-time lateness tolerated: the watermark is the lowest, over input partitions, of the highest "
                  "event time seen, minus this; records below it are late (counted, folded into the oldest open window)",
                  ConfigType::Int(0, core::kMaxConfigSeconds * 1000));
+  config.Declare("process.evidence_timeout_ms", "300000",
+                 "an open telemetry flag whose evidence (its node's samples, or its cluster's for cluster-wide kinds) "
+                 "has been silent this long in event time closes there, and opens again if its detector still holds it "
+                 "when the samples come back; the default is export.series_ttl_s, when a silent node's series leave "
+                 "/metrics (docs/anomalies.md, \"Where the data ends\")",
+                 ConfigType::Int(1, core::kMaxConfigSeconds * 1000));
   config.Declare("process.windows_s", "60,300,3600",
                  "window lengths: the smallest is the tumbling base window, the others rolling views over the last "
                  "base windows (multiples of it), all emitted when a base window closes",
@@ -81,6 +87,7 @@ ProcessOptions ProcessOptionsFromConfig(const core::Config& config) {
   ProcessOptions o;
   // Types and ranges were checked by Config::Validate; what is left are checks across values.
   o.allowed_lateness_ms = config.GetInt("process.allowed_lateness_ms");
+  o.evidence_timeout_ms = config.GetInt("process.evidence_timeout_ms");
   o.windows_s.clear();
   for (const std::string& w : config.GetList("process.windows_s")) {
     std::optional<int64_t> v = core::ParseInteger(w);

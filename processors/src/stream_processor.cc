@@ -1,6 +1,8 @@
 // StreamProcessor: watermark, lateness, per-cluster reorder buffers, window closing, snapshots.
 #include "acmetrace/processors/stream_processor.h"
 
+#include "acmetrace/processors/evidence_gate.h"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -22,7 +24,8 @@ namespace {
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
 // 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
 // 3: the capacity seen in telemetry after the detectors. 4: then the partitions whose writer ended.
-constexpr uint64_t kSnapshotVersion = 4;
+constexpr uint64_t kSnapshotVersion = 5;
+constexpr uint64_t kSnapshotVersionWithoutEvidence = 4;
 constexpr uint64_t kSnapshotVersionWithoutWriterEnds = 3;
 constexpr uint64_t kSnapshotVersionWithoutCapacity = 2;
 constexpr uint64_t kSnapshotVersionWithoutDetectors = 1;
@@ -246,7 +249,9 @@ void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::
   // Version 2 ended there: the GPUs seen in telemetry (the capacity) were learned again.
   if (io.version() >= kSnapshotVersionWithoutWriterEnds) ClusterMetrics::CapacityFields(io, c.metrics);
   // Version 3 ended there: a later owner learned of the input's end only from idleness.
-  if (io.version() >= kSnapshotVersion) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
+  if (io.version() >= kSnapshotVersionWithoutEvidence) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
+  // Version 4 ended there: flags whose evidence stopped before the snapshot were closed again.
+  if (io.version() >= kSnapshotVersion) io(c.evidence);
 }
 
 }  // namespace
@@ -301,6 +306,7 @@ struct StreamProcessor::ClusterState {
   std::map<int64_t, std::vector<Pending>> buffer;  // by base window start
   ClusterMetrics metrics;
   std::vector<std::unique_ptr<Detector>> detectors;
+  EvidenceGate evidence;  // between the detectors and the output: flags end where their evidence did
 };
 
 // The worker thread: closed windows in a queue, applied in order. The caller thread keeps the
@@ -311,6 +317,7 @@ struct StreamProcessor::Worker {
     ClusterState* cluster;
     int64_t start_ms;
     std::vector<Pending> records;
+    TimeStep step = TimeStep::kWindow;
   };
   // Closed windows queued at most, and records in them (unless the queue is empty: one window may
   // be bigger): the caller waits beyond, so memory stays bounded. By windows alone, a week of Seren
@@ -343,7 +350,7 @@ struct StreamProcessor::Worker {
       busy = true;
       const bool failed = !error.ok();
       lock.unlock();
-      core::Status s = failed ? core::Status::Ok() : p.ApplyWindow(*job.cluster, job.start_ms, job.records);
+      core::Status s = failed ? core::Status::Ok() : p.ApplyJob(*job.cluster, job.start_ms, job.records, job.step);
       lock.lock();
       if (!s.ok() && error.ok()) error = std::move(s);
       Recycle(job.records, recycled, empty_windows);
@@ -409,6 +416,7 @@ StreamProcessor::ClusterState& StreamProcessor::CreateCluster(const std::string&
   state->writer_ended.assign(partition_names_.size(), 0);
   ++ownership_changes_;
   if (make_detectors_) state->detectors = make_detectors_();
+  state->evidence.set_timeout_ms(options_.evidence_timeout_ms);
   ClusterState& ref = *state;
   clusters_.insert_or_assign(cluster, std::move(state));
   return ref;
@@ -561,6 +569,15 @@ void StreamProcessor::ReuseRecord(core::Record& record) {
 
 core::Status StreamProcessor::Finish() {
   if (core::Status s = CloseReadyWindows(true); !s.ok()) return s;
+  // Time has reached the latest record of each cluster: the detectors move there, and every flag
+  // still open ends with its evidence (the input ended).
+  for (auto& [_, c] : clusters_) {
+    int64_t reached = c->closed_through;
+    for (const int64_t ts : c->max_ts) reached = std::max(reached, ts == kNoTime ? kNoTime : ts + 1);
+    if (reached == kNoTime) continue;
+    std::vector<Pending> none;
+    if (core::Status s = Schedule(*c, reached, none, TimeStep::kFinish); !s.ok()) return s;
+  }
   return Drain();
 }
 
@@ -578,18 +595,37 @@ core::Status StreamProcessor::CloseReadyWindows(bool finishing) {
         next_start = start;
       }
     }
-    if (next == nullptr) return core::Status::Ok();
+    if (next == nullptr) break;
     if (core::Status s = CloseWindow(*next, next_start); !s.ok()) return s;
   }
+  if (finishing) return core::Status::Ok();
+  // Time moves on without records (a heartbeat, a progress marker, other clusters' records): the
+  // detectors of each cluster move with the watermark through the windows that have no records, so
+  // flags close by their own rule in trace time, not at the next record days later. No metrics
+  // window is written for them: what windows exist depends on the records only.
+  for (auto& [_, c] : clusters_) {
+    if (c->watermark == kNoTime || c->closed_through == kNoTime) continue;
+    const int64_t through = FloorTo(c->watermark, base);
+    if (through <= c->closed_through) continue;
+    if (!c->buffer.empty() && c->buffer.begin()->first < through) continue;  // not closed yet: a window first
+    c->closed_through = through;
+    std::vector<Pending> none;
+    if (core::Status s = Schedule(*c, through, none, TimeStep::kTick); !s.ok()) return s;
+  }
+  return core::Status::Ok();
 }
 
 core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
   const int64_t end_ms = start_ms + options_.base_window_ms();
   auto node = c.buffer.extract(c.buffer.begin());
   c.closed_through = std::max(c.closed_through, end_ms);
+  return Schedule(c, start_ms, node.mapped(), TimeStep::kWindow);
+}
+
+core::Status StreamProcessor::Schedule(ClusterState& c, int64_t start_ms, std::vector<Pending>& records, TimeStep step) {
   if (!worker_) {
-    core::Status s = ApplyWindow(c, start_ms, node.mapped());
-    Recycle(node.mapped(), spare_, empty_windows_);
+    core::Status s = ApplyJob(c, start_ms, records, step);
+    Recycle(records, spare_, empty_windows_);
     return s;
   }
   std::unique_lock lock(worker_->mu);
@@ -598,8 +634,8 @@ core::Status StreamProcessor::CloseWindow(ClusterState& c, int64_t start_ms) {
            (worker_->jobs.size() < Worker::kMaxJobs && worker_->queued_records < Worker::kMaxQueuedRecords);
   });
   if (!worker_->error.ok()) return worker_->error;
-  worker_->queued_records += node.mapped().size();
-  worker_->jobs.push_back(Worker::Job{&c, start_ms, std::move(node.mapped())});
+  worker_->queued_records += records.size();
+  worker_->jobs.push_back(Worker::Job{&c, start_ms, std::move(records), step});
   worker_->changed.notify_all();
   return core::Status::Ok();
 }
@@ -619,6 +655,25 @@ ProcessStats StreamProcessor::stats() const {
   return out;
 }
 
+core::Status StreamProcessor::ApplyJob(ClusterState& c, int64_t start_ms, std::vector<Pending>& records,
+                                      TimeStep step) {
+  if (step == TimeStep::kWindow) return ApplyWindow(c, start_ms, records);
+  // A tick or the finish: start_ms is the time reached (exclusive).
+  anomalies_.clear();
+  for (auto& d : c.detectors) d->AdvanceTo(start_ms - 1, anomalies_);
+  c.evidence.Filter(start_ms - 1, anomalies_);
+  if (step == TimeStep::kFinish) c.evidence.Finish(anomalies_);
+  return WriteAnomalies();
+}
+
+core::Status StreamProcessor::WriteAnomalies() {
+  for (const core::AnomalyEvent& a : anomalies_) {
+    if (core::Status s = sink_.Write(core::Record(a)); !s.ok()) return s;
+    anomalies_written_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return core::Status::Ok();
+}
+
 core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records) {
   const int64_t end_ms = start_ms + options_.base_window_ms();
   // Sorted by index: records stay where they are.
@@ -636,14 +691,13 @@ core::Status StreamProcessor::ApplyWindow(ClusterState& c, int64_t start_ms, std
     c.metrics.Apply(p.record, start_ms, p.late);
     if (!p.late) {
       for (auto& d : c.detectors) d->Observe(p.record);
+      c.evidence.Observe(p.record);
     }
   }
   anomalies_.clear();
   for (auto& d : c.detectors) d->AdvanceTo(end_ms - 1, anomalies_);
-  for (const core::AnomalyEvent& a : anomalies_) {
-    if (core::Status s = sink_.Write(core::Record(a)); !s.ok()) return s;
-    anomalies_written_.fetch_add(1, std::memory_order_relaxed);
-  }
+  c.evidence.Filter(end_ms - 1, anomalies_);
+  if (core::Status s = WriteAnomalies(); !s.ok()) return s;
   windows_.clear();
   c.metrics.CloseWindow(start_ms, windows_);
   for (core::MetricsWindow& w : windows_) {
@@ -697,7 +751,8 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   StateReader header(snapshot);
   if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
   const uint64_t version = header.U64();
-  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutWriterEnds &&
+  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutEvidence &&
+      version != kSnapshotVersionWithoutWriterEnds &&
       version != kSnapshotVersionWithoutCapacity &&
       version != kSnapshotVersionWithoutDetectors) {
     return core::Status::Error("state snapshot version " + std::to_string(version) + " is not " +

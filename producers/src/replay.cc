@@ -234,9 +234,13 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
       if (!send_status_.ok()) return false;
       continue;
     }
-    // Paused: sleep until a control action interrupts. Either way wake for the next progress line.
+    HeartbeatIfDue(now, ts_ms);
+    if (!send_status_.ok()) return false;
+    // Paused: sleep until a control action interrupts. Either way wake for the next progress line
+    // and the next heartbeat.
     int64_t wake_ms = due ? *due : now + 3'600'000;
     if (progress_interval_ms_ > 0) wake_ms = std::min(wake_ms, std::max(now, next_progress_ms_));
+    if (options_.heartbeat_interval_ms > 0) wake_ms = std::min(wake_ms, std::max(now, next_heartbeat_ms_));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       waiting_ = true;
@@ -254,6 +258,22 @@ bool Replayer::WaitUntilDue(int64_t ts_ms, int64_t& due_ms) {
       }
     }
   }
+}
+
+void Replayer::HeartbeatIfDue(int64_t now_ms, int64_t ts_ms) {
+  if (options_.heartbeat_interval_ms <= 0 || now_ms < next_heartbeat_ms_ || !replay_clock_.started()) return;
+  next_heartbeat_ms_ = now_ms + options_.heartbeat_interval_ms;
+  // Records come in trace-time order: nothing before the next record (ts_ms) is still to come, nor,
+  // while the clock runs, before its position. Paused, it says no more than the last record sent
+  // did (readers are then exactly where they were when the replay paused; a --pause-at state is the
+  // state at that point), and only that it is alive.
+  const bool paused = replay_clock_.paused();
+  int64_t at_ms = std::min(ts_ms, replay_clock_.TraceNowMs(now_ms));
+  if (paused) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stats_.total > 0) at_ms = std::min(ts_ms, stats_.last_ts_ms);
+  }
+  send_status_ = sink_.Heartbeat(at_ms, paused);
 }
 
 void Replayer::SendBeforeWait() {
@@ -466,6 +486,17 @@ core::Result<ReplayStats> Replayer::Run() {
     }
   }
   publish();
+  // The end of the stream is time moving on: readers learn that the replay reached its last
+  // record's time even where no record of theirs came near it (the telemetry stops hours before the
+  // last job ends).
+  if (failure.ok() && !stop_ && clock_started) {
+    int64_t last_ms = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_ms = stats_.last_ts_ms;
+    }
+    failure = sink_.Heartbeat(last_ms, false);
+  }
   core::Status flushed = sink_.Flush();
   ReplayStats stats;
   {

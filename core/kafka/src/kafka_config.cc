@@ -131,6 +131,11 @@ void DeclareKafkaConfig(core::Config& config) {
                  "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "
                  "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)",
                  ConfigType::Int(0, 86'400'000));
+  config.Declare("kafka.unmarked_end_timeout_ms", n(d.unmarked_end_timeout_ms),
+                 "for --until-end: a partition that never carried a stream marker (topics written by other tools) "
+                 "counts as ended once it has been idle (kafka.idle_timeout_ms) and then this long more; a partition with markers ends only by "
+                 "its writer's end marker, however long it is quiet or paused (docs/kafka.md)",
+                 ConfigType::Int(1, 86'400'000));
   config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)",
                  ConfigType::Bool());
   config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing",
@@ -205,6 +210,7 @@ KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
   }
   s.progress_interval_ms = GetIntAtLeast(config, "kafka.progress_interval_ms", 1);
   s.idle_timeout_ms = GetIntAtLeast(config, "kafka.idle_timeout_ms", 0);
+  s.unmarked_end_timeout_ms = GetIntAtLeast(config, "kafka.unmarked_end_timeout_ms", 1);
   s.create_topics = config.GetBool("kafka.create_topics");
   s.topics = config.GetList("kafka.topics");
   s.partitions = GetCountOrDefault(config, "kafka.partitions");

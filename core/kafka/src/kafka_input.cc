@@ -132,8 +132,9 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
     item.topic = r.topic;
     item.key = r.key;
     item.value = r.value;
-  } else if (r.marker == kProgressMarker) {
+  } else if (r.marker == kProgressMarker || r.marker == kPausedProgressMarker) {
     item.kind = item.ts_ms == core::InputItem::kNoTs ? core::InputItem::Kind::kNothing : core::InputItem::Kind::kProgress;
+    item.paused = r.marker == kPausedProgressMarker;
   } else if (r.marker.substr(0, kEndMarkerPrefix.size()) == kEndMarkerPrefix) {
     item.kind = core::InputItem::Kind::kEnded;
     item.clusters = r.marker.substr(kEndMarkerPrefix.size());

@@ -18,6 +18,10 @@
 namespace acmetrace::kafka {
 namespace {
 
+// Heartbeats of a writer whose trace time stands still (paused) go out this often: well within the
+// readers' kafka.idle_timeout_ms (30 s by default).
+constexpr int64_t kKeepAliveEveryMs = 5'000;
+
 // The trace_ts_ms header name, nul-terminated for librdkafka.
 constexpr const char* kTraceTsHeaderName = "trace_ts_ms";
 static_assert(std::string_view(kTraceTsHeaderName) == kTraceTsHeader);
@@ -114,6 +118,9 @@ struct KafkaSink::Impl {
 
   int64_t last_trace_ts = kNoTraceTs;
   int64_t markers = 0;
+  int64_t last_heartbeat_wall_ms = kNoTraceTs;  // steady clock
+  int64_t last_heartbeat_trace_ms = kNoTraceTs;
+  bool last_heartbeat_paused = false;
   int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
   char trace_ts_buf[24] = {};
   std::string_view trace_ts_text;
@@ -338,6 +345,31 @@ core::Status KafkaSink::Prepare(int64_t first_trace_ts_ms) {
     return st;
   }
   return Flush();
+}
+
+core::Status KafkaSink::Heartbeat(int64_t trace_ts_ms, bool paused) {
+  Impl& s = *impl_;
+  if (s.stream_partitions.empty() || !s.progress.enabled() || trace_ts_ms == kNoTraceTs) return core::Status::Ok();
+  if (core::Status health = s.Health(); !health.ok()) return health;
+  // A round when the trace time has moved on by the progress interval (as rounds before records
+  // are), else often enough that no reader's kafka.idle_timeout_ms passes without one.
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  if (s.last_heartbeat_wall_ms != kNoTraceTs && now_ms - s.last_heartbeat_wall_ms < kKeepAliveEveryMs &&
+      trace_ts_ms - s.last_heartbeat_trace_ms < s.progress.every_ms() && paused == s.last_heartbeat_paused) {
+    return core::Status::Ok();
+  }
+  s.last_heartbeat_wall_ms = now_ms;
+  s.last_heartbeat_trace_ms = trace_ts_ms;
+  s.last_heartbeat_paused = paused;
+  const std::string_view marker = paused ? kPausedProgressMarker : kProgressMarker;
+  for (const auto& [topic, partitions] : s.stream_partitions) {
+    for (int32_t p = 0; p < partitions; ++p) {
+      if (core::Status st = s.ProduceMarker(topic, p, marker, trace_ts_ms); !st.ok()) return st;
+    }
+  }
+  return Send();
 }
 
 core::Status KafkaSink::End(const std::vector<std::string>& clusters) {

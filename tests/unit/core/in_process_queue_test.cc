@@ -33,6 +33,29 @@ TEST(InProcessQueueTest, KeepsOrderAndEndsWhenEveryWriterClosed) {
   EXPECT_FALSE(q.Pop(out, 10));  // drained and closed
 }
 
+TEST(InProcessQueueTest, AHeartbeatComesAfterTheRecordsBeforeItAndHeartbeatsInARowKeepTheNewest) {
+  InProcessQueue q(4, 1);
+  ASSERT_TRUE(q.Write(Job(1)).ok());
+  ASSERT_TRUE(q.Write(Job(2)).ok());
+  for (int64_t t = 3; t <= 1000; ++t) ASSERT_TRUE(q.Heartbeat(t, false).ok());  // never fills the queue
+  ASSERT_TRUE(q.Heartbeat(1001, true).ok());
+  ASSERT_TRUE(q.Write(Job(1002)).ok());
+  q.CloseWriter();
+  QueueInput input(q, "in-process");
+  std::vector<std::string> items;
+  for (;;) {
+    Result<InputItem> item = input.Next(0);
+    ASSERT_TRUE(item.ok());
+    const InputItem& i = item.value();
+    if (i.kind == InputItem::Kind::kEnded) break;
+    if (i.kind == InputItem::Kind::kRecord) items.push_back("record " + std::to_string(i.ts_ms));
+    if (i.kind == InputItem::Kind::kProgress) {
+      items.push_back("progress " + std::to_string(i.ts_ms) + (i.paused ? " paused" : ""));
+    }
+  }
+  EXPECT_EQ(items, (std::vector<std::string>{"record 1", "record 2", "progress 1001 paused", "record 1002"}));
+}
+
 TEST(InProcessQueueTest, AFullQueueBlocksTheWriterUntilTheReaderTakesRecords) {
   InProcessQueue q(4, 1);
   std::thread writer([&] {

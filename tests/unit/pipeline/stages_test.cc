@@ -43,7 +43,7 @@ class ScriptedInput : public core::RecordInput {
       item.record = &current_.record;
       item.ts_ms = core::TimestampMsOf(current_.record);
     }
-    if (current_.kind == Kind::kProgress) item.ts_ms = current_.ts_ms;
+    if (current_.kind == Kind::kProgress || current_.kind == Kind::kEnded) item.ts_ms = current_.ts_ms;
     item.clusters = current_.clusters;
     return item;
   }
@@ -110,7 +110,7 @@ struct ProcessRun {
   bool read_past_end = false;  // it read on after the script: it was stopped, not ended
 };
 
-ProcessRun Process(std::deque<ScriptedInput::Step> steps) {
+ProcessRun Process(std::deque<ScriptedInput::Step> steps, StageOptions stage = StageOptions{}) {
   std::atomic<bool> stop{false};
   ScriptedInput input(kInputs, std::move(steps), stop);
   CaptureSink sink;
@@ -119,8 +119,40 @@ ProcessRun Process(std::deque<ScriptedInput::Step> steps) {
   processors::StreamProcessor processor(options, sink, nullptr);
   core::InputErrors errors(nullptr);
   OwnAllClusters all;
-  EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
+  EXPECT_TRUE(RunProcessStage(input, processor, sink, errors, all, stage, stop).ok());
   return ProcessRun{sink.lines, processor.stats(), sink.ended, input.read_past_end()};
+}
+
+TEST(ProcessStageTest, AQuietOrPausedWriterWithMarkersIsNotAnEnd) {
+  // A replay paused through its control endpoint for longer than the idleness timeout: both
+  // partitions go idle. Its markers say it is a writer that ends with an end marker, so the input
+  // has not ended, however long the wait (here: no wait at all).
+  StageOptions stage;
+  stage.unmarked_end_after_ms = 0;
+  std::deque<ScriptedInput::Step> paused;
+  for (int64_t t = 0; t <= 300'000; t += 15'000) paused.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  paused.push_back({Kind::kProgress, 0, {}, "", kT0 + 300'000});
+  paused.push_back({Kind::kProgress, 1, {}, "", kT0 + 300'000});
+  paused.push_back({Kind::kIdle, 0, {}, ""});
+  paused.push_back({Kind::kIdle, 1, {}, ""});
+  const ProcessRun run = Process(paused, stage);
+  EXPECT_TRUE(run.read_past_end) << "a pause was taken for the end of the input";
+  EXPECT_FALSE(run.ended);
+
+  // Topics written by a tool without markers: idleness for unmarked_end_after_ms is their end.
+  std::deque<ScriptedInput::Step> unmarked;
+  for (int64_t t = 0; t <= 300'000; t += 15'000) unmarked.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  unmarked.push_back({Kind::kIdle, 0, {}, ""});
+  unmarked.push_back({Kind::kIdle, 1, {}, ""});
+  const ProcessRun ended = Process(unmarked, stage);
+  EXPECT_FALSE(ended.read_past_end);
+  EXPECT_TRUE(ended.ended);
+
+  // ... but not before that wait.
+  stage.unmarked_end_after_ms = 600'000;
+  const ProcessRun waiting = Process(unmarked, stage);
+  EXPECT_TRUE(waiting.read_past_end);
+  EXPECT_FALSE(waiting.ended);
 }
 
 TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWriterIsLive) {
@@ -289,6 +321,56 @@ TEST(ExportStageTest, OneWritersEndMarkerDoesNotEndAPartitionAnotherStillWrites)
   EXPECT_FALSE(input.read_past_end()) << "the stage did not see its input end";
   EXPECT_NE(exporter.Exposition().find("acmetrace_cluster_records_total{cluster=\"seren\"} 7"), std::string::npos)
       << exporter.Exposition();
+}
+
+// What a scrape of n1's persona shows after the script.
+std::string PersonaAfter(const std::vector<core::InputPartition>& partitions, std::deque<ScriptedInput::Step> steps) {
+  std::atomic<bool> stop{false};
+  ScriptedInput input(partitions, std::move(steps), stop);
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  EXPECT_TRUE(RunExportStage(input, exporter, errors, StageOptions{}, stop).ok());
+  return exporter.Exposition("n1");
+}
+
+TEST(ExportStageTest, APersonaLeavesOneTtlAfterItsLastSampleWhenTheTelemetryEnds) {
+  // Ten minutes of n1's samples, then the replay's heartbeats as it paces job events for hours: a
+  // real exporter whose GPUs stopped reporting is gone from Prometheus, so the persona must go too.
+  const int64_t last = kT0 + 600'000;
+  const int64_t ttl = exporters::ExportOptions{}.series_ttl_ms;
+  const std::vector<core::InputPartition> one = {{"in-process", "", "in-process"}};
+  auto samples = [&](int partition) {
+    std::deque<ScriptedInput::Step> steps;
+    for (int64_t t = kT0; t <= last; t += 60'000) steps.push_back({Kind::kRecord, partition, Util(t), ""});
+    return steps;
+  };
+  std::deque<ScriptedInput::Step> steps = samples(0);
+  steps.push_back({Kind::kProgress, 0, {}, "", last + ttl / 2});
+  steps.push_back({Kind::kEnded, 0, {}, ""});
+  EXPECT_NE(PersonaAfter(one, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos) << "gone too early";
+
+  steps = samples(0);
+  steps.push_back({Kind::kProgress, 0, {}, "", last + ttl + ttl / 2});
+  steps.push_back({Kind::kEnded, 0, {}, ""});
+  EXPECT_EQ(PersonaAfter(one, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos) << "frozen after the data ended";
+
+  // The end of the stream is time moving on: over Kafka each util partition's end marker carries the
+  // writer's last trace time (hours after the telemetry stopped).
+  const std::vector<core::InputPartition> kafka = {{"acme.util/0", "acme.util", "acme.util[0]"},
+                                                   {"acme.util/1", "acme.util", "acme.util[1]"}};
+  steps = samples(0);
+  steps.push_front({Kind::kProgress, 1, {}, "", kT0});
+  steps.push_back({Kind::kEnded, 0, {}, "", last + 3'600'000});
+  steps.push_back({Kind::kEnded, 1, {}, "", last + 3'600'000});
+  EXPECT_EQ(PersonaAfter(kafka, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos) << "frozen after the data ended";
+
+  // While another util partition is behind, nothing of n1 expires: its records may still come.
+  steps = samples(0);
+  steps.push_front({Kind::kProgress, 1, {}, "", kT0});
+  steps.push_back({Kind::kProgress, 0, {}, "", last + 3'600'000});
+  steps.push_back({Kind::kEnded, 0, {}, "", last + 3'600'000});
+  EXPECT_NE(PersonaAfter(kafka, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos)
+      << "expired while a partition was behind";
 }
 
 }  // namespace

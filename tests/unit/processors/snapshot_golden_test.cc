@@ -187,7 +187,7 @@ bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden
   std::memcpy(&magic_size, golden.data(), sizeof magic_size);
   std::string expected = golden;
   const size_t version_at = sizeof magic_size + static_cast<size_t>(magic_size);
-  const uint64_t version = 4;
+  const uint64_t version = 5;
   std::memcpy(expected.data() + version_at, &version, sizeof version);
   const Part old_part = FindPart(expected, "gpu_straggler");
   const Part new_part = FindPart(snapshot, "gpu_straggler@3");

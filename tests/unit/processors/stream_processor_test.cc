@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#include "acmetrace/processors/evidence_gate.h"
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -494,6 +498,49 @@ std::string AnomalyText(const std::vector<core::AnomalyEvent>& anomalies) {
   return out;
 }
 
+TEST(StreamProcessorTest, FlagsCloseInTraceTimeWithoutRecordsAndNoneOutlivesTheData) {
+  // Ten minutes of telemetry with a large job failing at its end, then only the replay's progress
+  // (it paces job events hours apart): the large job's flag closes hold_s (120 s) after the job's
+  // end when the watermark passes it, not at the next record; the telemetry stopped, so no telemetry
+  // flag stays open; at the end of the input nothing is open.
+  std::vector<core::Record> feed = Feed(10, 5);
+  const int64_t end_ms = kT0 + 10 * 60'000;
+  core::JobEvent failed = Job("seren", core::JobEventKind::kEnd, end_ms, "big", 32);
+  failed.state = "FAILED";
+  feed.emplace_back(failed);
+  CaptureSink sink;
+  StreamProcessor p(TestOptions(), sink, FakeAndRealDetectors());
+  p.SetOwnAll(true);
+  const int part = p.DeclarePartition("in-process");
+  for (core::Record r : feed) ASSERT_TRUE(p.Process(part, -1, std::move(r)).ok());
+  std::map<std::string, int> open;  // kind/subject -> open count written so far
+  auto open_flags = [&] {
+    open.clear();
+    for (const core::AnomalyEvent& a : Anomalies(sink)) open[a.kind + "/" + a.subject] += a.open ? 1 : -1;
+    std::erase_if(open, [](const auto& kv) { return kv.second == 0; });
+    return open;
+  };
+  // Two hours of heartbeats, a minute apart: time moves on without a record.
+  for (int64_t t = end_ms + 60'000; t <= end_ms + 2 * 3'600'000; t += 60'000) ASSERT_TRUE(p.Progress(part, -1, t).ok());
+  bool closed_at_hold = false;
+  for (const core::AnomalyEvent& a : Anomalies(sink)) {
+    if (a.kind == "large_job_failure" && a.subject == "big" && !a.open) closed_at_hold = a.ts_ms == end_ms + 120'000;
+  }
+  EXPECT_TRUE(closed_at_hold) << AnomalyText(Anomalies(sink));
+  // Only the fake kind (of no known evidence: it ends with the input) may still be open.
+  for (const auto& [flag, n] : open_flags()) {
+    EXPECT_EQ(flag.rfind("test_idle/", 0), 0u) << flag << " open two hours after its evidence ended";
+  }
+  ASSERT_TRUE(p.Finish().ok());
+  EXPECT_TRUE(open_flags().empty()) << "open after the end of the input: " << open.begin()->first;
+  // No metrics window was written for the two hours without records.
+  for (const core::Record& r : sink.records) {
+    if (const auto* w = std::get_if<core::MetricsWindow>(&r)) {
+      EXPECT_LE(w->end_ms, end_ms + 60'000);
+    }
+  }
+}
+
 TEST(StreamProcessorTest, ARestoredSnapshotResumesDetectorsWithoutFlaggingAnythingTwice) {
   // Some nodes fall silent for a while (telemetry_gap) besides the fake's idle GPUs and the job flags.
   std::vector<core::Record> feed;
@@ -584,10 +631,24 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    const std::string v4 = without.Snapshot("seren");
-    StateReader in(v4);
+    const std::string v5 = without.Snapshot("seren");
+    StateReader in(v5);
     const std::string magic = in.Str();
-    ASSERT_EQ(in.U64(), 4u);
+    ASSERT_EQ(in.U64(), 5u);
+    // Version 5 is version 4 and then the evidence gate's state: the last bytes that read as exactly
+    // one gate with the nodes seen.
+    size_t evidence_at = 0;
+    for (size_t at = v5.size() - 32; at > 0 && evidence_at == 0; --at) {
+      StateReader r(std::string_view(v5).substr(at));
+      EvidenceGate gate;
+      const uint64_t nodes = StateReader(std::string_view(v5).substr(at)).U64();
+      r(gate);
+      if (r.ok() && r.at_end() && nodes == 4) evidence_at = at;
+    }
+    ASSERT_GT(evidence_at, 0u);
+    std::string v4 = v5.substr(0, evidence_at);
+    const uint64_t four = 4;
+    std::memcpy(v4.data() + 8 + magic.size(), &four, sizeof four);
     v1.Str(magic);
     v1.U64(1);
     const size_t header = 8 + magic.size() + 8;
@@ -632,7 +693,13 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     StreamProcessor r(options, s3, nullptr);
     ASSERT_TRUE(r.Restore(v3_bytes).ok());
     EXPECT_TRUE(r.EndedPartitions("seren").empty());
-    EXPECT_EQ(r.Snapshot("seren"), v4);
+    // Saved again as version 5, with an evidence gate that starts afresh.
+    StateWriter empty_gate;
+    empty_gate(EvidenceGate{});
+    std::string v4_as_v5 = v4;
+    const uint64_t five = 5;
+    std::memcpy(v4_as_v5.data() + 8 + magic.size(), &five, sizeof five);
+    EXPECT_EQ(r.Snapshot("seren"), v4_as_v5 + empty_gate.bytes());
   }
 }
 

@@ -56,8 +56,13 @@ class RecordingSink : public core::RecordSink {
     return core::Status::Ok();
   }
   core::Status Flush() override { return core::Status::Ok(); }
+  core::Status Heartbeat(int64_t trace_ts_ms, bool paused) override {
+    heartbeats.push_back({trace_ts_ms, paused});
+    return core::Status::Ok();
+  }
   std::vector<int64_t> ts, wall;
   std::vector<std::string> ids;
+  std::vector<std::pair<int64_t, bool>> heartbeats;  // trace time, paused
   std::function<void(size_t)> after_write;
 
  private:
@@ -162,6 +167,7 @@ TEST(ReplayerControlsTest, PauseHoldsRecordsUntilResume) {
   RecordingSink sink(clock);
   ReplayOptions options;
   options.speed = 1;
+  options.heartbeat_interval_ms = 0;  // one sleep per pause (heartbeats: the next test)
   Replayer replayer(FactoryOf(ThreeJobs()), TimeRange{}, sink, clock, errors, options);
   int paused_sleeps = 0;
   sink.after_write = [&](size_t n) {
@@ -176,6 +182,40 @@ TEST(ReplayerControlsTest, PauseHoldsRecordsUntilResume) {
   // Two hour-long paused sleeps, then the next record one trace second after resuming.
   EXPECT_EQ(sink.wall[1] - sink.wall[0], 2 * 3'600'000 + 1000);
   EXPECT_EQ(sink.wall[2] - sink.wall[1], 1000);
+}
+
+TEST(ReplayerControlsTest, HeartbeatsSayTheReplayIsAliveAndHowFarItsClockHasGot) {
+  // A job, a pause of three seconds, then a job a minute of trace time later: readers must hear
+  // from the replay every second (a pause is not an end), paused at the last record it sent (they
+  // stay where the pause left them), then at its clock's position while it waits, and at its end.
+  core::ManualClock clock;
+  core::InputErrors errors(nullptr);
+  RecordingSink sink(clock);
+  ReplayOptions options;
+  options.speed = 1;
+  options.heartbeat_interval_ms = 1000;
+  Replayer replayer(FactoryOf({Job(0, "a"), Job(1000, "b"), Job(61'000, "c")}), TimeRange{}, sink, clock, errors,
+                    options);
+  sink.after_write = [&](size_t n) {
+    if (n == 1) replayer.Pause();
+  };
+  int paused_sleeps = 0;
+  clock.OnSleep([&](int64_t) {
+    if (replayer.status().paused && ++paused_sleeps == 3) replayer.Resume();
+  });
+  ASSERT_TRUE(replayer.Run().ok());
+  ASSERT_EQ(sink.ids.size(), 3u);
+  std::vector<std::pair<int64_t, bool>> paused, running;
+  for (const auto& h : sink.heartbeats) (h.second ? paused : running).push_back(h);
+  ASSERT_GE(paused.size(), 2u);
+  for (const auto& h : paused) EXPECT_EQ(h.first, 0) << "a paused heartbeat must say no more than the last record";
+  // Waiting a minute for c: about one a second, each at the clock's trace position, never past c.
+  ASSERT_GE(running.size(), 55u);
+  for (size_t i = 1; i < running.size(); ++i) EXPECT_GE(running[i].first, running[i - 1].first);
+  EXPECT_LE(running[running.size() - 2].first, 61'000);
+  EXPECT_GT(running[running.size() - 2].first, 55'000);
+  // The end of the stream is time moving on: the last one is at the last record's time.
+  EXPECT_EQ(sink.heartbeats.back(), (std::pair<int64_t, bool>{61000, false}));
 }
 
 TEST(ReplayerControlsTest, StartAtWaitsForTheAgreedWallTime) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "acmetrace/core/record.h"
@@ -25,6 +26,9 @@ class InProcessQueue : public RecordSink {
   /// Copies the record in; blocks while full. Fails after Cancel.
   Status Write(const Record& record) override;
   Status Flush() override { return Status::Ok(); }
+  /// A progress item after the records written so far (QueueInput yields it as kProgress). Items
+  /// with no record between them keep only the newest, so heartbeats never fill the queue.
+  Status Heartbeat(int64_t trace_ts_ms, bool paused) override;
   /// This writer's last record: CloseWriter.
   Status End(const std::vector<std::string>&) override {
     CloseWriter();
@@ -39,8 +43,14 @@ class InProcessQueue : public RecordSink {
   void Cancel();
 
   /// Moves up to max records into out (cleared first); blocks until there is one, or the queue
-  /// has ended. Returns false once ended and drained (or cancelled).
-  bool Pop(std::vector<Record>& out, size_t max);
+  /// has ended. Returns false once ended and drained (or cancelled). A batch stops before a
+  /// progress item; when one is first, out stays empty and *progress gets it (if given; else it is
+  /// dropped).
+  struct ProgressItem {
+    int64_t trace_ts_ms = 0;
+    bool paused = false;
+  };
+  bool Pop(std::vector<Record>& out, size_t max, ProgressItem* progress = nullptr);
 
   size_t size() const;
   bool cancelled() const;
@@ -53,6 +63,10 @@ class InProcessQueue : public RecordSink {
   std::condition_variable not_full_;
   std::condition_variable not_empty_;
   std::deque<Record> records_;
+  // Progress items by position: how many records were pushed before each.
+  std::deque<std::pair<uint64_t, ProgressItem>> progress_;
+  uint64_t pushed_ = 0;
+  uint64_t popped_ = 0;
   int open_writers_;
   bool cancelled_ = false;
   int64_t full_waits_ = 0;
@@ -75,6 +89,7 @@ class QueueInput : public RecordInput {
   std::vector<Record> batch_;
   size_t next_ = 0;
   bool ended_ = false;
+  InProcessQueue::ProgressItem progress_;
 };
 
 }  // namespace acmetrace::core

@@ -35,6 +35,17 @@ class RecordSink {
     (void)first_trace_ts_ms;
     return Status::Ok();
   }
+  /// The writer is alive and will write nothing before trace_ts_ms, though nothing is due yet:
+  /// a paced writer waiting for its next record's time, or paused (paused true). Readers take it as
+  /// time moving on (windows close and flags end in trace time without records) and as a sign of life
+  /// (a partition that hears from its writer is not idle, so a pause is never taken for an end).
+  /// Kafka writes a progress marker into every partition of its stream (flagged when paused), a
+  /// queue a progress item; stdio and null sinks have no reader to tell.
+  virtual Status Heartbeat(int64_t trace_ts_ms, bool paused) {
+    (void)trace_ts_ms;
+    (void)paused;
+    return Status::Ok();
+  }
   /// The writer has written its last record: flushes, and tells the readers that its stream ended
   /// (an in-process queue closes its writer; Kafka writes an end marker into every partition of its
   /// stream topics, naming clusters: those the writer answers for, or if empty those it wrote).
@@ -79,6 +90,7 @@ struct InputItem {
   std::string_view value;
   std::string_view error;
   std::string_view clusters;
+  bool paused = false;    // kProgress: the writer said it is paused (a heartbeat of a paused replay)
 };
 
 /// Where records come from: the read-side twin of RecordSink. Next yields records with their

@@ -47,6 +47,12 @@ class Exporter {
   /// other's nodes: expiry depends on the data, not on the order partitions arrive in. Without a
   /// call the bound is +infinity (one ordered input: a queue, stdin). Only rises.
   void AdvanceTelemetryBound(int64_t ts_ms);
+  /// The telemetry's time has moved on to ts_ms although no record says so: no acme.util record
+  /// before ts_ms is still to come (a writer's heartbeat or progress marker, the end of its stream).
+  /// Each cluster's expiry clock moves there (never past the telemetry bound), so the series of a
+  /// cluster whose telemetry ended leave one export.series_ttl_s after their last sample, as a real
+  /// exporter's series go stale when its GPUs stop reporting. Only rises.
+  void NoteTelemetryReached(int64_t ts_ms);
 
   /// Moves the closed anomaly flags on by the wall clock: a flag shown at 1 for two scrape
   /// intervals turns 0, one closed two scrape intervals ago goes. Scrapes call it; so does Apply.
@@ -129,6 +135,10 @@ class Exporter {
   // Guarded by apply_mutex_: each cluster's newest util record, and the bound its clock stays under.
   std::map<std::string, int64_t, std::less<>> newest_util_ms_;
   int64_t telemetry_bound_ms_ = INT64_MAX;
+  int64_t telemetry_reached_ms_ = INT64_MIN;  // NoteTelemetryReached
+  // A cluster's expiry clock: its newest util record or where the telemetry is known to have
+  // reached, whichever is later, never past the bound.
+  void AdvanceTelemetryClocks();
 };
 
 }  // namespace acmetrace::exporters

@@ -41,6 +41,7 @@ class CountingTee : public core::RecordSink {
   core::Status Flush() override;
   core::Status Send() override;
   core::Status Prepare(int64_t first_trace_ts_ms) override;
+  core::Status Heartbeat(int64_t trace_ts_ms, bool paused) override;
   core::Status End(const std::vector<std::string>& clusters) override;
 
  private:

@@ -22,14 +22,20 @@ namespace acmetrace::pipeline {
 struct StageProgress {
   int64_t items = 0;                        // records and markers read so far
   std::vector<std::string> watermarks;      // "cluster=ISO time" of the owned clusters (process)
+  bool writer_paused = false;               // the newest progress marker said its writer is paused
 };
 
 /// How a stage runner ends. Value type.
 struct StageOptions {
-  /// Return once the input has ended (every writer ended its stream; with until_end, a partition
-  /// that went idle counts as ended too). Without it, follow the input until stop: a process stage
-  /// still closes every window when its input ends, as the end of a file does.
+  /// Return once the input has ended: every writer ended its stream (end markers, a queue's or a
+  /// file's end). A partition that never carried a stream marker (written by another tool) counts as
+  /// ended once it has been idle for unmarked_end_after_ms; a quiet or paused writer with markers
+  /// never does. Without until_end, follow the input until stop: a process stage still closes every
+  /// window when its input ends, as the end of a file does.
   bool until_end = true;
+  /// How long a partition without markers must have been idle (after the input reported it idle)
+  /// to count as ended (kafka.unmarked_end_timeout_ms).
+  int64_t unmarked_end_after_ms = 600'000;
   /// Called about every progress_interval_ms of wall time (0: never).
   std::function<void(const StageProgress&)> on_progress;
   int64_t progress_interval_ms = 0;

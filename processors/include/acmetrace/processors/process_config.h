@@ -20,6 +20,8 @@ enum class TelemetryUnits {
 /// Everything the stream processor reads from process.*. Value type.
 struct ProcessOptions {
   int64_t allowed_lateness_ms = 60'000;
+  /// An open telemetry flag whose evidence has been silent this long closes (EvidenceGate).
+  int64_t evidence_timeout_ms = 300'000;
   /// Window lengths in seconds: the smallest is the tumbling base window; the others are rolling
   /// views over the last N base windows, emitted when each base window closes. Multiples of the base.
   std::vector<int64_t> windows_s = {60, 300, 3600};

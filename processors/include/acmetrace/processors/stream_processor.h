@@ -137,6 +137,12 @@ class StreamProcessor {
   int64_t ComputeWatermark(const ClusterState& c) const;
   core::Status CloseReadyWindows(bool finishing);
   core::Status CloseWindow(ClusterState& c, int64_t start_ms);
+  // What the worker (or the caller, without one) does next for a cluster: a closed window's
+  // records, a tick of the detectors through windows without records (time moving on), or the end.
+  enum class TimeStep { kWindow, kTick, kFinish };
+  core::Status Schedule(ClusterState& c, int64_t start_ms, std::vector<Pending>& records, TimeStep step);
+  core::Status ApplyJob(ClusterState& c, int64_t start_ms, std::vector<Pending>& records, TimeStep step);
+  core::Status WriteAnomalies();
   // Applies one closed window's records and writes its anomalies and metrics (on the worker, if any).
   core::Status ApplyWindow(ClusterState& c, int64_t start_ms, std::vector<Pending>& records);
   using SpareRecords = std::array<std::vector<core::Record>, std::variant_size_v<core::Record>>;

@@ -47,6 +47,9 @@ struct ReplayOptions {
   uint32_t shard_index = 0;
   uint32_t shard_count = 1;
   int64_t progress_interval_ms = 10'000;   // log lines (core/log.h) when not on a terminal (0 = none)
+  // While waiting for its next record's time, or paused, the replay tells its sink that it is alive
+  // and how far its clock has got (RecordSink::Heartbeat) this often, in wall ms (0 = never).
+  int64_t heartbeat_interval_ms = 1'000;
   std::FILE* progress_out = nullptr;       // nullptr = no progress
   bool progress_tty = false;               // redraw one line instead of logging (text log format only)
 };
@@ -127,6 +130,8 @@ class Replayer {
   bool WaitUntilDue(int64_t ts_ms, int64_t& due_ms);
   void SendBeforeWait();
   void Progress(int64_t now_ms, bool final, bool waiting = false);
+  // Sends a heartbeat while waiting for a record at ts_ms, if one is due.
+  void HeartbeatIfDue(int64_t now_ms, int64_t ts_ms);
   core::Status Reopen(TimeRange range);
 
   SourceFactory factory_;
@@ -149,6 +154,7 @@ class Replayer {
   bool running_ = false;
   int64_t wall0_ms_ = 0;
   int64_t next_progress_ms_ = 0;
+  int64_t next_heartbeat_ms_ = 0;  // Run's thread only
   bool unsent_ = false;             // records written since the sink last sent
   core::Status send_status_ = core::Status::Ok();
   TraceSpan span_;                  // of the source, at the start

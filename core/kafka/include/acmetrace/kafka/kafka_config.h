@@ -63,6 +63,7 @@ struct KafkaSettings {
   // a reader counts a partition read to its end as idle after this much wall time without news.
   int64_t progress_interval_ms = 60'000;
   int64_t idle_timeout_ms = 30'000;
+  int64_t unmarked_end_timeout_ms = 600'000;  // --until-end: a partition without markers, quiet this long, has ended
 
   // Pass-through librdkafka properties (security.protocol, sasl.*, ssl.*, ...), applied after the
   // properties above: properties_file first, then properties, then the role-specific list.

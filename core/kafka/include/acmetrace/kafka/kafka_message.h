@@ -22,6 +22,8 @@ inline constexpr int64_t kNoTraceTs = std::numeric_limits<int64_t>::min();
 /// these clusters (comma-separated).
 inline constexpr std::string_view kMarkerHeader = "acmetrace_marker";
 inline constexpr std::string_view kProgressMarker = "progress";
+// A progress marker of a writer that is paused (its replay's control endpoint): alive, not ended.
+inline constexpr std::string_view kPausedProgressMarker = "progress:paused";
 inline constexpr std::string_view kEndMarkerPrefix = "end:";
 
 /// One message to produce. The views need only outlive the Produce call (the sink copies). Value type.

@@ -52,6 +52,12 @@ class KafkaSink : public core::RecordSink {
   /// when the producer gets its producer id and each partition's leader takes writes (hundreds of
   /// milliseconds), which would otherwise make the first records late.
   core::Status Prepare(int64_t first_trace_ts_ms) override;
+  /// The writer waits for its next record's time, or is paused: a progress marker at trace_ts_ms
+  /// (kPausedProgressMarker when paused) into every partition of a stream with progress markers,
+  /// then sends them on their way; at most once per progress interval of trace time, and every 5 s
+  /// of wall time while the trace time stands still. Readers see the writer alive (not idle) and time
+  /// moving on. Nothing for a stream without progress markers.
+  core::Status Heartbeat(int64_t trace_ts_ms, bool paused) override;
   /// Makes this sink the writer of a stream over topics (their partition counts are looked up):
   /// End() then puts an end marker into every partition of them, naming the clusters written. With
   /// progress_every_ms > 0 (for a writer whose records come in trace-time order: the replay), each

@@ -36,6 +36,7 @@ class ProgressMarkers {
   }
   /// Whether rounds are ever due (progress_every_ms > 0).
   bool enabled() const { return every_ms_ > 0; }
+  int64_t every_ms() const { return every_ms_; }
   /// Calls send(topic, partition) for every partition that gets a marker in the round DueBefore
   /// has just found due (before the first record: every partition), in topic then partition order;
   /// stops at the first failure and returns it.
