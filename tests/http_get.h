@@ -19,8 +19,9 @@ struct HttpResponse {
   std::string body;
 };
 
-/// GET path from 127.0.0.1:port; extra_headers are "Name: value\r\n" lines added to the request.
-inline HttpResponse HttpGet(int port, const std::string& path, const std::string& extra_headers = "") {
+/// method path on 127.0.0.1:port (no body); extra_headers are "Name: value\r\n" lines added to the request.
+inline HttpResponse HttpRequest(int port, const std::string& method, const std::string& path,
+                                const std::string& extra_headers = "") {
   HttpResponse r;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -31,7 +32,8 @@ inline HttpResponse HttpGet(int port, const std::string& path, const std::string
     ::close(fd);
     return r;
   }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
+  const std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + extra_headers +
+                              (method == "POST" ? "Content-Length: 0\r\n" : "") + "\r\n";
   (void)!::write(fd, request.data(), request.size());
   std::string raw;
   char buf[65536];
@@ -42,6 +44,11 @@ inline HttpResponse HttpGet(int port, const std::string& path, const std::string
   const size_t body = raw.find("\r\n\r\n");
   if (body != std::string::npos) r.body = raw.substr(body + 4);
   return r;
+}
+
+/// GET path from 127.0.0.1:port.
+inline HttpResponse HttpGet(int port, const std::string& path, const std::string& extra_headers = "") {
+  return HttpRequest(port, "GET", path, extra_headers);
 }
 
 }  // namespace acmetrace::test
