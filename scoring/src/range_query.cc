@@ -112,9 +112,19 @@ core::Result<RangeAnswer> ParsePadded(simdjson::padded_string_view padded) {
     return core::Status::Error("the answer has no \"status\"");
   }
   if (status == "error") {
-    std::string_view type, message;
-    if (root.find_field_unordered("errorType").get_string().get(type) != simdjson::SUCCESS) type = "?";
-    if (root.find_field_unordered("error").get_string().get(message) != simdjson::SUCCESS) message = "no message";
+    std::string_view type = "?", message = "no message";
+    // After an error other than a missing field or a wrong type the document may not be read further
+    // (simdjson On-Demand: its parser is gone), so a broken answer stops at its first broken field.
+    auto usable = [](simdjson::error_code e) {
+      return e == simdjson::SUCCESS || e == simdjson::NO_SUCH_FIELD || e == simdjson::INCORRECT_TYPE;
+    };
+    std::string_view found;
+    const simdjson::error_code type_error = root.find_field_unordered("errorType").get_string().get(found);
+    if (type_error == simdjson::SUCCESS) type = found;
+    if (!usable(type_error)) return core::Status::Error("Prometheus answered an error, in broken JSON");
+    const simdjson::error_code message_error = root.find_field_unordered("error").get_string().get(found);
+    if (message_error == simdjson::SUCCESS) message = found;
+    if (!usable(message_error)) return core::Status::Error("Prometheus answered an error, in broken JSON");
     // Both cut to a line: a server may send megabytes there.
     return core::Status::Error("Prometheus answered an error (" + Cut(type) + "): " + Cut(message));
   }

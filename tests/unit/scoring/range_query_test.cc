@@ -136,6 +136,17 @@ TEST(QueryRangeResponseTest, ALongErrorMessageIsCutToOneLine) {
   EXPECT_LT(got.status().message().size(), 300u);
 }
 
+TEST(QueryRangeResponseTest, AnErrorAnswerInBrokenJsonIsNotReadPastItsBreak) {
+  // Found by query_range_fuzz: the second field lookup after a broken one used simdjson's parser
+  // after it had given up (undefined behaviour).
+  core::Result<RangeAnswer> got = ParseQueryRangeResponse(R"({"status":"error","errr"::1:"5error> 5nex1b[2J"})");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), "Prometheus answered an error, in broken JSON");
+  got = ParseQueryRangeResponse(R"({"status":"error","errorType":7,"error":"down"})");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), "Prometheus answered an error (?): down");
+}
+
 TEST(QueryRangeResponseTest, MoreSeriesThanAnAnswerMayHoldIsAnError) {
   std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[)";
   for (int64_t i = 0; i <= kMaxSeriesPerAnswer; ++i) {
