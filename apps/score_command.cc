@@ -1,8 +1,17 @@
 // acmetrace score: how good is an alerting setup on this trace (docs/monitoring.md, "Scoring alert rules").
-#include <cstdio>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/log.h"
+#include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/scoring/incidents.h"
 #include "acmetrace/scoring/range_query.h"
@@ -15,12 +24,41 @@ namespace acmetrace::apps {
 
 namespace {
 
-bool WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    core::LogError("score", path + ": cannot write");
+// At most this many --sweep-for values: each one is every rule scored again.
+constexpr size_t kMaxSweepValues = 64;
+
+// Can path be written? Checked before any query, so that a typo does not cost the whole run: it
+// must not be a directory, its directory must exist, and a file must be creatable there. The probe
+// creates nothing that stays (an existing file is opened for writing, not truncated).
+core::Status CheckOutputPath(const std::string& flag, const std::string& path) {
+  auto refused = [&](const std::string& why) {
+    return core::Status::Error(flag + ": " + path + ": cannot write there: " + why);
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return refused("a directory");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return refused(std::strerror(errno));
+    ::close(fd);
+    return core::Status::Ok();
+  }
+  if (errno != ENOENT) return refused(std::strerror(errno));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return refused(std::strerror(errno));
+  ::close(fd);
+  ::unlink(path.c_str());
+  return core::Status::Ok();
+}
+
+bool WriteFile(const std::string& flag, const std::string& path, const std::string& text) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  int error = out == nullptr ? errno : 0;
+  if (out != nullptr) {
+    if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) error = errno;
+    if (std::fclose(out) != 0 && error == 0) error = errno;
+  }
+  if (error != 0) {
+    core::LogError("score", flag + ": " + path + ": cannot write: " + std::strerror(error));
     return false;
   }
   return true;
@@ -32,7 +70,7 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string prometheus, faults, anomalies, from, to, json, html, sweep_for;
     std::vector<std::string> rules;
-    double timeout_s = 60;
+    std::string timeout_s = "60";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -50,8 +88,8 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--json", flags->json, "also write the scores as JSON to FILE");
   cmd->add_option("--html", flags->html, "also write a self-contained HTML page (table and timelines) to FILE");
   cmd->add_option("--sweep-for", flags->sweep_for, "score each rule again at each of these for: values, e.g. 0s,1m,5m,15m");
-  cmd->add_option("--timeout-s", flags->timeout_s, "timeout of each request to Prometheus, seconds")
-      ->check(CLI::Range(0.1, 3600.0))
+  // A string checked below: CLI11's Range lets "nan" through (every comparison with it is false).
+  cmd->add_option("--timeout-s", flags->timeout_s, "timeout of each request to Prometheus, seconds (0.1-3600)")
       ->capture_default_str();
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags]() -> int {
@@ -64,9 +102,13 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         return usage("give --prometheus (to score rules) or --anomalies (to score acmetrace's flags), or both");
       }
       if (flags->prometheus.empty() && !flags->rules.empty()) return usage("--rules needs --prometheus to query");
+      const std::optional<double> timeout_s = core::ParseDouble(flags->timeout_s);
+      if (!timeout_s || !(*timeout_s >= 0.1 && *timeout_s <= 3600.0)) {
+        return usage("--timeout-s: must be a number of seconds in 0.1-3600, not " + core::QuotedValue(flags->timeout_s));
+      }
       std::unique_ptr<scoring::PrometheusClient> client;
       if (!flags->prometheus.empty()) {
-        auto created = scoring::PrometheusClient::Create(flags->prometheus, static_cast<int64_t>(flags->timeout_s * 1000));
+        auto created = scoring::PrometheusClient::Create(flags->prometheus, std::llround(*timeout_s * 1000));
         if (!created.ok()) return usage(created.status().message());
         client = std::move(created).value();
       }
@@ -89,9 +131,13 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         while (start <= flags->sweep_for.size()) {
           size_t comma = flags->sweep_for.find(',', start);
           if (comma == std::string::npos) comma = flags->sweep_for.size();
-          auto d = scoring::ParseDurationMs(std::string_view(flags->sweep_for).substr(start, comma - start));
+          const std::string_view item = std::string_view(flags->sweep_for).substr(start, comma - start);
+          auto d = scoring::ParseDurationMs(item);
           if (!d.ok()) return usage("--sweep-for: " + d.status().message());
           sweep.push_back(d.value());
+          if (sweep.size() > kMaxSweepValues) {
+            return usage("--sweep-for: more than " + std::to_string(kMaxSweepValues) + " values");
+          }
           start = comma + 1;
         }
       }
@@ -113,26 +159,53 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
                                              std::tuple{&flags->to, &options.to_ms, "--to"}}) {
         if (text->empty()) continue;
         std::optional<int64_t> ms = core::ParseTimeMs(*text);
-        if (!ms) return usage(std::string(name) + ": not a time (unix seconds or ISO 8601 with offset): " + *text);
+        if (!ms) {
+          return usage(std::string(name) + ": not a time (unix seconds or ISO 8601 with offset): " +
+                       core::QuotedValue(*text));
+        }
+        if (!core::IsTraceTimeMs(*ms)) {
+          return usage(std::string(name) + ": " + core::QuotedValue(*text) + " is " +
+                       std::string(core::kTraceTimeRangeReason) + " of the trace");
+        }
         *into = *ms;
       }
-      if (options.to_ms <= options.from_ms) {
-        return usage(incidents.value().empty() && (flags->from.empty() || flags->to.empty())
-                         ? "the faults file has no incident: give --from and --to"
-                         : "--to must be after --from");
+      if (incidents.value().empty() && (flags->from.empty() || flags->to.empty())) {
+        return usage("the faults file has no incident: give --from and --to");
+      }
+      if (core::Status s = scoring::CheckScoreWindow(rules, options.from_ms, options.to_ms); !s.ok()) {
+        return usage(s.message());
+      }
+      // The outputs before any query: a typo must not cost the whole run.
+      for (const auto& [flag, path] : {std::pair{"--json", &flags->json}, std::pair{"--html", &flags->html}}) {
+        if (path->empty()) continue;
+        if (core::Status s = CheckOutputPath(flag, *path); !s.ok()) {
+          core::LogError("score", s.message());
+          return 1;
+        }
       }
       std::vector<scoring::FlagKind> flag_kinds;
       if (!flags->anomalies.empty()) {
-        auto loaded = scoring::LoadAnomalyFlags(flags->anomalies, options.from_ms, options.to_ms);
+        int64_t duplicates = 0;
+        auto loaded = scoring::LoadAnomalyFlags(flags->anomalies, options.from_ms, options.to_ms, &duplicates);
         if (!loaded.ok()) return usage(loaded.status().message());
         flag_kinds = std::move(loaded).value();
+        if (duplicates > 0) {
+          core::Logf(core::LogLevel::kInfo, "score",
+                     "%s: %lld records read again skipped (the same cluster, kind, subject, state and ts_ms)",
+                     flags->anomalies.c_str(), static_cast<long long>(duplicates));
+        }
       }
       size_t done = 0;
       auto report = scoring::ScoreRules(rules, client.get(), std::move(flag_kinds), incidents.value(), options,
                                         [&](const scoring::AlertRule& rule) {
-                                          core::LogDebug("score", "querying " + rule.name + " (" +
-                                                                      std::to_string(++done) + "/" +
-                                                                      std::to_string(rules.alerts.size()) + ")");
+                                          // Progress: a long window is many requests per rule.
+                                          const size_t requests =
+                                              scoring::SplitRange(options.from_ms, options.to_ms, rule.interval_ms,
+                                                                  scoring::kPointsPerRequest)
+                                                  .size();
+                                          core::Logf(core::LogLevel::kInfo, "score",
+                                                     "rule %zu/%zu: %s (%zu request%s)", ++done, rules.alerts.size(),
+                                                     rule.name.c_str(), requests, requests == 1 ? "" : "s");
                                         });
       if (!report.ok()) {
         core::LogError("score", report.status().message());
@@ -140,8 +213,8 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
       }
       for (const std::string& w : report.value().warnings) core::LogWarn("score", w);
       std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
-      if (!flags->json.empty() && !WriteFile(flags->json, scoring::FormatJson(report.value()))) return 1;
-      if (!flags->html.empty() && !WriteFile(flags->html, scoring::FormatHtml(report.value()))) return 1;
+      if (!flags->json.empty() && !WriteFile("--json", flags->json, scoring::FormatJson(report.value()))) return 1;
+      if (!flags->html.empty() && !WriteFile("--html", flags->html, scoring::FormatHtml(report.value()))) return 1;
       if (client) {
         core::Logf(core::LogLevel::kInfo, "score", "%zu rules over %s .. %s in %lld requests to %s",
                    rules.alerts.size(), core::FormatIsoTime(options.from_ms, 0).c_str(),

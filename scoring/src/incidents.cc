@@ -2,11 +2,17 @@
 // file, line and field.
 #include "acmetrace/scoring/incidents.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include "acmetrace/core/input_errors.h"
 
 #include "acmetrace/core/line_reader.h"
 #include "acmetrace/core/record_parse.h"
@@ -31,24 +37,40 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 }  // namespace
 
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return core::Status::Error(path + ": cannot open the faults file");
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return core::Status::Error(path + ": cannot open the faults file: " + std::strerror(errno));
+  struct FileCloser {
+    std::FILE* f;
+    ~FileCloser() { std::fclose(f); }
+  } closer{file};
+  // A directory opens, then reads as nothing: it would be a file of no incident, every flag false.
+  struct stat st {};
+  if (::fstat(::fileno(file), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return core::Status::Error(path + ": a directory, not a faults file");
+  }
+  core::LineReader reader(file, kMaxFaultsLineBytes);
   std::vector<Incident> incidents;
-  std::string line;
-  int line_no = 0;
+  std::string_view view;
+  bool any_line = false;
   static const char* const kColumns[] = {"cluster", "kind", "subject", "start", "end"};
-  while (std::getline(in, line)) {
-    ++line_no;
+  while (true) {
+    const core::LineReader::Result r = reader.Next(view);
+    if (r == core::LineReader::Result::kEnd) break;
+    const int64_t line_no = reader.line_no();
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    if (r == core::LineReader::Result::kTooLong) return core::Status::Error(where + "row: " + reader.TooLongReason());
+    std::string line(view);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
+    any_line = true;
     if (line_no == 1 && line.rfind("cluster,", 0) == 0) {
       if (line != "cluster,kind,subject,start,end") {
-        return core::Status::Error(path + ":1: header: expected \"cluster,kind,subject,start,end\"");
+        return core::Status::Error(path + ":1: header: expected \"cluster,kind,subject,start,end\", got " +
+                                   core::QuotedValue(line));
       }
       continue;
     }
     const std::vector<std::string> f = SplitCsv(line);
-    const std::string where = path + ":" + std::to_string(line_no) + ": ";
     if (f.size() != 5) {
       return core::Status::Error(where + "row: " + std::to_string(f.size()) +
                                  " fields, expected 5 (cluster,kind,subject,start,end)");
@@ -60,8 +82,8 @@ core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
     for (int i = 3; i < 5; ++i) {
       std::optional<int64_t> ms = core::ParseTimeMs(f[i]);
       if (!ms) {
-        return core::Status::Error(where + kColumns[i] + ": not a time (unix seconds or ISO 8601 with offset): \"" +
-                                   f[i] + "\"");
+        return core::Status::Error(where + kColumns[i] + ": not a time (unix seconds or ISO 8601 with offset): " +
+                                   core::QuotedValue(f[i]));
       }
       if (!core::IsTraceTimeMs(*ms)) {
         return core::Status::Error(where + kColumns[i] + ": " + std::string(core::kTraceTimeRangeReason));
@@ -71,12 +93,17 @@ core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
     if (incident.end_ms < incident.start_ms) return core::Status::Error(where + "end: before start");
     incidents.push_back(std::move(incident));
   }
+  if (reader.failed()) return core::Status::Error(path + ": cannot read the faults file: " + std::strerror(errno));
+  if (!any_line) {
+    return core::Status::Error(path + ": empty, not a faults file (synth writes a header, then a row per incident)");
+  }
   std::stable_sort(incidents.begin(), incidents.end(),
                    [](const Incident& a, const Incident& b) { return a.start_ms < b.start_ms; });
   return incidents;
 }
 
-core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, int64_t start_ms, int64_t end_ms) {
+core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, int64_t start_ms, int64_t end_ms,
+                                                     int64_t* duplicates_out) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return core::Status::Error(path + ": cannot open the anomalies file");
   core::LineReader reader(file);
@@ -85,6 +112,10 @@ core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, in
   std::map<std::string, FlagKind> kinds;
   // Open flags by (cluster, kind, subject): their onset.
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> open;
+  // Records already read, by identity: Kafka delivers at least once, and a record delivered twice is
+  // one flag, not two onsets.
+  std::set<std::tuple<std::string, std::string, std::string, bool, int64_t>> seen;
+  int64_t duplicates = 0;
   std::string_view line;
   core::Status failure = core::Status::Ok();
   while (true) {
@@ -106,6 +137,10 @@ core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, in
     }
     const auto* event = std::get_if<core::AnomalyEvent>(&record);
     if (event == nullptr) continue;
+    if (!seen.emplace(event->cluster, event->kind, event->subject, event->open, event->ts_ms).second) {
+      ++duplicates;
+      continue;
+    }
     auto key = std::make_tuple(event->cluster, event->kind, event->subject);
     FlagKind& kind = kinds[event->kind];
     kind.kind = event->kind;
@@ -123,6 +158,7 @@ core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, in
   std::fclose(file);
   if (!failure.ok()) return failure;
   if (read_error) return core::Status::Error(path + ": read error");
+  if (duplicates_out != nullptr) *duplicates_out = duplicates;
   for (const auto& [key, onset] : open) {
     if (onset < start_ms || onset > end_ms) continue;
     const auto& [cluster, kind, subject] = key;

@@ -15,6 +15,38 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// Text from the rule files, the answers or faults.csv on a terminal: control characters written as C
+// escapes, as core/log.h writes them in log lines, so that a rule name cannot move the cursor, retitle
+// the window or hide rows. C1 controls (U+0080-U+009F, which some terminals act on like ESC [) too.
+std::string TerminalSafe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    char buf[8];
+    if (u == '\\') {
+      out += "\\\\";
+    } else if (u < 0x20 || u == 0x7f) {
+      switch (u) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          std::snprintf(buf, sizeof buf, "\\x%02x", u);
+          out += buf;
+      }
+    } else if (u == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[i + 1]));
+      out += buf;
+      ++i;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -35,7 +67,7 @@ std::string ByKind(const RuleScore& s) {
   std::string out;
   for (const auto& [kind, count] : s.by_kind) {
     if (!out.empty()) out += ", ";
-    out += kind + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
+    out += TerminalSafe(kind) + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
   }
   return out.empty() ? "no incidents of its kinds" : out;
 }
@@ -59,7 +91,7 @@ std::string PadLeft(const std::string& s, size_t width) {
 }
 
 void AppendRow(std::string& out, const RuleScore& s, const std::string& for_text) {
-  out += Pad(s.rule, 34) + " " + Pad(s.group, 22) + " " + PadLeft(for_text, 6) + " " +
+  out += Pad(TerminalSafe(s.rule), 34) + " " + Pad(TerminalSafe(s.group), 22) + " " + PadLeft(for_text, 6) + " " +
          PadLeft(std::to_string(s.onsets), 7) + " " + PadLeft(std::to_string(s.false_alerts()), 6) + " " +
          PadLeft(Ratio(s.precision), 9) + " " +
          PadLeft(std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()), 9) + " " +

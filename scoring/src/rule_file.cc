@@ -1,14 +1,22 @@
 // Loading Prometheus rule files (yaml-cpp) with errors that name file, line and field.
 #include "acmetrace/scoring/rule_file.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cctype>
-#include <charconv>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "acmetrace/core/input_errors.h"
 
 namespace acmetrace::scoring {
 
@@ -35,6 +43,41 @@ core::Status FieldError(const std::string& path, const YAML::Node& node, std::st
 
 bool IsScalarString(const YAML::Node& node) { return node.IsScalar(); }
 
+// Prometheus's model.IsValidMetricName and LabelName.IsValid (the legacy ASCII names promtool checks).
+bool IsMetricName(std::string_view s) {
+  if (s.empty()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsLabelName(std::string_view s) { return IsMetricName(s) && s.find(':') == std::string_view::npos; }
+
+// Text from the file (or a yaml-cpp message, which may quote it) in an error: one line of bounded
+// size, as core::QuotedValue cuts and escapes it, without its quotes.
+std::string Echo(std::string_view text) {
+  const std::string quoted = core::QuotedValue(text);
+  const size_t close = quoted.rfind('\'');
+  return quoted.substr(1, close - 1) + quoted.substr(close + 1);
+}
+
+// Why a map's key is refused, or "" for a plain scalar. A key such as `? [a, b]` is a sequence: it has
+// no name, and yaml-cpp would throw on reading it as one.
+struct KeyOrError {
+  std::string key;
+  core::Status error = core::Status::Ok();
+};
+KeyOrError KeyOf(const std::string& path, const YAML::Node& key, std::string_view where) {
+  if (!key.IsScalar()) {
+    return {"", FieldError(path, key, where, "a key must be a plain name, not a list or a map")};
+  }
+  return {key.Scalar(), core::Status::Ok()};
+}
+
 }  // namespace
 
 core::Result<int64_t> ParseDurationMs(std::string_view text) {
@@ -46,11 +89,11 @@ core::Result<int64_t> ParseDurationMs(std::string_view text) {
   while (pos < text.size()) {
     int64_t value = 0;
     if (!std::isdigit(static_cast<unsigned char>(text[pos]))) {
-      return core::Status::Error("not a duration: \"" + std::string(text) + "\" (use e.g. 30s, 1m30s, 1h, 0s)");
+      return core::Status::Error("not a duration: " + core::QuotedValue(text) + " (use e.g. 30s, 1m30s, 1h, 0s)");
     }
     const auto [end, ec] = std::from_chars(text.data() + pos, text.data() + text.size(), value);
     if (ec != std::errc() || end == text.data() + pos) {
-      return core::Status::Error("not a duration: \"" + std::string(text) + "\" (use e.g. 30s, 1m30s, 1h, 0s)");
+      return core::Status::Error("not a duration: " + core::QuotedValue(text) + " (use e.g. 30s, 1m30s, 1h, 0s)");
     }
     pos = static_cast<size_t>(end - text.data());
     int found = -1;
@@ -63,11 +106,11 @@ core::Result<int64_t> ParseDurationMs(std::string_view text) {
       }
     }
     if (found < 0) {
-      return core::Status::Error("not a duration: \"" + std::string(text) +
-                                 "\" (units y w d h m s ms, largest first, each once)");
+      return core::Status::Error("not a duration: " + core::QuotedValue(text) +
+                                 " (units y w d h m s ms, largest first, each once)");
     }
     if (value > (INT64_MAX / 2 - total) / kUnits[found].ms) {
-      return core::Status::Error("duration too long: \"" + std::string(text) + "\"");
+      return core::Status::Error("duration too long: " + core::QuotedValue(text));
     }
     total += value * kUnits[found].ms;
     pos += kUnits[found].suffix.size();
@@ -90,13 +133,37 @@ std::string FormatDuration(int64_t ms) {
 }
 
 core::Result<RuleFileText> ReadRuleFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return core::Status::Error(path + ": a directory, not a rule file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Status::Error(path + ": cannot open the rule file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return RuleFileText{path, text.str()};
+  // Only a regular file of a rule file's size: a symlink to /dev/zero would be read until memory ran
+  // out, and a FIFO would hang (opened without blocking, so that even its open does not wait).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return core::Status::Error(path + ": cannot open the rule file: " + std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return core::Status::Error(path + ": " + (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file") +
+                               ", not a rule file");
+  }
+  if (st.st_size > kMaxRuleFileBytes) {
+    return core::Status::Error(path + ": " + std::to_string(st.st_size) + " bytes, more than a rule file's limit of " +
+                               std::to_string(kMaxRuleFileBytes));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return core::Status::Error(path + ": cannot read the rule file: " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > static_cast<size_t>(kMaxRuleFileBytes)) {  // it grew while read
+      return core::Status::Error(path + ": more than a rule file's limit of " + std::to_string(kMaxRuleFileBytes) +
+                                 " bytes");
+    }
+  }
+  return RuleFileText{path, std::move(text)};
 }
 
 core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default_interval_ms) {
@@ -105,47 +172,68 @@ core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default
   return LoadRuleText(file.value(), out, default_interval_ms);
 }
 
-core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t default_interval_ms) {
-  const std::string& path = file.name;
-  YAML::Node root;
-  try {
-    root = YAML::Load(file.text);
-  } catch (const YAML::Exception& e) {
-    return core::Status::Error(path + ":" + std::to_string(e.mark.line + 1) + ": yaml: " + e.msg);
-  }
+namespace {
+
+// The rule file's groups into parsed; yaml-cpp may throw (LoadRuleText catches what it throws).
+core::Status ParseRuleYaml(const std::string& path, const std::string& text, RuleSet& parsed,
+                           int64_t default_interval_ms) {
+  const YAML::Node root = YAML::Load(text);
   if (!root.IsMap()) return core::Status::Error(path + ":1: groups: a rule file is a map with a `groups` list");
+  // Prometheus reads rule files strictly: a key given twice is an error, not "the last one wins".
+  auto once = [&path](std::map<std::string, int>& seen, const YAML::Node& key, const std::string& name) {
+    const int line = key.Mark().line + 1;
+    if (auto [it, added] = seen.emplace(name, line); !added) {
+      return FieldError(path, key, Echo(name), "given twice (first on line " + std::to_string(it->second) + ")");
+    }
+    return core::Status::Ok();
+  };
+  std::map<std::string, int> top_keys;
   for (const auto& top : root) {
-    const std::string key = top.first.as<std::string>();
-    if (key != "groups") return FieldError(path, top.first, key, "unknown field (a rule file has only `groups`)");
+    KeyOrError k = KeyOf(path, top.first, "groups");
+    if (!k.error.ok()) return k.error;
+    if (k.key != "groups") return FieldError(path, top.first, Echo(k.key), "unknown field (a rule file has only `groups`)");
+    if (core::Status s = once(top_keys, top.first, k.key); !s.ok()) return s;
   }
   const YAML::Node groups = root["groups"];
   if (!groups.IsSequence()) return FieldError(path, groups, "groups", "must be a list of groups");
-  RuleSet parsed;
+  std::map<std::string, int> group_lines;  // name -> line: promtool refuses a name used twice in a file
   for (const YAML::Node& group : groups) {
     if (!group.IsMap()) return FieldError(path, group, "groups", "each group is a map (name, interval, rules)");
     std::string group_name;
     int64_t interval_ms = default_interval_ms;
     YAML::Node rules;
+    std::map<std::string, int> group_keys;
     for (const auto& field : group) {
-      const std::string key = field.first.as<std::string>();
+      KeyOrError k = KeyOf(path, field.first, "groups");
+      if (!k.error.ok()) return k.error;
+      const std::string& key = k.key;
+      if (core::Status s = once(group_keys, field.first, key); !s.ok()) return s;
       const YAML::Node& value = field.second;
       if (key == "name") {
-        if (!IsScalarString(value) || value.as<std::string>().empty()) {
+        if (!IsScalarString(value) || value.Scalar().empty()) {
           return FieldError(path, value, "name", "a group needs a non-empty name");
         }
-        group_name = value.as<std::string>();
+        group_name = value.Scalar();
+        if (auto [it, added] = group_lines.emplace(group_name, value.Mark().line + 1); !added) {
+          return FieldError(path, value, "name",
+                            "group \"" + Echo(group_name) + "\" is repeated in the same file (first on line " +
+                                std::to_string(it->second) + ")");
+        }
       } else if (key == "interval") {
         if (!IsScalarString(value)) return FieldError(path, value, "interval", "must be a duration");
-        core::Result<int64_t> d = ParseDurationMs(value.as<std::string>());
+        core::Result<int64_t> d = ParseDurationMs(value.Scalar());
         if (!d.ok()) return FieldError(path, value, "interval", d.status().message());
-        if (d.value() <= 0) return FieldError(path, value, "interval", "must be more than 0s");
+        if (d.value() < kMinGroupIntervalMs) {
+          return FieldError(path, value, "interval",
+                            value.Scalar() + " is below the minimum of " + FormatDuration(kMinGroupIntervalMs));
+        }
         interval_ms = d.value();
       } else if (key == "rules") {
         rules = value;
       } else if (key == "limit" || key == "source_tenants") {
         // Accepted by Prometheus; nothing to score.
       } else {
-        return FieldError(path, field.first, key, "unknown field of a group (name, interval, limit, rules)");
+        return FieldError(path, field.first, Echo(key), "unknown field of a group (name, interval, limit, rules)");
       }
     }
     if (group_name.empty()) return FieldError(path, group, "name", "a group needs a name");
@@ -160,31 +248,35 @@ core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t defaul
       alert.interval_ms = interval_ms;
       std::string record;
       bool has_expr = false;
+      std::map<std::string, int> rule_keys;
       for (const auto& field : rule) {
-        const std::string key = field.first.as<std::string>();
+        KeyOrError k = KeyOf(path, field.first, "rules");
+        if (!k.error.ok()) return k.error;
+        const std::string& key = k.key;
+        if (core::Status s = once(rule_keys, field.first, key); !s.ok()) return s;
         const YAML::Node& value = field.second;
         auto duration = [&](int64_t& into) -> core::Status {
           if (!IsScalarString(value)) return FieldError(path, value, key, "must be a duration");
-          core::Result<int64_t> d = ParseDurationMs(value.as<std::string>());
+          core::Result<int64_t> d = ParseDurationMs(value.Scalar());
           if (!d.ok()) return FieldError(path, value, key, d.status().message());
           into = d.value();
           return core::Status::Ok();
         };
         if (key == "alert") {
-          if (!IsScalarString(value) || value.as<std::string>().empty()) {
+          if (!IsScalarString(value) || value.Scalar().empty()) {
             return FieldError(path, value, "alert", "must be a non-empty name");
           }
-          alert.name = value.as<std::string>();
+          alert.name = value.Scalar();
         } else if (key == "record") {
-          if (!IsScalarString(value) || value.as<std::string>().empty()) {
-            return FieldError(path, value, "record", "must be a non-empty metric name");
+          if (!IsScalarString(value) || !IsMetricName(value.Scalar())) {
+            return FieldError(path, value, "record", "must be a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
           }
-          record = value.as<std::string>();
+          record = value.Scalar();
         } else if (key == "expr") {
-          if (!IsScalarString(value) || value.as<std::string>().empty()) {
+          if (!IsScalarString(value) || value.Scalar().empty()) {
             return FieldError(path, value, "expr", "must be a non-empty PromQL expression");
           }
-          alert.expr = value.as<std::string>();
+          alert.expr = value.Scalar();
           has_expr = true;
         } else if (key == "for") {
           if (core::Status s = duration(alert.for_ms); !s.ok()) return s;
@@ -193,16 +285,28 @@ core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t defaul
         } else if (key == "labels") {
           if (value.IsNull()) continue;
           if (!value.IsMap()) return FieldError(path, value, "labels", "must be a map of label names to values");
+          std::map<std::string, int> label_keys;
           for (const auto& label : value) {
-            if (!label.second.IsScalar()) {
-              return FieldError(path, label.second, "labels." + label.first.as<std::string>(), "must be a string");
+            KeyOrError name = KeyOf(path, label.first, "labels");
+            if (!name.error.ok()) return name.error;
+            if (!IsLabelName(name.key)) {
+              return FieldError(path, label.first, "labels",
+                                Echo(name.key) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
             }
-            alert.labels[label.first.as<std::string>()] = label.second.as<std::string>();
+            if (core::Status s = once(label_keys, label.first, name.key); !s.ok()) return s;
+            if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name.key, "must be a string");
+            alert.labels[name.key] = label.second.Scalar();
           }
         } else if (key == "annotations") {
           if (!value.IsNull() && !value.IsMap()) return FieldError(path, value, "annotations", "must be a map");
+          if (value.IsMap()) {
+            for (const auto& annotation : value) {
+              KeyOrError name = KeyOf(path, annotation.first, "annotations");
+              if (!name.error.ok()) return name.error;
+            }
+          }
         } else {
-          return FieldError(path, field.first, key,
+          return FieldError(path, field.first, Echo(key),
                             "unknown field of a rule (alert, record, expr, for, keep_firing_for, labels, annotations)");
         }
       }
@@ -221,6 +325,31 @@ core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t defaul
       }
     }
   }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t default_interval_ms) {
+  const std::string& path = file.name;
+  auto at = [&path](const YAML::Mark& mark) {
+    return mark.line >= 0 ? path + ":" + std::to_string(mark.line + 1) : path;
+  };
+  RuleSet parsed;
+  core::Status status = core::Status::Ok();
+  // Every exception yaml-cpp throws stops here: a key that is a list read as a name
+  // (TypedBadConversion), syntax errors (ParserException), nesting (DeepRecursion), and anything else.
+  try {
+    status = ParseRuleYaml(path, file.text, parsed, default_interval_ms);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp 0.7 gives this one the message "bad file".
+    status = core::Status::Error(at(e.mark) + ": yaml: nested too deeply");
+  } catch (const YAML::Exception& e) {
+    status = core::Status::Error(at(e.mark) + ": yaml: " + Echo(e.msg));
+  } catch (const std::exception& e) {
+    status = core::Status::Error(path + ": cannot parse the rule file: " + Echo(e.what()));
+  }
+  if (!status.ok()) return status;
   for (AlertRule& a : parsed.alerts) out.alerts.push_back(std::move(a));
   for (RecordingRule& r : parsed.records) out.records.push_back(std::move(r));
   return core::Status::Ok();

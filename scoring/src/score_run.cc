@@ -1,6 +1,8 @@
 // The run: rules queried one by one (each answer kept only while its sweep runs), flags added, scores.
 #include "acmetrace/scoring/score_run.h"
 
+#include "acmetrace/core/time.h"
+
 namespace acmetrace::scoring {
 
 const std::set<std::string>& DetectorKinds() {
@@ -8,6 +10,26 @@ const std::set<std::string>& DetectorKinds() {
                                                "gpu_straggler", "util_drop",    "failure_burst",
                                                "queue_backlog", "large_job_failure", "node_failure"};
   return kKinds;
+}
+
+core::Status CheckScoreWindow(const RuleSet& rules, int64_t from_ms, int64_t to_ms) {
+  for (const auto& [ms, name] : {std::pair{from_ms, "--from"}, std::pair{to_ms, "--to"}}) {
+    if (!core::IsTraceTimeMs(ms)) {
+      return core::Status::Error(std::string(name) + ": " + core::FormatIsoTime(ms, 0) + " is " +
+                                 std::string(core::kTraceTimeRangeReason) + " of the trace");
+    }
+  }
+  if (to_ms <= from_ms) return core::Status::Error("--to must be after --from");
+  for (const AlertRule& rule : rules.alerts) {
+    const int64_t evaluations = (to_ms - from_ms) / rule.interval_ms + 1;
+    if (evaluations > kMaxEvaluationsPerRule) {
+      return core::Status::Error(
+          "--from, --to: " + rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + " would be evaluated " +
+          std::to_string(evaluations) + " times at its interval of " + FormatDuration(rule.interval_ms) +
+          ", more than " + std::to_string(kMaxEvaluationsPerRule) + ": narrow the window");
+    }
+  }
+  return core::Status::Ok();
 }
 
 core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier, std::vector<FlagKind> flags,
@@ -36,11 +58,19 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
                                 ", a recording rule: its series must be in Prometheus (recorded live, or backfilled: "
                                 "acmetrace backfill does the shipped ones), else the alert never fires");
     }
-    core::Result<std::vector<Series>> result =
+    core::Result<RangeAnswer> answer =
         querier->QueryRange(rule.expr, options.from_ms, options.to_ms, rule.interval_ms);
-    if (!result.ok()) {
+    if (!answer.ok()) {
       return core::Status::Error(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + ": " +
-                                 result.status().message());
+                                 answer.status().message());
+    }
+    const std::vector<Series>& result = answer.value().series;
+    if (answer.value().bad_samples > 0) {
+      report.bad_samples += answer.value().bad_samples;
+      report.warnings.push_back(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + ": " +
+                                std::to_string(answer.value().bad_samples) +
+                                " samples of Prometheus's answers left out, their time being no evaluation time "
+                                "(first: " + answer.value().first_bad_sample + ")");
     }
     EvalSchedule schedule{options.from_ms, options.to_ms, rule.interval_ms, rule.for_ms, rule.keep_firing_for_ms};
     RuleFirings firings;
@@ -50,13 +80,13 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
     firings.for_ms = rule.for_ms;
     firings.keep_firing_for_ms = rule.keep_firing_for_ms;
     firings.interval_ms = rule.interval_ms;
-    firings.intervals = ReplayAlertRule(result.value(), rule, schedule);
+    firings.intervals = ReplayAlertRule(result, rule, schedule);
     rule_scores.push_back(ScoreRule(firings, report.incidents, options.window));
     for (int64_t for_ms : options.sweep_for_ms) {
       RuleFirings swept = firings;
       swept.for_ms = for_ms;
       schedule.for_ms = for_ms;
-      swept.intervals = ReplayAlertRule(result.value(), rule, schedule);
+      swept.intervals = ReplayAlertRule(result, rule, schedule);
       report.sweep.push_back({ScoreRule(swept, report.incidents, options.window)});
     }
     report.firings.push_back(std::move(firings));

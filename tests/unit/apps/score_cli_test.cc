@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -90,6 +91,108 @@ TEST(ScoreCliTest, UsageErrorsExitTwoWithOneLine) {
     EXPECT_NE(run.out.find(c.message), std::string::npos) << c.args << "\n" << run.out;
     EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
   }
+}
+
+// Usage errors exit 2 with one line that holds `message`.
+void ExpectUsageError(const std::string& args, const std::string& message, int exit_code = 2) {
+  const ShellOutput run = Score(args);
+  EXPECT_EQ(run.exit_code, exit_code) << args << "\n" << run.out;
+  EXPECT_NE(run.out.find(message), std::string::npos) << args << "\n" << run.out;
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << args << "\n" << run.out;
+}
+
+TEST(ScoreCliTest, ARuleFileKeyThatIsNoNameIsAUsageErrorNotAnAbort) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  const std::string top = WriteFile(dir, "top.yml", "? [a, b]\n: x\n");
+  const std::string labels = WriteFile(dir, "labels.yml",
+                                       "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n"
+                                       "        labels:\n          ? [a, b]\n          : x\n");
+  const std::string twice = WriteFile(dir, "twice.yml", "groups:\n  - name: g\n    rules: []\n  - name: g\n");
+  const std::string fast = WriteFile(dir, "fast.yml", "groups:\n  - name: g\n    interval: 1ms\n    rules: []\n");
+  const std::string prometheus = " --prometheus http://127.0.0.1:9 --faults " + faults + " --rules ";
+  ExpectUsageError(prometheus + top, top + ":1: groups: a key must be a plain name");
+  ExpectUsageError(prometheus + labels, labels + ":7: labels: a key must be a plain name");
+  ExpectUsageError(prometheus + twice, twice + ":4: name: group \"g\" is repeated in the same file");
+  ExpectUsageError(prometheus + fast, fast + ":3: interval: 1ms is below the minimum of 1s");
+  // backfill reads rule files with the same parser, before any data.
+  for (const std::string& file : {top, labels}) {
+    const ShellOutput run = RunShellCapture(std::string(ACMETRACE_BINARY) + " backfill --openmetrics " + dir +
+                                            "/out.om --rules " + file + " 2>&1");
+    EXPECT_EQ(run.exit_code, 2) << run.out;
+    EXPECT_NE(run.out.find(file + ":"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("a key must be a plain name"), std::string::npos) << run.out;
+    EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << run.out;
+  }
+}
+
+TEST(ScoreCliTest, EveryNumericFlagIsCheckedForTypeAndRange) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  const std::string flags_only = "--faults " + faults + " --anomalies " + WriteFile(dir, "a.jsonl", kAnomalies);
+  // --timeout-s: a number of seconds in 0.1-3600 (nan passed CLI11's Range: every comparison is false).
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "-1", "0", "0.05", "3601", "1e308", "abc", "1s", ""}) {
+    ExpectUsageError(flags_only + " --timeout-s '" + bad + "'", "--timeout-s: must be a number of seconds in 0.1-3600");
+  }
+  // --from, --to: times of the trace's years.
+  ExpectUsageError(flags_only + " --to 99999999999", "--to: '99999999999' is outside the accepted years 2000-2099");
+  ExpectUsageError(flags_only + " --from 2000 --to 2099", "--from: '2000' is outside the accepted years");
+  ExpectUsageError(flags_only + " --from -1688169600", "--from: '-1688169600' is outside the accepted years");
+  ExpectUsageError(flags_only + " --from nan", "--from: not a time");
+  ExpectUsageError(flags_only + " --from 1e308", "--from: not a time");
+  ExpectUsageError(flags_only + " --from 1688180000 --to 1688170000", "--to must be after --from");
+  // Each rule's evaluations over the window: 2000 to 2099 at a 1s interval is billions of them.
+  const std::string rules = WriteFile(dir, "r.yml", "groups:\n  - name: g\n    interval: 1s\n    rules:\n"
+                                                    "      - alert: A\n        expr: up\n");
+  ExpectUsageError("--faults " + faults + " --prometheus http://127.0.0.1:9 --rules " + rules +
+                       " --from 946684800 --to 4102444799",
+                   R"(A would be evaluated 3155760000 times at its interval of 1s, more than 1000000)");
+  // --sweep-for: durations, a bounded number of them.
+  ExpectUsageError(flags_only + " --sweep-for 1m,,5m", "--sweep-for: empty duration");
+  ExpectUsageError(flags_only + " --sweep-for -1m", "--sweep-for: not a duration: '-1m'");
+  ExpectUsageError(flags_only + " --sweep-for 99999999999999y", "--sweep-for: duration too long: '99999999999999y'");
+  std::string many = "0s";
+  for (int i = 1; i <= 64; ++i) many += "," + std::to_string(i) + "s";
+  ExpectUsageError(flags_only + " --sweep-for " + many, "--sweep-for: more than 64 values");
+}
+
+TEST(ScoreCliTest, ADirectoryOrEmptyFaultsFileIsAnError) {
+  const std::string dir = TestDir();
+  const std::string anomalies = WriteFile(dir, "a.jsonl", kAnomalies);
+  ExpectUsageError("--faults " + dir + " --anomalies " + anomalies + " --from 1688169600 --to 1688180000",
+                   dir + ": a directory, not a faults file");
+  const std::string empty = WriteFile(dir, "empty.csv", "");
+  ExpectUsageError("--faults " + empty + " --anomalies " + anomalies + " --from 1688169600 --to 1688180000",
+                   empty + ": empty, not a faults file");
+}
+
+TEST(ScoreCliTest, OutputPathsAreCheckedBeforeAnyQueryAndAFailedWriteSaysWhy) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  // Port 9 answers nothing: were the outputs checked after the queries, the error would be the connection's.
+  const std::string args = "--faults " + faults + " --prometheus http://127.0.0.1:9 ";
+  ExpectUsageError(args + "--json " + dir, "--json: " + dir + ": cannot write there: a directory", 1);
+  ExpectUsageError(args + "--html " + dir + "/no/such/dir/s.html", "cannot write there: No such file or directory", 1);
+  ExpectUsageError(args + "--json /sys/acmetrace-score.json", "cannot write there: Permission denied", 1);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/no"));
+  // A write that fails at the end says why (a full disk).
+  const ShellOutput full =
+      Score("--faults " + faults + " --anomalies " + WriteFile(dir, "a.jsonl", kAnomalies) + " --json /dev/full");
+  EXPECT_EQ(full.exit_code, 1) << full.out;
+  EXPECT_NE(full.out.find("--json: /dev/full: cannot write: No space left on device"), std::string::npos) << full.out;
+}
+
+TEST(ScoreCliTest, AnomalyRecordsDeliveredTwiceAreCountedOnce) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  const std::string twice = WriteFile(dir, "twice.jsonl", std::string(kAnomalies) + kAnomalies);
+  const ShellOutput run = Score("--faults " + faults + " --anomalies " + twice + " --json " + dir + "/s.json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("3 records read again skipped"), std::string::npos) << run.out;
+  const nlohmann::json doc = nlohmann::json::parse(ReadAll(dir + "/s.json"));
+  EXPECT_EQ(doc["rules"][0]["onsets"], 1);
+  EXPECT_EQ(doc["rules"][1]["onsets"], 1);
+  EXPECT_DOUBLE_EQ(doc["total"]["precision"].get<double>(), 0.5);
 }
 
 }  // namespace

@@ -46,6 +46,62 @@ TEST(FaultsCsvTest, BadRowsNameFileLineAndField) {
   EXPECT_FALSE(LoadFaultsCsv(dir + "/none.csv").ok());
 }
 
+TEST(FaultsCsvTest, ADirectoryOrAnEmptyFileIsAnErrorNotNoIncidents) {
+  const std::string dir = TestDir();
+  core::Result<std::vector<Incident>> got = LoadFaultsCsv(dir);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), dir + ": a directory, not a faults file");
+  for (const char* empty : {"", "\n\n", "\r\n"}) {
+    const std::string path = WriteFile(dir, "empty.csv", empty);
+    got = LoadFaultsCsv(path);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().message().rfind(path + ": empty, not a faults file", 0), 0u) << got.status().message();
+  }
+  // A header alone is a run with no incident injected: no error.
+  got = LoadFaultsCsv(WriteFile(dir, "header.csv", "cluster,kind,subject,start,end\n"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(got.value().empty());
+}
+
+TEST(FaultsCsvTest, AHugeCellIsEchoedCut) {
+  const std::string dir = TestDir();
+  // A 10 MB cell: its line is over the line limit, said in one short line.
+  std::string path = WriteFile(dir, "huge.csv", "seren,gpu_overheat,g," + std::string(10 << 20, '9') + ",1\n");
+  core::Result<std::vector<Incident>> got = LoadFaultsCsv(path);
+  ASSERT_FALSE(got.ok());
+  EXPECT_LT(got.status().message().size(), path.size() + 200) << got.status().message().substr(0, 400);
+  // Under the line limit but far over an echo: the cell is cut, its size said, control characters escaped.
+  path = WriteFile(dir, "long.csv", "seren,gpu_overheat,g,\x1b[2J" + std::string(60'000, 'x') + ",1\n");
+  got = LoadFaultsCsv(path);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), path + ":1: start: not a time (unix seconds or ISO 8601 with offset): '\\x1b[2J" +
+                                        std::string(60, 'x') + "'... (60004 bytes)");
+}
+
+TEST(AnomalyFlagsTest, ARecordDeliveredTwiceIsOneFlag) {
+  // Kafka delivers at least once: the same open and close again, after the first pair.
+  const std::string open =
+      "{\"v\":1,\"cluster\":\"seren\",\"kind\":\"gpu_overheat\",\"subject\":\"n-3\",\"state\":\"open\","
+      "\"ts_ms\":1688169660000}\n";
+  const std::string close =
+      "{\"v\":1,\"cluster\":\"seren\",\"kind\":\"gpu_overheat\",\"subject\":\"n-3\",\"state\":\"close\","
+      "\"ts_ms\":1688170200000}\n";
+  // A later, different flag of the same GPU is no duplicate.
+  const std::string again =
+      "{\"v\":1,\"cluster\":\"seren\",\"kind\":\"gpu_overheat\",\"subject\":\"n-3\",\"state\":\"open\","
+      "\"ts_ms\":1688171000000}\n";
+  const std::string path = WriteFile(TestDir(), "anomalies.jsonl", open + close + open + close + open + again);
+  int64_t duplicates = -1;
+  core::Result<std::vector<FlagKind>> got = LoadAnomalyFlags(path, kT0, kT0 + 3'600'000, &duplicates);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got.value().size(), 1u);
+  ASSERT_EQ(got.value()[0].intervals.size(), 2u);
+  EXPECT_EQ(got.value()[0].intervals[0].start_ms, kT0 + 60'000);
+  EXPECT_EQ(got.value()[0].intervals[0].end_ms, kT0 + 600'000);
+  EXPECT_EQ(got.value()[0].intervals[1].start_ms, kT0 + 1'400'000);
+  EXPECT_EQ(duplicates, 3);
+}
+
 TEST(AnomalyFlagsTest, OpenToCloseIsAFlagAndAnOpenOneLastsToTheEnd) {
   const std::string path = WriteFile(
       TestDir(), "anomalies.jsonl",

@@ -86,6 +86,24 @@ TEST(ReportTest, TableHasARowPerRuleAndTheTotal) {
   EXPECT_NE(table.find("for: sweep"), std::string::npos);
 }
 
+TEST(ReportTest, TheTableEscapesControlCharactersOfRuleGroupAndKindNames) {
+  ScoreReport report = Report();
+  // A rule file's names with ESC [ 2 J (clear the screen), an OSC title, a C1 CSI (U+009B) and a newline.
+  report.scores[1].rule = "Quiet\x1b[2J\x1b]0;owned\x07";
+  report.scores[1].group = "g\xc2\x9b" "31m\nfake row";
+  report.scores[1].by_kind["k\x1b[8m"] = {};
+  const std::string table = FormatTable(report);
+  for (const char c : table) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(u >= 0x20 || c == '\n') << "control character " << static_cast<int>(u) << " in the table";
+  }
+  EXPECT_EQ(table.find("\xc2\x9b"), std::string::npos);
+  EXPECT_NE(table.find("Quiet\\x1b[2J\\x1b]0;owned\\x07"), std::string::npos) << table;
+  EXPECT_NE(table.find("g\\u009b31m\\nfake row"), std::string::npos) << table;
+  EXPECT_NE(table.find("k\\x1b[8m 0/0"), std::string::npos) << table;
+  EXPECT_EQ(table.find("\nfake row"), std::string::npos);
+}
+
 TEST(ReportTest, HtmlIsSelfContainedAndShowsEveryRuleAndIncident) {
   const std::string html = FormatHtml(Report());
   for (const char* text : {"GpuHot", "Quiet&lt;&amp;&gt;", "10.140.1.10-3", "util_drop", "cluster kalos",

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include "test_files.h"
@@ -114,6 +116,67 @@ TEST(RuleFileTest, ErrorsNameFileLineAndField) {
   }
   RuleSet rules;
   EXPECT_NE(LoadRuleFile(dir + "/missing.yml", rules).message().find("cannot open"), std::string::npos);
+}
+
+TEST(RuleFileTest, KeysThatAreNoNamesAreOneLineErrorsNotExceptions) {
+  // `? [a, b]` makes a key that is a list: yaml-cpp throws TypedBadConversion when it is read as a name.
+  static const std::string deep(3000, '[');
+  const BadRuleFile cases[] = {
+      {"? [a, b]\n: x\n", "1: groups: a key must be a plain name"},
+      {"groups:\n  - name: g\n    ? [a, b]\n    : x\n", "3: groups: a key must be a plain name"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        ? {k: v}\n        : x\n",
+       "6: rules: a key must be a plain name"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n          ? [a]\n"
+       "          : x\n",
+       "7: labels: a key must be a plain name"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n"
+       "          ? [a]\n          : x\n",
+       "7: annotations: a key must be a plain name"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n          a-b: x\n",
+       "7: labels: a-b is not a label name"},
+      {"groups:\n  - name: g\n    rules:\n      - record: a b\n        expr: up\n", "4: record: must be a metric name"},
+      {"groups:\n  - name: g\n    rules: []\n  - name: g\n    rules: []\n",
+       "4: name: group \"g\" is repeated in the same file (first on line 2)"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        expr: down\n",
+       "6: expr: given twice (first on line 5)"},
+      {"groups:\n  - name: g\n    interval: 1ms\n    rules: []\n", "3: interval: 1ms is below the minimum of 1s"},
+      {"groups:\n  - name: g\n    interval: 999ms\n    rules: []\n", "3: interval: 999ms is below the minimum of 1s"},
+      {deep.c_str(), "yaml:"},
+      {"groups: [\n", "yaml:"},
+      {"\xff\xfe\x00g", ""},
+  };
+  const std::string dir = TestDir();
+  for (const BadRuleFile& c : cases) {
+    const std::string path = WriteFile(dir, "bad.yml", c.text);
+    RuleSet rules;
+    core::Status s = core::Status::Ok();
+    EXPECT_NO_THROW(s = LoadRuleFile(path, rules)) << c.text;
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_EQ(s.message().rfind(path + ":", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message() << "\nexpected: " << c.expected;
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+    EXPECT_LT(s.message().size(), path.size() + 300) << s.message();
+  }
+  // The same group name in two files is no error (Prometheus keeps groups per file).
+  RuleSet rules;
+  const std::string one = WriteFile(dir, "one.yml", "groups:\n  - name: g\n    rules: []\n");
+  const std::string two = WriteFile(dir, "two.yml", "groups:\n  - name: g\n    interval: 1s\n    rules: []\n");
+  EXPECT_TRUE(LoadRuleFile(one, rules).ok());
+  EXPECT_TRUE(LoadRuleFile(two, rules).ok());
+}
+
+TEST(RuleFileTest, OnlyARegularFileOfBoundedSizeIsRead) {
+  const std::string dir = TestDir();
+  RuleSet rules;
+  EXPECT_NE(LoadRuleFile(dir, rules).message().find("a directory, not a rule file"), std::string::npos);
+  // A symlink to /dev/zero would be read forever; a FIFO would hang at open.
+  std::filesystem::create_symlink("/dev/zero", dir + "/zero.yml");
+  EXPECT_NE(LoadRuleFile(dir + "/zero.yml", rules).message().find("not a regular file"), std::string::npos);
+  ASSERT_EQ(::mkfifo((dir + "/fifo.yml").c_str(), 0600), 0);
+  EXPECT_NE(LoadRuleFile(dir + "/fifo.yml", rules).message().find("not a regular file"), std::string::npos);
+  const std::string big = WriteFile(dir, "big.yml", "# " + std::string(kMaxRuleFileBytes, 'x') + "\n");
+  EXPECT_NE(LoadRuleFile(big, rules).message().find("more than a rule file's limit"), std::string::npos);
+  EXPECT_NE(LoadRuleFile(dir + "/missing.yml", rules).message().find("No such file or directory"), std::string::npos);
 }
 
 TEST(RuleFileTest, ShippedRulesLoad) {

@@ -6,6 +6,8 @@
 
 #include <map>
 
+#include "acmetrace/core/time.h"
+
 namespace acmetrace::scoring {
 namespace {
 
@@ -19,9 +21,12 @@ class ScriptedPrometheus : public RangeQuerier {
   std::map<std::string, std::function<bool(int64_t)>> present;
   std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> calls;
 
-  core::Result<std::vector<Series>> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
-                                               int64_t step_ms) override {
+  std::map<std::string, RangeAnswer> forged;  // answers given as they are, by expression
+
+  core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
+                                       int64_t step_ms) override {
     calls.emplace_back(expr, start_ms, end_ms, step_ms);
+    if (auto f = forged.find(expr); f != forged.end()) return f->second;
     auto it = present.find(expr);
     if (it == present.end()) return core::Status::Error("unknown expression " + expr);
     Series s;
@@ -29,8 +34,8 @@ class ScriptedPrometheus : public RangeQuerier {
     for (int64_t t = start_ms; t <= end_ms; t += step_ms) {
       if (it->second(t)) s.ts_ms.push_back(t);
     }
-    if (s.ts_ms.empty()) return std::vector<Series>{};
-    return std::vector<Series>{s};
+    if (s.ts_ms.empty()) return RangeAnswer{};
+    return RangeAnswer{{s}, 0, ""};
   }
 };
 
@@ -177,6 +182,43 @@ TEST_F(ScoreRunTest, FlagsAreScoredBesideTheRules) {
   ASSERT_TRUE(run.value().flags_total.has_value());
   EXPECT_EQ(run.value().flags_total->onsets, 1);
   EXPECT_EQ(run.value().total.onsets, 485);  // the rules only
+}
+
+TEST_F(ScoreRunTest, SamplesLeftOutOfAnAnswerAreCountedAndSaidOnce) {
+  rules_.alerts.push_back(Rule("Forged"));
+  RangeAnswer forged;
+  forged.series.push_back({{{"cluster", "seren"}}, {kT0}});
+  forged.bad_samples = 3;
+  forged.first_bad_sample = "time '1e308' is outside the accepted years 2000-2099";
+  prometheus_.forged["Forged"] = forged;
+  core::Result<ScoreReport> run = ScoreRules(rules_, &prometheus_, {}, Incidents(), options_);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run.value().bad_samples, 3);
+  ASSERT_EQ(run.value().warnings.size(), 1u);
+  EXPECT_EQ(run.value().warnings[0],
+            "rules.yml:1: Forged: 3 samples of Prometheus's answers left out, their time being no evaluation time "
+            "(first: time '1e308' is outside the accepted years 2000-2099)");
+}
+
+TEST(ScoreWindowTest, TheWindowIsCheckedAgainstTheTracesYearsAndEachRulesEvaluations) {
+  RuleSet rules;
+  rules.alerts.push_back(Rule("A"));
+  EXPECT_TRUE(CheckScoreWindow(rules, kT0, kT0 + kDay).ok());
+  // --to 99999999999 (year 5138): refused before any request.
+  core::Status far = CheckScoreWindow(rules, kT0, 99'999'999'999'000);
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.message().rfind("--to: ", 0), 0u) << far.message();
+  EXPECT_NE(far.message().find("outside the accepted years 2000-2099"), std::string::npos) << far.message();
+  EXPECT_EQ(CheckScoreWindow(rules, -1'000, kT0).message().rfind("--from: ", 0), 0u);
+  EXPECT_EQ(CheckScoreWindow(rules, kT0, kT0).message(), "--to must be after --from");
+  // 2000 to 2099 at 1m: 52 million evaluations of A.
+  core::Status century = CheckScoreWindow(rules, core::kMinTraceTimeMs, core::kMaxTraceTimeMs - 1);
+  ASSERT_FALSE(century.ok());
+  EXPECT_NE(century.message().find("rules.yml:1: A would be evaluated"), std::string::npos) << century.message();
+  // Exactly the limit passes, one more evaluation does not.
+  rules.alerts[0].interval_ms = 1'000;
+  EXPECT_TRUE(CheckScoreWindow(rules, kT0, kT0 + (kMaxEvaluationsPerRule - 1) * 1'000).ok());
+  EXPECT_FALSE(CheckScoreWindow(rules, kT0, kT0 + kMaxEvaluationsPerRule * 1'000).ok());
 }
 
 }  // namespace

@@ -21,8 +21,13 @@ struct Incident {
   int64_t end_ms = 0;
 };
 
+/// The longest faults.csv line read (a row is five short fields).
+inline constexpr size_t kMaxFaultsLineBytes = 64 * 1024;
+
 /// Reads faults.csv ("cluster,kind,subject,start,end", header optional; times in unix seconds or ISO
-/// 8601 with an offset), sorted by start. A bad row is an error "FILE:LINE: field: reason".
+/// 8601 with an offset), sorted by start. A bad row is an error "FILE:LINE: field: reason" (the
+/// value echoed cut, core::QuotedValue); a directory or an empty file is an error too (a header
+/// alone is a file of no incident).
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path);
 
 /// The flags of one detector kind read from an anomalies file. Value type.
@@ -35,7 +40,9 @@ struct FlagKind {
 /// record values); records of other topics are skipped. A flag opens at its "open" record and ends at
 /// the next "close" of the same cluster/kind/subject, or stays open until end_ms. Flags opened
 /// before start_ms are left out (they were firing before the window). A malformed line is an error
-/// "FILE:LINE: field: reason". Kinds come sorted.
-core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, int64_t start_ms, int64_t end_ms);
+/// "FILE:LINE: field: reason". Kinds come sorted. A record read again (same cluster, kind, subject,
+/// state and ts_ms: Kafka delivers at least once) is skipped and counted in *duplicates if given.
+core::Result<std::vector<FlagKind>> LoadAnomalyFlags(const std::string& path, int64_t start_ms, int64_t end_ms,
+                                                     int64_t* duplicates = nullptr);
 
 }  // namespace acmetrace::scoring

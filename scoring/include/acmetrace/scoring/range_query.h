@@ -22,18 +22,53 @@ struct Series {
   std::vector<int64_t> ts_ms;  // rising
 };
 
+/// A range query's answer: its series, and the samples left out because their time is no evaluation
+/// time (not a number, outside the years 2000-2099, not a whole millisecond, or not after the one
+/// before): a real Prometheus sends none. Value type.
+struct RangeAnswer {
+  std::vector<Series> series;
+  int64_t bad_samples = 0;
+  std::string first_bad_sample;  // why the first one was left out, one line of bounded size
+};
+
 /// Answers range queries. Implementations need not be thread-safe.
 class RangeQuerier {
  public:
   virtual ~RangeQuerier() = default;
   /// The expression evaluated at start_ms, start_ms + step_ms, ... up to end_ms (inclusive), as
   /// Prometheus's query_range does; the error says what went wrong, naming the server.
-  virtual core::Result<std::vector<Series>> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
-                                                       int64_t step_ms) = 0;
+  virtual core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
+                                               int64_t step_ms) = 0;
 };
 
 /// Prometheus refuses a range query of more than 11,000 points per series.
 inline constexpr int64_t kMaxPointsPerQuery = 11'000;
+
+/// What one answer may hold. A real answer is bounded by the points asked and its series: these
+/// bound each answer's body before it is read, so that a server streaming bytes is cut off there.
+/// More series than this in one answer is an error (narrow the expression).
+inline constexpr int64_t kMaxSeriesPerAnswer = 10'000;
+/// The longest sample a real answer holds, `[1688169600.123,"-1.2345678901234567e+308"],`, rounded up.
+inline constexpr int64_t kMaxSampleBytes = 48;
+/// A series' `{"metric":{...},"values":[` and `]}`: its labels (the shipped series have under 400 bytes).
+inline constexpr int64_t kMaxSeriesHeaderBytes = 2'048;
+/// The answer's envelope (`{"status":"success","data":{"resultType":"matrix","result":[`...).
+inline constexpr int64_t kAnswerEnvelopeBytes = 4'096;
+/// The body of an answer of `points` evaluations per series: the largest a real one can be.
+constexpr int64_t AnswerBodyLimit(int64_t points) {
+  return kAnswerEnvelopeBytes + kMaxSeriesPerAnswer * (kMaxSeriesHeaderBytes + points * kMaxSampleBytes);
+}
+/// Evaluations per series one request asks (under Prometheus's 11,000): its answer is then at most
+/// AnswerBodyLimit(1,000), about 500 MB, read into memory once (never copied, never grown past it).
+inline constexpr int64_t kPointsPerRequest = 1'000;
+static_assert(kPointsPerRequest <= kMaxPointsPerQuery);
+static_assert(AnswerBodyLimit(kPointsPerRequest) <= (int64_t{512} << 20));
+/// Evaluations of one rule over the window (--from to --to at its group's interval): more is refused
+/// before any query (at the default 1m interval, 694 days; the trace spans months).
+inline constexpr int64_t kMaxEvaluationsPerRule = 1'000'000;
+/// Samples one rule's answers may hold together (Prometheus's own --query.max-samples default): more
+/// is an error naming the rule, not gigabytes of memory.
+inline constexpr int64_t kMaxSamplesPerRule = 50'000'000;
 
 /// A sub-range [start_ms, end_ms] on the step grid of the whole range. Value type.
 struct RangeChunk {
@@ -46,14 +81,18 @@ struct RangeChunk {
 std::vector<RangeChunk> SplitRange(int64_t start_ms, int64_t end_ms, int64_t step_ms,
                                    int64_t max_points = kMaxPointsPerQuery);
 
-/// Runs query_one over each chunk of SplitRange and joins the answers series by series.
-core::Result<std::vector<Series>> QueryInChunks(
-    const std::function<core::Result<std::vector<Series>>(const RangeChunk&)>& query_one, int64_t start_ms,
-    int64_t end_ms, int64_t step_ms, int64_t max_points = kMaxPointsPerQuery);
+/// Runs query_one over each chunk of SplitRange and joins the answers series by series (and their
+/// bad samples); an error once the joined answer holds more than max_samples samples.
+core::Result<RangeAnswer> QueryInChunks(const std::function<core::Result<RangeAnswer>(const RangeChunk&)>& query_one,
+                                        int64_t start_ms, int64_t end_ms, int64_t step_ms,
+                                        int64_t max_points = kMaxPointsPerQuery,
+                                        int64_t max_samples = kMaxSamplesPerRule);
 
 /// Parses the JSON of a /api/v1/query_range answer ("status":"success", resultType "matrix"); a
-/// "status":"error" answer becomes an error with Prometheus's errorType and error text.
-core::Result<std::vector<Series>> ParseQueryRangeResponse(std::string_view body);
+/// "status":"error" answer becomes an error with Prometheus's errorType and error text (cut to a
+/// line). A sample whose time is no evaluation time is counted in bad_samples and left out; more
+/// than kMaxSeriesPerAnswer series is an error.
+core::Result<RangeAnswer> ParseQueryRangeResponse(std::string_view body);
 
 /// Where a Prometheus lives: from "http://host:port[/prefix]". Value type.
 struct PrometheusUrl {
@@ -75,12 +114,16 @@ class PrometheusClient : public RangeQuerier {
   /// url as given by the user (kept for messages); timeout_ms bounds each request.
   static core::Result<std::unique_ptr<PrometheusClient>> Create(const std::string& url, int64_t timeout_ms);
 
-  core::Result<std::vector<Series>> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
-                                               int64_t step_ms) override;
+  /// Asks kPointsPerRequest evaluations per request at most, each answer's body bounded by
+  /// AnswerBodyLimit of the points it asked.
+  core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
+                                       int64_t step_ms) override;
 
   /// GETs path (with query string) and returns the body with the HTTP status; an error when the server
-  /// cannot be reached or does not answer HTTP.
-  core::Status Get(const std::string& target, int& http_status, std::string& body);
+  /// cannot be reached, does not answer HTTP, or sends a body longer than max_body_bytes (the body
+  /// never holds more than that: it is not grown by doubling past it).
+  core::Status Get(const std::string& target, int& http_status, std::string& body,
+                   int64_t max_body_bytes = int64_t{16} << 20);
 
   /// Requests made so far (for the log line and tests of the split).
   int64_t requests() const { return requests_; }
@@ -88,6 +131,9 @@ class PrometheusClient : public RangeQuerier {
  private:
   PrometheusClient(std::string url, PrometheusUrl parsed, int64_t timeout_ms)
       : url_(std::move(url)), parsed_(std::move(parsed)), timeout_ms_(timeout_ms) {}
+
+  // Get into a buffer with simdjson's padding after the bytes (parsed where it lies, not copied).
+  core::Status Fetch(const std::string& target, int& http_status, std::vector<char>& body, int64_t max_body_bytes);
 
   std::string url_;
   PrometheusUrl parsed_;

@@ -18,6 +18,10 @@ using Labels = std::map<std::string, std::string>;
 
 /// Prometheus's global evaluation_interval default, used for a group without `interval`.
 inline constexpr int64_t kDefaultEvaluationIntervalMs = 60'000;
+/// The shortest group `interval` accepted: below it a window of hours is millions of evaluations.
+inline constexpr int64_t kMinGroupIntervalMs = 1'000;
+/// The largest rule file read (the shipped ones are a few KiB): what is bigger is refused unread.
+inline constexpr int64_t kMaxRuleFileBytes = 4 << 20;
 
 /// One `alert:` rule of a group. Value type.
 struct AlertRule {
@@ -54,8 +58,10 @@ core::Result<int64_t> ParseDurationMs(std::string_view text);
 std::string FormatDuration(int64_t ms);
 
 /// Loads the groups of one rule file and appends its rules to `out`. default_interval_ms stands for a
-/// group without `interval`. Errors read "FILE:LINE: field: reason" (YAML syntax, a missing or
-/// unknown field, a bad duration); the first one is returned.
+/// group without `interval`. Errors read "FILE:LINE: field: reason" (YAML syntax, a missing, unknown
+/// or repeated field, a key that is not a plain name, a group name repeated in the file, an interval
+/// under kMinGroupIntervalMs, a bad duration, a recording rule or label name Prometheus refuses); the
+/// first one is returned, on one line, and nothing is appended then. Never throws.
 core::Status LoadRuleFile(const std::string& path, RuleSet& out,
                           int64_t default_interval_ms = kDefaultEvaluationIntervalMs);
 
@@ -73,7 +79,8 @@ struct RuleFileText {
   std::string name;
   std::string text;
 };
-/// Reads a rule file (error: "FILE: cannot open the rule file").
+/// Reads a rule file: a regular file of at most kMaxRuleFileBytes (error: "FILE: cannot open the rule
+/// file: REASON", "FILE: not a regular file, ...").
 core::Result<RuleFileText> ReadRuleFile(const std::string& path);
 /// LoadRuleFile on text already read (the shipped rules, built in).
 core::Status LoadRuleText(const RuleFileText& file, RuleSet& out,

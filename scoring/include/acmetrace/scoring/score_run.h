@@ -46,7 +46,13 @@ struct ScoreReport {
   std::optional<RuleScore> flags_total;  // of the flags, when rules are scored too
   std::vector<SweepRow> sweep;
   std::vector<std::string> warnings;     // e.g. an alert using a recording rule's series
+  int64_t bad_samples = 0;               // samples of the answers left out (RangeAnswer::bad_samples)
 };
+
+/// Checks the window before any query: --from and --to within the trace's years (core::IsTraceTimeMs),
+/// --to after --from, and each rule evaluated at most kMaxEvaluationsPerRule times over it. The error
+/// names the flag (and the rule).
+core::Status CheckScoreWindow(const RuleSet& rules, int64_t from_ms, int64_t to_ms);
 
 /// Scores the rules (querying `querier`, which may be null when there are no rules) and the flags
 /// against the incidents. progress, if set, is told about each rule as it is queried. An error is a
