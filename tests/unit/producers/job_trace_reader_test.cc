@@ -1,6 +1,7 @@
 // JobTraceReader: the release's real rows parse exactly; schemas by header; every malformed row is
 // one reported line with the right number, and the rest of the file is still read.
 #include "acmetrace/producers/job_trace_reader.h"
+#include "acmetrace/core/record.h"
 #include "test_files.h"
 
 #include <gtest/gtest.h>
