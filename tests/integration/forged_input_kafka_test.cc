@@ -1,7 +1,8 @@
 // A foreign writer on the input topics: forged progress markers (20 minutes ahead in one partition,
 // in every partition, at year 9999 and INT64_MAX) and forged valid records 20 minutes ahead, put
 // between the replay's records. `process --source kafka` must write what it writes from the honest
-// records alone, count no record late, and report each forgery as an input error.
+// records alone, count no record late, and report each forgery that honest data after it shows false
+// as an input error.
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
@@ -124,10 +125,16 @@ TEST(ForgedInputKafkaTest, ForgedMarkersAndRecordsAheadMakeNothingLateAndAreInpu
         marker("acme.util", 0, t + twenty_minutes);
         forged += 1;
       } else if (i == 2 * records.size() / 5) {  // every partition
+        // Each is shown false by an earlier record after it in its partition; in a partition that
+        // gets none (acme.power: this release has no IPMI files) it claims nothing false and does
+        // no harm, so it is not reported.
+        std::set<std::pair<std::string, int>> written_after;
+        for (size_t k = i; k < records.size(); ++k) written_after.emplace(records[k].topic, PartitionOfKey(records[k].key));
         for (const std::string& topic : kTopics) {
           for (int p = 0; p < kPartitions; ++p) marker(topic, p, t + twenty_minutes);
         }
-        forged += 9;
+        forged += static_cast<int>(written_after.size());
+        EXPECT_GE(written_after.size(), 6u);
       } else if (i == 3 * records.size() / 5) {  // year 9999, INT64_MAX
         marker("acme.util", 1, 253'402'300'799'000);
         marker("acme.jobs", 2, INT64_MAX);
