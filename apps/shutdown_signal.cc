@@ -17,21 +17,33 @@ ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  // A closing terminal or ssh session: the same clean stop, not a death with nothing saved.
+  sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   thread_ = std::thread([this, set] {
-    bool stopping = false;
+    int received = 0;
     for (;;) {
       int signal = 0;
       if (sigwait(&set, &signal) != 0) return;
       if (signal == SIGUSR2) return;
-      if (stopping) {
-        core::LogWarn("acmetrace", "second signal, exiting now");
-        std::_Exit(1);
+      ++received;
+      if (received == 1) {
+        core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
+        on_signal_();
+      } else if (received == 2) {
+        // A supervisor and a process group often both forward one: the second is no hurry to lose data.
+        core::Logf(core::LogLevel::kWarn, "acmetrace",
+                   "signal %d: already stopping; finishing the final snapshot and output (another signal exits "
+                   "at once without them)",
+                   signal);
+      } else {
+        core::Logf(core::LogLevel::kWarn, "acmetrace",
+                   "signal %d: exiting now; lost: the final state snapshot, --metrics-out and records not yet "
+                   "flushed or delivered",
+                   signal);
+        std::_Exit(128 + signal);
       }
-      stopping = true;
-      core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
-      on_signal_();
     }
   });
 }

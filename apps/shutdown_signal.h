@@ -1,4 +1,4 @@
-// Turns SIGINT/SIGTERM into a clean stop: a thread waits for the signal and calls a function, so
+// Turns SIGINT/SIGTERM/SIGHUP into a clean stop: a thread waits for the signal and calls a function, so
 // the stop path may lock, flush and log (none of which a signal handler may do).
 #pragma once
 
@@ -7,8 +7,10 @@
 
 namespace acmetrace::apps {
 
-/// While alive, SIGINT and SIGTERM call on_signal (once) on a dedicated thread; a second signal
-/// exits at once with 1. Construct before any other thread starts, so all inherit the mask.
+/// While alive, SIGINT, SIGTERM and SIGHUP call on_signal (once) on a dedicated thread; a second
+/// signal is logged and waited out (the stop goes on to its final snapshot and output); a third
+/// exits at once with 128 + the signal, saying what is lost. Construct before any other thread
+/// starts, so all inherit the mask.
 class ShutdownOnSignal {
  public:
   explicit ShutdownOnSignal(std::function<void()> on_signal);

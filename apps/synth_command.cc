@@ -1,7 +1,12 @@
 // acmetrace synth: AcmeTrace-format files with the release's statistics (see docs/synth.md).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "acmetrace/core/log.h"
+#include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/synth.h"
 #include "acmetrace/producers/synth_config.h"
 #include "commands.h"
@@ -43,9 +48,22 @@ void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
       producers::SynthOptions options = producers::SynthOptionsFromConfig(registry.config());
       options.out_dir = flags->out;
       options.inject_faults = flags->inject_faults;
+      // Readers refuse the directory while the marker is there: a synth stopped mid-write (killed,
+      // a full disk) leaves cut files that would otherwise replay with no error at all.
+      std::error_code ec;
+      std::filesystem::create_directories(flags->out, ec);
+      const std::string incomplete = flags->out + "/" + std::string(producers::kSynthIncompleteMarker);
+      if (std::FILE* f = std::fopen(incomplete.c_str(), "wb"); f == nullptr || std::fclose(f) != 0) {
+        core::LogError("synth", incomplete + ": cannot write: " + std::strerror(errno));
+        return 1;
+      }
       core::Result<producers::SynthReport> report = producers::WriteSynthetic(options);
       if (!report.ok()) {
         core::LogError("synth", report.status().message());
+        return 1;
+      }
+      if (std::remove(incomplete.c_str()) != 0) {
+        core::LogError("synth", incomplete + ": cannot remove: " + std::strerror(errno));
         return 1;
       }
       const producers::SynthReport& r = report.value();

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <vector>
 
+#include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
 
@@ -52,6 +53,35 @@ Status GetTraceTime(od::value v, std::string_view field, int64_t& out) {
   }
   out = ts;
   return Status::Ok();
+}
+
+// A name (cluster, node, job id, metric, ...): a string of at most kMaxNameBytes bytes.
+Status NameTooLong(std::string_view field, size_t bytes) {
+  return Status::Error("field \"" + std::string(field) + "\": name of " + std::to_string(bytes) +
+                       " bytes, more than " + std::to_string(kMaxNameBytes));
+}
+
+Status GetName(od::value v, std::string_view field, std::string_view& out) {
+  if (auto e = v.get_string().get(out); e) return FieldError(field, e);
+  if (out.size() > kMaxNameBytes) return NameTooLong(field, out.size());
+  return Status::Ok();
+}
+
+// "v": the record's version, kRecordVersion. Another number (2, 1.5, 1e999) or a value of another
+// type ("1") is a version this build does not read: reading it as version 1 would misread it.
+Status CheckVersion(od::value v) {
+  int64_t version = 0;
+  if (v.get_int64().get(version) == simdjson::SUCCESS) {
+    if (version == kRecordVersion) return Status::Ok();
+    return Status::Error("field \"v\": version " + std::to_string(version) + " is not read (this build reads version " +
+                         std::to_string(kRecordVersion) + ")");
+  }
+  std::string_view token = v.raw_json_token();
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+    token.remove_suffix(1);
+  }
+  return Status::Error("field \"v\": version " + QuotedValue(token) + " is not read (this build reads version " +
+                       std::to_string(kRecordVersion) + ")");
 }
 
 Status TooMany(std::string_view field, size_t limit) {
@@ -212,6 +242,7 @@ Status ParseNumberObject(od::value v, std::string_view object_name, Add add) {
     if (++count > kMaxValuesPerObject) return TooMany(object_name, kMaxValuesPerObject);
     std::string_view name;
     ACMETRACE_GET(object_name, member.unescaped_key().get(name));
+    if (name.size() > kMaxNameBytes) return NameTooLong(object_name, name.size());
     od::value mv;
     ACMETRACE_GET(name, member.value().get(mv));
     double d;
@@ -236,12 +267,14 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
     od::value v;
     ACMETRACE_GET(key, field.value().get(v));
     std::string_view s;
-    if (key == "cluster") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+    if (key == "v") {
+      if (Status st = CheckVersion(v); !st.ok()) return st;
+    } else if (key == "cluster") {
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       e.cluster.assign(s);
       has_cluster = true;
     } else if (key == "event") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       if (s == "submit") {
         e.event = JobEventKind::kSubmit;
       } else if (s == "start") {
@@ -256,14 +289,14 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
       if (Status st = GetTraceTime(v, key, e.ts_ms); !st.ok()) return st;
       has_ts = true;
     } else if (key == "job_id") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       e.job_id.assign(s);
       has_job = true;
     } else if (key == "user") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       e.user.assign(s);
     } else if (key == "type") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       e.type.assign(s);
     } else if (key == "node_num") {
       ACMETRACE_GET(key, v.get_int64().get(e.node_num));
@@ -272,7 +305,7 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
     } else if (key == "cpu_num") {
       ACMETRACE_GET(key, v.get_int64().get(e.cpu_num));
     } else if (key == "state") {
-      ACMETRACE_GET(key, v.get_string().get(s));
+      if (Status st = GetName(v, key, s); !st.ok()) return st;
       e.state.assign(s);
     } else if (key == "duration_s") {
       ACMETRACE_GET(key, GetNumberOrNull(v, e.duration_s));
@@ -300,12 +333,14 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
     od::value v;
     ACMETRACE_GET(key, field.value().get(v));
     std::string_view str;
-    if (key == "cluster") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+    if (key == "v") {
+      if (Status st = CheckVersion(v); !st.ok()) return st;
+    } else if (key == "cluster") {
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       s.cluster.assign(str);
       has_cluster = true;
     } else if (key == "node") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       s.node.assign(str);
       has_node = true;
     } else if (key == "ts_ms") {
@@ -318,6 +353,7 @@ Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
         if (gpu_used == kMaxValuesPerObject) return TooMany("gpu", kMaxValuesPerObject);
         std::string_view name;
         ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
+        if (name.size() > kMaxNameBytes) return NameTooLong("gpu", name.size());
         if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
         GpuMetric& m = s.gpu[gpu_used++];
         if (m.name != name) m.name = Intern(name);  // a reused record mostly has the same shape
@@ -355,12 +391,14 @@ Status RecordParser::Impl::ParsePower(od::object obj, PowerSample& p) {
     od::value v;
     ACMETRACE_GET(key, field.value().get(v));
     std::string_view str;
-    if (key == "cluster") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+    if (key == "v") {
+      if (Status st = CheckVersion(v); !st.ok()) return st;
+    } else if (key == "cluster") {
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       p.cluster.assign(str);
       has_cluster = true;
     } else if (key == "model") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       p.model.assign(str);
       has_model = true;
     } else if (key == "ts_ms") {
@@ -389,8 +427,10 @@ Status RecordParser::Impl::ParseMetrics(od::object obj, MetricsWindow& m) {
     od::value v;
     ACMETRACE_GET(key, field.value().get(v));
     std::string_view str;
-    if (key == "cluster") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+    if (key == "v") {
+      if (Status st = CheckVersion(v); !st.ok()) return st;
+    } else if (key == "cluster") {
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       m.cluster.assign(str);
       has_cluster = true;
     } else if (key == "window_s") {
@@ -425,20 +465,22 @@ Status RecordParser::Impl::ParseAnomaly(od::object obj, AnomalyEvent& a) {
     od::value v;
     ACMETRACE_GET(key, field.value().get(v));
     std::string_view str;
-    if (key == "cluster") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+    if (key == "v") {
+      if (Status st = CheckVersion(v); !st.ok()) return st;
+    } else if (key == "cluster") {
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       a.cluster.assign(str);
       has_cluster = true;
     } else if (key == "kind") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       a.kind.assign(str);
       has_kind = true;
     } else if (key == "subject") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       a.subject.assign(str);
       has_subject = true;
     } else if (key == "state") {
-      ACMETRACE_GET(key, v.get_string().get(str));
+      if (Status st = GetName(v, key, str); !st.ok()) return st;
       if (str == "open") {
         a.open = true;
       } else if (str == "close") {
@@ -657,12 +699,15 @@ bool RecordParser::Impl::FastUtil(FastScanner& in, UtilSample& s) {
   while (more) {
     std::string_view key, str;
     if (!in.Key(key)) return false;
-    if (key == "cluster") {
-      if (!in.String(str)) return false;
+    if (key == "v") {
+      int64_t version = 0;
+      if (!in.Int(version) || version != kRecordVersion) return false;
+    } else if (key == "cluster") {
+      if (!in.String(str) || str.size() > kMaxNameBytes) return false;
       s.cluster.assign(str);
       has_cluster = true;
     } else if (key == "node") {
-      if (!in.String(str)) return false;
+      if (!in.String(str) || str.size() > kMaxNameBytes) return false;
       s.node.assign(str);
       has_node = true;
     } else if (key == "ts_ms") {
@@ -673,7 +718,9 @@ bool RecordParser::Impl::FastUtil(FastScanner& in, UtilSample& s) {
       if (!in.OpenObject(metrics)) return false;
       while (metrics) {
         std::string_view name, raw;
-        if (gpu_used == kMaxValuesPerObject || !in.Key(name) || !in.FlatArray(raw)) return false;
+        if (gpu_used == kMaxValuesPerObject || !in.Key(name) || name.size() > kMaxNameBytes || !in.FlatArray(raw)) {
+          return false;
+        }
         if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
         GpuMetric& m = s.gpu[gpu_used++];
         if (m.name != name) m.name = Intern(name);
@@ -688,7 +735,9 @@ bool RecordParser::Impl::FastUtil(FastScanner& in, UtilSample& s) {
       while (metrics) {
         std::string_view name;
         double d;
-        if (++count > kMaxValuesPerObject || !in.Key(name) || !in.NumberOrNull(d)) return false;
+        if (++count > kMaxValuesPerObject || !in.Key(name) || name.size() > kMaxNameBytes || !in.NumberOrNull(d)) {
+          return false;
+        }
         s.host.push_back(HostMetric{Intern(name), d});
         if (!in.NextMember(metrics)) return false;
       }

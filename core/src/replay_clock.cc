@@ -3,8 +3,28 @@
 #include "acmetrace/core/replay_clock.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace acmetrace::core {
+namespace {
+
+// Schedules saturate instead of overflowing: llround of a value past long long is undefined, and a
+// tiny speed over months of trace time must mean "far in the future", not "now".
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
+}
+
+int64_t RoundSaturating(double ms) {
+  constexpr double kLimit = 4'611'686'018'427'387'904.0;  // 2^62
+  if (std::isnan(ms)) return 0;
+  if (ms >= kLimit) return static_cast<int64_t>(kLimit);
+  if (ms <= -kLimit) return -static_cast<int64_t>(kLimit);
+  return static_cast<int64_t>(std::llround(ms));
+}
+
+}  // namespace
 
 void ReplayClock::Start(int64_t wall_ms, int64_t trace_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -23,13 +43,13 @@ std::optional<int64_t> ReplayClock::DueWallMs(int64_t trace_ms) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (paused_) return std::nullopt;
   if (speed_ <= 0) return wall0_ms_;
-  return wall0_ms_ + static_cast<int64_t>(std::llround(static_cast<double>(trace_ms - trace0_ms_) / speed_));
+  return SaturatingAdd(wall0_ms_, RoundSaturating(static_cast<double>(trace_ms - trace0_ms_) / speed_));
 }
 
 int64_t ReplayClock::TraceNowLocked(int64_t wall_ms) const {
   if (paused_) return paused_trace_ms_;
   if (speed_ <= 0) return trace0_ms_;
-  return trace0_ms_ + static_cast<int64_t>(std::llround(static_cast<double>(wall_ms - wall0_ms_) * speed_));
+  return SaturatingAdd(trace0_ms_, RoundSaturating(static_cast<double>(wall_ms - wall0_ms_) * speed_));
 }
 
 int64_t ReplayClock::TraceNowMs(int64_t wall_ms) const {

@@ -26,6 +26,7 @@ GroupOwnership::~GroupOwnership() { (void)Close(); }
 core::Status GroupOwnership::Start(processors::StreamProcessor& processor, core::RecordInput& input) {
   processor_ = &processor;
   input_ = &input;
+  processor.SetSnapshotGroup(settings_.group_id);
   if (!options_.state_dir.empty()) {
     store_ = std::make_unique<processors::FileStateStore>(options_.state_dir, settings_.group_id);
     if (core::Status s = store_->Open(); !s.ok()) return s;
@@ -59,7 +60,7 @@ core::Status GroupOwnership::Adopt(const std::string& cluster) {
     if (!saved.ok()) return saved.status();
     if (saved.value()) {
       std::string warning;
-      core::Status s = processor_->Restore(*saved.value(), &warning);
+      core::Status s = processor_->Restore(*saved.value(), &warning, cluster);
       if (!s.ok()) return core::Status::Error(store_->PathOf(cluster) + ": " + s.message());
       if (!warning.empty()) log_("warning: " + store_->PathOf(cluster) + ": " + warning);
       log_("owns " + cluster + " (resumed from " + store_->PathOf(cluster) + ")");

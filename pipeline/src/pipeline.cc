@@ -1,6 +1,10 @@
 // Pipeline (`acmetrace run` over any Transport), CountingTee, the embedded default data set.
 #include "acmetrace/pipeline/pipeline.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -230,22 +234,66 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config,
   const std::string done_marker = dir + "/.complete";
   const std::string made_by = "synthesized by acmetrace run, synth generation " +
                               std::to_string(producers::kSynthGeneration) + "\n";
-  std::error_code ec;
-  {
+  auto complete = [&] {
     std::ifstream marker(done_marker);
     std::stringstream seen;
     seen << marker.rdbuf();
-    if (marker && seen.str() == made_by) return dir;
+    return marker && seen.str() == made_by;
+  };
+  if (complete()) return dir;
+  std::error_code ec;
+  fs::create_directories(base, ec);
+  if (ec) return core::Status::Error(base + ": cannot create: " + ec.message());
+  // One synthesizer at a time: a second run waits for the first's data set instead of removing the
+  // directory under it. The lock is the descriptor's, so it goes with a killed process.
+  const std::string lock_path = dir + ".lock";
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) return core::Status::Error(lock_path + ": cannot open: " + std::strerror(errno));
+  struct LockHolder {
+    int fd;
+    ~LockHolder() { ::close(fd); }
+  } holder{lock_fd};
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    log("waiting for another acmetrace that is synthesizing " + dir);
+    while (::flock(lock_fd, LOCK_EX) != 0) {
+      if (errno != EINTR) return core::Status::Error(lock_path + ": cannot lock: " + std::strerror(errno));
+    }
   }
+  if (complete()) return dir;  // made by the one waited for
   log("synthesizing the default data set (" + std::to_string(synth.days) + " day(s), scale " +
       config.GetString("run.default_scale") + ", faults) into " + dir);
-  fs::remove_all(dir, ec);  // an interrupted earlier attempt
-  fs::create_directories(dir, ec);
-  if (ec) return core::Status::Error(dir + ": cannot create: " + ec.message());
-  synth.out_dir = dir;
+  // Written aside and renamed into place complete: dir is either absent, an older generation's, or
+  // whole. Whatever an interrupted attempt left aside goes first (nobody else writes: the lock).
+  const std::string aside_prefix = fs::path(dir).filename().string() + ".partial-";
+  for (const fs::directory_entry& e : fs::directory_iterator(base, ec)) {
+    if (e.path().filename().string().rfind(aside_prefix, 0) == 0) fs::remove_all(e.path(), ec);
+  }
+  const std::string aside = dir + ".partial-" + std::to_string(::getpid());
+  fs::remove_all(aside, ec);
+  fs::create_directories(aside, ec);
+  if (ec) return core::Status::Error(aside + ": cannot create: " + ec.message());
+  synth.out_dir = aside;
   core::Result<producers::SynthReport> report = producers::WriteSynthetic(synth);
-  if (!report.ok()) return report.status();
-  std::ofstream(done_marker) << made_by;
+  if (!report.ok()) {
+    fs::remove_all(aside, ec);
+    return report.status();
+  }
+  {
+    std::ofstream marker(aside + "/.complete");
+    marker << made_by;
+    marker.close();
+    if (!marker) {
+      fs::remove_all(aside, ec);
+      return core::Status::Error(aside + "/.complete: cannot write");
+    }
+  }
+  fs::remove_all(dir, ec);  // an older generation's
+  fs::rename(aside, dir, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove_all(aside, ec);
+    return core::Status::Error(dir + ": cannot move the synthesized data set into place: " + why);
+  }
   return dir;
 }
 

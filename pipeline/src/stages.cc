@@ -173,6 +173,10 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     }
   }
   if (core::Status s = ownership.Start(processor, input); !s.ok()) return s;
+  // A time that a partition's next item shows false (process.max_partition_lead_ms) is an input error.
+  processor.SetUntrustedReporter([&errors, &partitions](int p, int64_t offset, const std::string& reason) {
+    errors.Report("", "record", partitions[static_cast<size_t>(p)].where, offset, "", reason);
+  });
   InputEnd end(partitions, options.unmarked_end_after_ms);
   ItemReader reader(input, errors);
   ProgressTicker ticker(options);
@@ -180,12 +184,15 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
   bool writer_paused = false;
   uint64_t ownership_changes = 0;  // so clusters owned from the start are looked at too
   bool finished = false;  // every window closed at the input's end
-  // Closes every window and ends the output stream, once.
+  // Closes every window and ends the output stream, once. The windows are written even when the
+  // snapshot before them cannot be saved (a read-only state directory, a full disk): the save's
+  // error is the stage's, but the output is not lost with it.
   auto finish = [&]() -> core::Status {
     finished = true;
-    if (core::Status s = ownership.Checkpoint(SteadyMs(), ClusterOwnership::Save::kBeforeFinishing); !s.ok()) return s;
+    const core::Status saved = ownership.Checkpoint(SteadyMs(), ClusterOwnership::Save::kBeforeFinishing);
     if (core::Status s = processor.Finish(); !s.ok()) return s;
-    return sink.End(processor.owned());
+    if (core::Status s = sink.End(processor.owned()); !s.ok()) return s;
+    return saved;
   };
   core::Status status = core::Status::Ok();
   while (status.ok() && !stop.load(std::memory_order_relaxed)) {
@@ -246,7 +253,8 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
         continue;
       case Kind::kEnded:
         end.OnEnded(p, item.clusters);
-        status = processor.EndMarker(p, item.offset, item.clusters);
+        status = processor.EndMarker(p, item.offset, item.clusters,
+                                     item.ts_ms == core::InputItem::kNoTs ? processors::kNoTime : item.ts_ms);
         processor.SetPartitionIdle(p, true);  // its writer is done: it holds no watermark back
         ++items;
         continue;
@@ -297,6 +305,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
   if (core::Status s = processor.Drain(); !s.ok() && status.ok()) status = s;
   if (core::Status s = sink.Flush(); !s.ok() && status.ok()) status = s;
   if (core::Status s = ownership.Close(); !s.ok() && status.ok()) status = s;
+  processor.SetUntrustedReporter(nullptr);
   return status;
 }
 

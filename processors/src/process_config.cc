@@ -43,6 +43,12 @@ void DeclareProcessConfig(core::Config& config) {
                  "when the samples come back; the default is export.series_ttl_s, when a silent node's series leave "
                  "/metrics (docs/anomalies.md, \"Where the data ends\")",
                  ConfigType::Int(1, core::kMaxConfigSeconds * 1000));
+  config.Declare("process.max_partition_lead_ms", "300000",
+                 "how far one record or progress marker may move its input partition's event time on and be trusted "
+                 "at once; beyond it, it holds nothing up until the partition's next item confirms it, and an earlier "
+                 "next item makes it an input error (a forged marker or record: docs/kafka.md \"Trust\"). 0 = trust "
+                 "every time",
+                 ConfigType::Int(0, core::kMaxConfigSeconds * 1000));
   config.Declare("process.windows_s", "60,300,3600",
                  "window lengths: the smallest is the tumbling base window, the others rolling views over the last "
                  "base windows (multiples of it), all emitted when a base window closes",
@@ -88,6 +94,7 @@ ProcessOptions ProcessOptionsFromConfig(const core::Config& config) {
   // Types and ranges were checked by Config::Validate; what is left are checks across values.
   o.allowed_lateness_ms = config.GetInt("process.allowed_lateness_ms");
   o.evidence_timeout_ms = config.GetInt("process.evidence_timeout_ms");
+  o.max_partition_lead_ms = config.GetInt("process.max_partition_lead_ms");
   o.windows_s.clear();
   for (const std::string& w : config.GetList("process.windows_s")) {
     std::optional<int64_t> v = core::ParseInteger(w);

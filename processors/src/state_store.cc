@@ -31,42 +31,66 @@ core::Status FileStateStore::Open() {
 core::Status FileStateStore::Save(const std::string& cluster, const std::string& bytes) {
   const std::string path = PathOf(cluster);
   const std::string tmp = path + ".tmp";
+  // A failed save leaves no half-written .tmp behind (a full disk, a read-only directory).
+  auto fail = [&tmp](int fd, const std::string& what) {
+    const std::string err = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return core::Status::Error(what + err);
+  };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return core::Status::Error(tmp + ": cannot write state snapshot: " + std::strerror(errno));
+  if (fd < 0) return fail(-1, tmp + ": cannot write state snapshot: ");
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string err = std::strerror(errno);
-      ::close(fd);
-      return core::Status::Error(tmp + ": cannot write state snapshot: " + err);
+      return fail(fd, tmp + ": cannot write state snapshot: ");
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    return core::Status::Error(tmp + ": cannot write state snapshot: " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return core::Status::Error(path + ": cannot replace state snapshot: " + std::strerror(errno));
-  }
+  if (::fsync(fd) != 0) return fail(fd, tmp + ": cannot write state snapshot: ");
+  if (::close(fd) != 0) return fail(-1, tmp + ": cannot write state snapshot: ");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(-1, path + ": cannot replace state snapshot: ");
   return core::Status::Ok();
 }
 
 core::Result<std::optional<std::string>> FileStateStore::Load(const std::string& cluster) const {
   const std::string path = PathOf(cluster);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  // O_NONBLOCK: a FIFO in its place must not block the open; it is refused below as not a file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     if (errno == ENOENT) return std::optional<std::string>();
     return core::Status::Error(path + ": cannot read state snapshot: " + std::strerror(errno));
   }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return core::Status::Error(path + ": cannot read state snapshot: " + std::strerror(errno));
+  // A symlink to /dev/zero was read whole (until memory ran out), a FIFO blocked for ever.
+  if (!S_ISREG(st.st_mode)) return core::Status::Error(path + ": not a regular file: refused as a state snapshot");
+  if (st.st_size > static_cast<off_t>(kMaxSnapshotBytes)) {
+    return core::Status::Error(path + ": " + std::to_string(st.st_size) + " bytes, more than a state snapshot may have (" +
+                               std::to_string(kMaxSnapshotBytes) + ")");
+  }
   std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return core::Status::Error(path + ": cannot read state snapshot");
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return core::Status::Error(path + ": cannot read state snapshot: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    bytes.append(buf, static_cast<size_t>(n));
+    if (bytes.size() > kMaxSnapshotBytes) {  // grown while read
+      return core::Status::Error(path + ": more than " + std::to_string(kMaxSnapshotBytes) +
+                                 " bytes: refused as a state snapshot");
+    }
+  }
   return std::optional<std::string>(std::move(bytes));
 }
 

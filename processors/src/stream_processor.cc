@@ -5,17 +5,21 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <tuple>
 
+#include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/core/record_parse.h"
+#include "acmetrace/core/time.h"
 #include "acmetrace/processors/state_codec.h"
 
 namespace acmetrace::processors {
@@ -24,9 +28,23 @@ namespace {
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
 // 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
 // 3: the capacity seen in telemetry after the detectors. 4: then the partitions whose writer ended.
-constexpr uint64_t kSnapshotVersion = 5;
-constexpr uint64_t kSnapshotVersionWithoutEvidence = 4;
+// 5: then the consumer group it was saved for, and a CRC-32 of every byte before it at the end.
+// 6: the evidence gate's state (open flags, last samples) after the group.
+constexpr uint64_t kSnapshotVersion = 6;
+constexpr uint64_t kSnapshotVersionWithoutEvidence = 5;
+constexpr uint64_t kSnapshotVersionWithoutIdentity = 4;
 constexpr uint64_t kSnapshotVersionWithoutWriterEnds = 3;
+constexpr size_t kSnapshotChecksumBytes = 4;
+
+uint32_t SnapshotChecksum(std::string_view bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (!bytes.empty()) {  // crc32 takes a uInt length
+    const size_t n = std::min<size_t>(bytes.size(), 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n));
+    bytes.remove_prefix(n);
+  }
+  return static_cast<uint32_t>(crc);
+}
 constexpr uint64_t kSnapshotVersionWithoutCapacity = 2;
 constexpr uint64_t kSnapshotVersionWithoutDetectors = 1;
 
@@ -91,6 +109,11 @@ struct PartitionsRef {
       int64_t next_offset = 0, max_ts = 0;
       in(name, next_offset, max_ts);
       if (!in.ok()) return;
+      // Once the input has declared its partitions, a snapshot of another input (stdin's under
+      // Kafka) would add one that never brings anything and hold the watermark back for good.
+      if (processor.partition_count() > 0 && processor.PartitionIndex(name) < 0) {
+        return in.Fail("partition " + name + " is not one of this input's (a snapshot of another input)");
+      }
       const int p = processor.DeclarePartition(name);
       c.next_offset[p] = next_offset;
       c.max_ts[p] = max_ts;
@@ -237,9 +260,9 @@ struct DetectorPartsRef {
 
 // A cluster's snapshot after its header (magic, version, name). Emitted: the end of the windows
 // already written (on saving, what the owner will have written when it stops).
-template <class Io, class Processor, class Cluster, class Emitted>
+template <class Io, class Processor, class Cluster, class Emitted, class Group>
 void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::string>& partitions, Cluster& c,
-                           Emitted& emitted_through, int64_t base_window_ms) {
+                           Emitted& emitted_through, int64_t base_window_ms, Group& group) {
   io(PartitionsRef<Processor, Cluster>{processor, partitions, c}, c.watermark, c.closed_through, emitted_through,
      c.seq, BufferRef<Member<decltype((c.buffer))>>{c.buffer, base_window_ms}, MetricsRef<Member<decltype((c.metrics))>>{c.metrics});
   // Version 1 ended there: no detector state.
@@ -249,8 +272,10 @@ void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::
   // Version 2 ended there: the GPUs seen in telemetry (the capacity) were learned again.
   if (io.version() >= kSnapshotVersionWithoutWriterEnds) ClusterMetrics::CapacityFields(io, c.metrics);
   // Version 3 ended there: a later owner learned of the input's end only from idleness.
-  if (io.version() >= kSnapshotVersionWithoutEvidence) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
-  // Version 4 ended there: flags whose evidence stopped before the snapshot were closed again.
+  if (io.version() >= kSnapshotVersionWithoutIdentity) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
+  // Version 4 ended there: nothing said whose snapshot it was.
+  if (io.version() >= kSnapshotVersionWithoutEvidence) io(group);
+  // Version 5 ended there: flags whose evidence stopped before the snapshot were closed again.
   if (io.version() >= kSnapshotVersion) io(c.evidence);
 }
 
@@ -390,6 +415,7 @@ int StreamProcessor::DeclarePartition(const std::string& name) {
   }
   partition_names_.push_back(name);
   partition_idle_.push_back(false);
+  trust_.emplace_back();
   for (auto& [_, c] : clusters_) {
     c->next_offset.push_back(-1);
     c->max_ts.push_back(kNoTime);
@@ -429,6 +455,9 @@ void StreamProcessor::Own(const std::string& cluster) {
 void StreamProcessor::Release(const std::string& cluster) {
   (void)Drain();  // the worker may still apply its windows
   if (auto it = clusters_.find(cluster); it != clusters_.end()) {
+    for (PartitionTrust& t : trust_) {
+      if (t.claim_cluster == it->second.get()) t.claim_cluster = nullptr;
+    }
     clusters_.erase(it);
     ++ownership_changes_;
   }
@@ -483,17 +512,76 @@ core::Status StreamProcessor::Skip(int partition, int64_t offset, int64_t ts_ms)
   return Progress(partition, offset, ts_ms);
 }
 
+bool StreamProcessor::Trust(int partition, int64_t offset, int64_t ts_ms) {
+  const int64_t lead = options_.max_partition_lead_ms;
+  // A lone partition (stdin) has one writer and no markers: nobody else's progress to be ahead of.
+  if (lead <= 0 || ts_ms == kNoTime || trust_.size() < 2) return true;
+  PartitionTrust& t = trust_[static_cast<size_t>(partition)];
+  if (t.claim_ts != kNoTime) {
+    const PartitionTrust claim = t;
+    t.claim_ts = kNoTime;
+    t.claim_cluster = nullptr;
+    if (ts_ms >= claim.claim_ts - options_.allowed_lateness_ms) {
+      // Confirmed: the partition went on from there, as an honest writer after a quiet spell.
+      t.trusted_ts = std::max(t.trusted_ts, claim.claim_ts);
+      for (auto& [_, c] : clusters_) {
+        if (Observe(*c, partition, -1, claim.claim_ts)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+      }
+    } else {
+      // Shown false: what came next there is earlier. Trusted, it would have made that late.
+      ++stats_.untrusted;
+      if (claim.claim_cluster != nullptr) {
+        auto window = claim.claim_cluster->buffer.find(claim.claim_window);
+        if (window != claim.claim_cluster->buffer.end()) {
+          std::vector<Pending>& records = window->second;
+          for (size_t i = 0; i < records.size(); ++i) {
+            if (records[i].seq != claim.claim_seq) continue;
+            records.erase(records.begin() + static_cast<std::ptrdiff_t>(i));
+            --stats_.records;
+            break;
+          }
+          if (records.empty()) claim.claim_cluster->buffer.erase(window);  // no window of its own
+        }
+      }
+      if (report_untrusted_) {
+        report_untrusted_(partition, claim.claim_offset,
+                          "trace time " + core::FormatIsoTime(claim.claim_ts, 0) + " is more than " +
+                              std::to_string(lead) + " ms (process.max_partition_lead_ms) ahead of its partition " +
+                              "and what followed there is earlier (" + core::FormatIsoTime(ts_ms, 0) +
+                              "): not trusted" + (claim.claim_cluster != nullptr ? ", record dropped" : ""));
+      }
+    }
+  }
+  int64_t reference = t.trusted_ts;
+  if (reference == kNoTime) {  // the partition's first time: the others' are all there is to go by
+    for (size_t p = 0; p < trust_.size(); ++p) {
+      if (p != static_cast<size_t>(partition)) reference = std::max(reference, trust_[p].trusted_ts);
+    }
+  }
+  if (reference == kNoTime || ts_ms <= reference || ts_ms - reference <= lead) {
+    t.trusted_ts = std::max(t.trusted_ts, ts_ms);
+    return true;
+  }
+  t.claim_ts = ts_ms;
+  t.claim_offset = offset;
+  return false;
+}
+
 core::Status StreamProcessor::Progress(int partition, int64_t offset, int64_t ts_ms) {
   partition_idle_[partition] = false;
+  const bool trusted = Trust(partition, offset, ts_ms);
   for (auto& [_, c] : clusters_) {
     if (offset >= 0 && offset < c->next_offset[partition]) continue;
-    if (Observe(*c, partition, offset, ts_ms)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    if (Observe(*c, partition, offset, trusted ? ts_ms : kNoTime)) {
+      c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    }
   }
   return CloseReadyWindows(false);
 }
 
-core::Status StreamProcessor::EndMarker(int partition, int64_t offset, std::string_view clusters) {
+core::Status StreamProcessor::EndMarker(int partition, int64_t offset, std::string_view clusters, int64_t ts_ms) {
   partition_idle_[partition] = false;
+  (void)Trust(partition, offset, ts_ms);  // the writer's last time: settles a pending jump, moves nothing
   for (auto& [name, c] : clusters_) {
     if (offset >= 0 && offset < c->next_offset[partition]) continue;
     if (clusters.empty() || NamesCluster(clusters, name)) c->writer_ended[partition] = 1;
@@ -515,6 +603,7 @@ std::vector<int> StreamProcessor::EndedPartitions(const std::string& cluster) co
 core::Status StreamProcessor::Process(int partition, int64_t offset, core::Record&& record) {
   partition_idle_[partition] = false;
   const int64_t ts = core::TimestampMsOf(record);
+  const bool trusted = Trust(partition, offset, ts);
   ClusterState* target = nullptr;
   {
     const std::string& cluster = ClusterOf(record);
@@ -542,11 +631,19 @@ core::Status StreamProcessor::Process(int partition, int64_t offset, core::Recor
       Pending p{eff, TopicRank(record), c->seq++, late, std::move(record)};
       std::vector<Pending>& window = c->buffer[FloorTo(eff, options_.base_window_ms())];
       if (window.capacity() == 0) TakeEmptyWindow(window);
+      if (!trusted) {  // dropped again if the partition's next item shows its time false
+        PartitionTrust& t = trust_[static_cast<size_t>(partition)];
+        t.claim_cluster = c.get();
+        t.claim_window = FloorTo(eff, options_.base_window_ms());
+        t.claim_seq = p.seq;
+      }
       window.push_back(std::move(p));
       c->writer_ended[partition] = 0;
       processed = true;
     }
-    if (Observe(*c, partition, offset, ts)) c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    if (Observe(*c, partition, offset, trusted ? ts : kNoTime)) {
+      c->watermark = std::max(c->watermark, ComputeWatermark(*c));
+    }
   }
   if (processed) {
     ++stats_.records;
@@ -743,15 +840,28 @@ std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flu
   StateWriter out;
   out.Str(kSnapshotMagic);
   out(kSnapshotVersion, c.name);
-  ClusterSnapshotFields(out, *this, partition_names_, c, emitted, options_.base_window_ms());
-  return out.Take();
+  ClusterSnapshotFields(out, *this, partition_names_, c, emitted, options_.base_window_ms(), snapshot_group_);
+  std::string bytes = out.Take();
+  const uint32_t checksum = SnapshotChecksum(bytes);
+  char tail[kSnapshotChecksumBytes];
+  std::memcpy(tail, &checksum, sizeof tail);
+  bytes.append(tail, sizeof tail);
+  return bytes;
 }
 
-core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* warning) {
+int StreamProcessor::PartitionIndex(std::string_view name) const {
+  for (size_t i = 0; i < partition_names_.size(); ++i) {
+    if (partition_names_[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* warning, std::string_view expected_cluster) {
   StateReader header(snapshot);
   if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
   const uint64_t version = header.U64();
   if (version != kSnapshotVersion && version != kSnapshotVersionWithoutEvidence &&
+      version != kSnapshotVersionWithoutIdentity &&
       version != kSnapshotVersionWithoutWriterEnds &&
       version != kSnapshotVersionWithoutCapacity &&
       version != kSnapshotVersionWithoutDetectors) {
@@ -760,15 +870,34 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   }
   const std::string cluster = header.Str();
   if (!header.ok() || cluster.empty()) return core::Status::Error("state snapshot: truncated header");
+  if (version >= kSnapshotVersionWithoutEvidence) {
+    // Checked before anything is read from it: a flipped bit in a count or a time must not load.
+    if (snapshot.size() < kSnapshotChecksumBytes) return core::Status::Error("state snapshot: truncated");
+    uint32_t stored = 0;
+    std::memcpy(&stored, snapshot.data() + snapshot.size() - kSnapshotChecksumBytes, sizeof stored);
+    snapshot.remove_suffix(kSnapshotChecksumBytes);
+    if (SnapshotChecksum(snapshot) != stored) {
+      return core::Status::Error("state snapshot: checksum mismatch (the file is damaged or was altered)");
+    }
+  }
+  if (!expected_cluster.empty() && cluster != expected_cluster) {
+    return core::Status::Error("state snapshot is of cluster " + cluster + ", not " + std::string(expected_cluster));
+  }
   Release(cluster);
   ClusterState& c = CreateCluster(cluster);
   const size_t header_bytes = 8 + kSnapshotMagic.size() + 8 + 8 + cluster.size();
   StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
-  ClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms());
+  std::string group = snapshot_group_;  // an older version names none: taken as this one's
+  ClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group);
   if (!in.ok() || !in.at_end()) {
     Release(cluster);
     return core::Status::Error("state snapshot of " + cluster + ": " +
                                (in.error().empty() ? std::string("truncated or malformed") : in.error()));
+  }
+  if (group != snapshot_group_) {
+    Release(cluster);
+    return core::Status::Error("state snapshot of " + cluster + " is of consumer group " + core::QuotedValue(group) +
+                               ", not " + core::QuotedValue(snapshot_group_));
   }
   if (version == kSnapshotVersionWithoutDetectors && warning != nullptr && !c.detectors.empty()) {
     *warning = "state snapshot of " + cluster + " has version " + std::to_string(version) +

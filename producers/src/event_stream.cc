@@ -49,6 +49,17 @@ std::string NotAFileReason(const std::string& path) {
 core::Result<DataDirFiles> ListDataDir(const std::string& dir, const std::vector<std::string>& clusters) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return core::Status::Error(dir + ": not a directory (or not readable)");
+  // The synth's output directory: dir, or dir/.. when dir is the data directory in it.
+  const bool data_given = fs::is_directory(fs::path(dir) / "job_trace", ec) || fs::is_directory(fs::path(dir) / "utilization", ec);
+  fs::path out_dir = fs::path(dir).lexically_normal();
+  if (!out_dir.has_filename()) out_dir = out_dir.parent_path();  // "x/data/"
+  if (data_given) out_dir = out_dir.parent_path();
+  for (const fs::path& marked : {fs::path(dir), out_dir}) {
+    if (fs::exists(marked / kSynthIncompleteMarker, ec)) {
+      return core::Status::Error(dir + ": an acmetrace synth has not finished writing it (stopped or killed mid-write: " +
+                                 (marked / kSynthIncompleteMarker).string() + " is there); run synth again");
+    }
+  }
   fs::path root = fs::path(dir) / "data";
   if (!fs::is_directory(root, ec) && (fs::is_directory(fs::path(dir) / "job_trace", ec) ||
                                       fs::is_directory(fs::path(dir) / "utilization", ec))) {

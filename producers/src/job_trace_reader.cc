@@ -129,6 +129,13 @@ bool JobTraceReader::ParseRow(const std::vector<std::string_view>& f, JobRow& ro
     Error("job_id", "empty");
     return false;
   }
+  for (const Column c : {kJobId, kUser, kType, kState}) {
+    if (text(c).size() > core::kMaxNameBytes) {
+      Error(kColumnNames[c], "name of " + std::to_string(text(c).size()) + " bytes, more than " +
+                                 std::to_string(core::kMaxNameBytes) + ": " + core::QuotedValue(text(c)));
+      return false;
+    }
+  }
   std::optional<int64_t> submit;
   if (!integer(kNodeNum, row.node_num) || !integer(kGpuNum, row.gpu_num) ||
       !integer(kCpuNum, row.cpu_num) || !time(kSubmit, submit) || !time(kStart, row.start_ms) ||

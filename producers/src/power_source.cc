@@ -46,6 +46,13 @@ PowerSource::PowerSource(std::string cluster, const std::vector<std::string>& fi
         file->names.push_back("");
         continue;
       }
+      if (name.size() > core::kMaxNameBytes) {  // not a power field: ignored, and not kept for good
+        errors_.Report(cluster_, kKind, path, 1, name,
+                       "column name of " + std::to_string(name.size()) + " bytes, more than " +
+                           std::to_string(core::kMaxNameBytes) + "; column ignored");
+        file->names.push_back("");
+        continue;
+      }
       if (name == "MEM_Power") file->mem_power_column = static_cast<int>(i);
       file->names.push_back(core::InternName(name));
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "acmetrace/core/log.h"
@@ -54,17 +55,21 @@ void DeclareReplayConfig(core::Config& config) {
                  ConfigType::Int(0, std::numeric_limits<int32_t>::max()));
 }
 
+std::string AcceptedSpeedRange() {
+  char text[64];
+  std::snprintf(text, sizeof text, "max or a number in [%.15g, %.15g]", kMinSpeed, kMaxSpeed);
+  return text;
+}
+
 core::ConfigType SpeedType() {
   return core::ConfigType::Custom(
-      "max or a number in [0.001, 1000000000]",
+      AcceptedSpeedRange(),
       [](std::string_view v) -> std::optional<std::string> {
-        const std::optional<double> speed = ParseSpeed(v);
-        if (!speed || (*speed != 0 && (*speed < 0.001 || *speed > 1e9))) {
-          return "not max or a number in [0.001, 1000000000]: " + core::QuoteConfigValue(v);
-        }
+        if (!ParseAcceptedSpeed(v)) return "not " + AcceptedSpeedRange() + ": " + core::QuoteConfigValue(v);
         return std::nullopt;
       },
-      {"abc", "0", "-1", "0.0009", "1000000001", "inf", "nan", "Max"}, {"max", "0.001", "60", "1000000000"});
+      {"abc", "0", "-1", "0.0009", "1000000001", "inf", "nan", "Max", "1e-15", "1e308"},
+      {"max", "0.001", "60", "1000000000"});
 }
 
 std::optional<double> ParseSpeed(std::string_view text) {
@@ -72,6 +77,12 @@ std::optional<double> ParseSpeed(std::string_view text) {
   std::optional<double> v = core::ParseDouble(text);
   if (!v || !(*v > 0) || !std::isfinite(*v)) return std::nullopt;
   return v;
+}
+
+std::optional<double> ParseAcceptedSpeed(std::string_view text) {
+  const std::optional<double> speed = ParseSpeed(text);
+  if (!speed || (*speed != 0 && (*speed < kMinSpeed || *speed > kMaxSpeed))) return std::nullopt;
+  return speed;
 }
 
 std::optional<std::pair<uint32_t, uint32_t>> ParseShard(std::string_view text) {

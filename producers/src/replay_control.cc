@@ -115,8 +115,8 @@ http::HttpResponse ReplayControlServer::Handle(const http::HttpRequest& request)
   } else {
     core::Result<std::string> value = TheParameter(request, "value", "POST /speed?value=N|max");
     if (!value.ok()) return Error(400, value.status().message());
-    const std::optional<double> speed = ParseSpeed(value.value());
-    if (!speed) return Error(400, "value: not max or a positive number: " + http::QuoteForMessage(value.value()));
+    const std::optional<double> speed = ParseAcceptedSpeed(value.value());
+    if (!speed) return Error(400, "value: not " + AcceptedSpeedRange() + ": " + http::QuoteForMessage(value.value()));
     replayer_.SetSpeed(*speed);
   }
   return Json(200, ReplayStatusJson(replayer_.status()));

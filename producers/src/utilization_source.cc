@@ -226,6 +226,13 @@ bool UtilizationMetricReader::OpenNextFile() {
     std::unordered_map<std::string, int32_t> targets;
     for (size_t i = 0; i < fields_.size(); ++i) {
       if (static_cast<int>(i) == time_column_) continue;
+      if (const size_t bytes = core::TrimSpaces(fields_[i]).size(); bytes > core::kMaxNameBytes) {
+        // Not a node: a column named with megabytes would otherwise become a node of that name.
+        errors_.Report(cluster_, kKind, path, 1, fields_[i],
+                       "column name of " + std::to_string(bytes) + " bytes, more than " +
+                           std::to_string(core::kMaxNameBytes) + "; column ignored");
+        continue;
+      }
       std::optional<ColumnTarget> target = ParseUtilizationColumn(fields_[i], header.gpu_metric);
       if (!target) {
         errors_.Report(cluster_, kKind, path, 1, header_storage_[i],

@@ -1,7 +1,8 @@
 // Fuzzes the JSON record parser that `process` and `export` run on every input line
 // (RecordParser::ParseFramedLine, and ParseValue for each topic). Checks the round trip: a line
 // that parses writes (AppendFramedLine) to a line that parses to a record writing the same bytes;
-// a parsed record respects the bounds (trace times, kMaxGpusPerNode values per GPU array); and the
+// a parsed record respects the bounds (trace times, kMaxGpusPerNode values per GPU array, names of at
+// most kMaxNameBytes); and the
 // fast path for util records gives what simdjson alone gives (status, message, record).
 #include <cstdint>
 #include <string>
@@ -22,7 +23,10 @@ void CheckBounds(const acmetrace::core::Record& record) {
   } else {
     ACMETRACE_FUZZ_CHECK(IsTraceTimeMs(TimestampMsOf(record)));
   }
+  std::visit([](const auto& r) { ACMETRACE_FUZZ_CHECK(r.cluster.size() <= kMaxNameBytes); }, record);
   if (const auto* u = std::get_if<UtilSample>(&record)) {
+    ACMETRACE_FUZZ_CHECK(u->node.size() <= kMaxNameBytes);
+    for (const GpuMetric& g : u->gpu) ACMETRACE_FUZZ_CHECK(g.name.size() <= kMaxNameBytes);
     ACMETRACE_FUZZ_CHECK(u->gpu.size() <= kMaxValuesPerObject && u->host.size() <= kMaxValuesPerObject);
     for (const GpuMetric& g : u->gpu) ACMETRACE_FUZZ_CHECK(g.values.size() <= kMaxGpusPerNode);
   }

@@ -6,9 +6,13 @@
 // behind the cluster's buffered records) make the first window that closes walk those years step by
 // step (docs/processors.md).
 //
-// The first byte picks the input's form: even, the rest is the whole snapshot; odd, the rest overwrites
-// a valid snapshot (every detector's state, buffered records, an ended writer) from the offset the next
-// two bytes give, so the mutations reach every field behind the header.
+// The first byte picks the input's form (its value mod 3): 0, the rest is the whole snapshot; 1, the
+// rest overwrites a valid snapshot (every detector's state, buffered records, an ended writer) from
+// the offset the next two bytes give and the checksum is made to match, so the mutations reach every
+// field behind the header; 2, the same overwrite without fixing the checksum: refused unless it
+// changed nothing.
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -85,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string valid = ValidSnapshot();
   if (size < 1) return 0;
   std::string snapshot;
-  if (data[0] % 2 == 0) {
+  const int form = data[0] % 3;
+  if (form == 0) {
     snapshot.assign(reinterpret_cast<const char*>(data + 1), size - 1);
   } else {
     if (size < 3) return 0;
@@ -93,11 +98,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     snapshot = valid;
     const size_t n = std::min(size - 3, snapshot.size() - at);
     std::memcpy(snapshot.data() + at, data + 3, n);
+    if (form == 1 && snapshot.size() >= 4) {  // the checksum (the last 4 bytes) of what is now there
+      const uint32_t crc = static_cast<uint32_t>(
+          crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(snapshot.data()), static_cast<uInt>(snapshot.size() - 4)));
+      std::memcpy(snapshot.data() + snapshot.size() - 4, &crc, 4);
+    }
   }
   NullSink sink;
   processors::StreamProcessor p(processors::ProcessOptions(), sink, Detectors());
   p.DeclarePartition("acme.jobs/0");
-  if (!p.Restore(snapshot).ok()) {
+  p.DeclarePartition("acme.util/0");
+  const bool loaded = p.Restore(snapshot).ok();
+  if (form == 2 && snapshot != valid) ACMETRACE_FUZZ_CHECK(!loaded);  // the checksum finds any change
+  if (!loaded) {
     ACMETRACE_FUZZ_CHECK(p.owned_count() == 0);  // a refused snapshot leaves nothing half-loaded
     return 0;
   }
@@ -106,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string saved = p.Snapshot(cluster);
   processors::StreamProcessor again(processors::ProcessOptions(), sink, Detectors());
   again.DeclarePartition("acme.jobs/0");
+  again.DeclarePartition("acme.util/0");
   ACMETRACE_FUZZ_CHECK(again.Restore(saved).ok());
   ACMETRACE_FUZZ_CHECK(again.Snapshot(cluster) == saved);
   return 0;

@@ -18,6 +18,7 @@ struct KafkaInput::Impl {
   std::vector<int64_t> caught_up_since;
   std::vector<bool> idle_reported;
   int64_t next_idle_check_ms = 0;
+  std::string error;  // the last kUnreadable item's message (its view's storage)
 
   int IndexOf(std::string_view topic, int32_t partition) const {
     for (size_t i = 0; i < infos.size(); ++i) {
@@ -126,19 +127,33 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
   if (item.partition < 0) return core::InputItem{};
   s.Active(item.partition);
   item.offset = r.offset;
-  item.ts_ms = r.trace_ts_ms == kNoTraceTs ? core::InputItem::kNoTs : r.trace_ts_ms;
-  if (r.marker.empty()) {
-    item.kind = core::InputItem::Kind::kFramed;
-    item.topic = r.topic;
-    item.key = r.key;
-    item.value = r.value;
-  } else if (r.marker == kProgressMarker || r.marker == kPausedProgressMarker) {
-    item.kind = item.ts_ms == core::InputItem::kNoTs ? core::InputItem::Kind::kNothing : core::InputItem::Kind::kProgress;
-    item.paused = r.marker == kPausedProgressMarker;
-  } else if (r.marker.substr(0, kEndMarkerPrefix.size()) == kEndMarkerPrefix) {
-    item.kind = core::InputItem::Kind::kEnded;
-    item.clusters = r.marker.substr(kEndMarkerPrefix.size());
-  }  // else: a marker of a later version, skipped (kNothing)
+  StreamHeaders h = ReadStreamHeaders(r.marker, r.trace_ts_text);
+  item.ts_ms = h.trace_ts_ms == kNoTraceTs ? core::InputItem::kNoTs : h.trace_ts_ms;
+  switch (h.kind) {
+    case StreamHeaders::Kind::kRecord:
+      item.kind = core::InputItem::Kind::kFramed;
+      item.topic = r.topic;
+      item.key = r.key;
+      item.value = r.value;
+      break;
+    case StreamHeaders::Kind::kProgress:
+      item.kind = core::InputItem::Kind::kProgress;
+      item.paused = h.paused;
+      break;
+    case StreamHeaders::Kind::kEnd:
+      item.kind = core::InputItem::Kind::kEnded;
+      item.clusters = h.clusters;
+      break;
+    case StreamHeaders::Kind::kOtherMarker:  // a marker of a later version, skipped (kNothing)
+      break;
+    case StreamHeaders::Kind::kInvalid:  // an input error, reported where it is (topic[partition]:offset)
+      item.kind = core::InputItem::Kind::kUnreadable;
+      item.key = r.key;
+      item.ts_ms = core::InputItem::kNoTs;
+      s.error = std::move(h.error);
+      item.error = s.error;
+      break;
+  }
   return item;
 }
 

@@ -230,6 +230,7 @@ ReaderEvent KafkaPartitionReader::Impl::HandOver(PartitionQueue& q) {
   record.timestamp_ms = rd_kafka_message_timestamp(m, nullptr);
   record.trace_ts_ms = q.head_trace_ts;
   record.marker = internal::MarkerOf(m);
+  record.trace_ts_text = internal::TraceTsTextOf(m);
   current = std::move(q.head);
   ReaderEvent e;
   e.kind = ReaderEvent::Kind::kRecord;

@@ -104,6 +104,7 @@ core::Result<const FramedRecord*> KafkaSource::Next(int timeout_ms) {
     r.timestamp_ms = rd_kafka_message_timestamp(m.get(), nullptr);
     r.trace_ts_ms = internal::TraceTsOf(m.get());
     r.marker = internal::MarkerOf(m.get());
+    r.trace_ts_text = internal::TraceTsTextOf(m.get());
     s.current = std::move(m);
     ++s.records;
     return static_cast<const FramedRecord*>(&r);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "acmetrace/core/log.h"
+#include "acmetrace/core/time.h"
 
 namespace acmetrace::kafka::internal {
 namespace {
@@ -169,8 +170,12 @@ std::string_view HeaderOf(rd_kafka_message_t* m, std::string_view name) {
 
 int64_t TraceTsOf(rd_kafka_message_t* m) {
   const std::string_view text = HeaderOf(m, kTraceTsHeader);
-  return text.empty() ? kNoTraceTs : ParseTraceTs(text).value_or(kNoTraceTs);
+  if (text.empty()) return kNoTraceTs;
+  const std::optional<int64_t> ts = ParseTraceTs(text);
+  return ts && core::IsTraceTimeMs(*ts) ? *ts : kInvalidTraceTs;
 }
+
+std::string_view TraceTsTextOf(rd_kafka_message_t* m) { return HeaderOf(m, kTraceTsHeader); }
 
 std::string_view MarkerOf(rd_kafka_message_t* m) {
   if (m->payload != nullptr || m->key != nullptr) return {};  // a marker has neither

@@ -96,8 +96,11 @@ core::Result<KafkaHandle> CreateClient(const Properties& properties, ClientRole 
 /// Milliseconds of the steady clock (for the clients' timeouts and waits).
 int64_t SteadyNowMs();
 
-/// The message's trace_ts_ms header (kNoTraceTs if absent or not a whole number).
+/// The message's trace_ts_ms header: kNoTraceTs if absent, kInvalidTraceTs if not a whole number in
+/// the trace years.
 int64_t TraceTsOf(rd_kafka_message_t* m);
+/// The text of the message's trace_ts_ms header, empty if absent. Valid while the message is.
+std::string_view TraceTsTextOf(rd_kafka_message_t* m);
 /// The message's stream marker (kafka_message.h): its acmetrace_marker header if it has neither key
 /// nor value, else empty. Valid while the message is.
 std::string_view MarkerOf(rd_kafka_message_t* m);

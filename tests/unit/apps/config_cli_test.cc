@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -183,6 +184,29 @@ TEST(ConfigCliTest, FlagBeatsEnvironmentBeatsFile) {
   EXPECT_NE(RunBinary("--config " + stdout_file + " " + replay).out, "");
   EXPECT_EQ(RunBinary("--config " + stdout_file + " " + replay, "env ACMETRACE_REPLAY_SINK=null").out, "");
   EXPECT_NE(RunBinary("--config " + stdout_file + " " + replay + " --sink stdout", "env ACMETRACE_REPLAY_SINK=null").out, "");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(SynthCliTest, ADataSetASynthDidNotFinishIsRefusedByReplay) {
+  // synth stopped mid-write left cut files and no faults.csv, and replay read them with 0 errors.
+  const std::string out = Scratch() + "/day";
+  std::filesystem::create_directories(out + "/data");
+  acmetrace::WriteFile(out + "/data", "utilization", "a file where synth makes a directory");  // synth fails there
+  Outcome o = RunBinary("synth --out " + out + " --clusters seren --days 1 --scale 0.01");
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_TRUE(std::filesystem::exists(out + "/.acmetrace-synth-incomplete"));
+  o = RunBinary("replay --data " + out + " --sink null");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.err.find(out + ": an acmetrace synth has not finished writing it"), std::string::npos) << o.err;
+  // Finished, it leaves no marker and replays.
+  std::filesystem::remove(out + "/data/utilization");
+  o = RunBinary("synth --out " + out + " --clusters seren --days 1 --scale 0.01");
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(out + "/.acmetrace-synth-incomplete"));
+  EXPECT_EQ(RunBinary("replay --data " + out + " --sink null").exit_code, 0);
 }
 
 }  // namespace

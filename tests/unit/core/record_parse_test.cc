@@ -367,6 +367,65 @@ TEST(RecordParserTest, RefusesEventTimesOutsideTheTraceYears) {
   EXPECT_TRUE(parser.ParseFramedLine(R"({"topic":"acme.util","value":{"cluster":"c","node":"n","ts_ms":1677601080000}})", r).ok());
 }
 
+TEST(RecordParserTest, ARecordOfAnotherVersionIsAnErrorNamingTheVersion) {
+  // A record of a version this build does not read was processed as version 1.
+  RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
+  Record r;
+  const std::string util = R"("cluster":"seren","node":"n","ts_ms":1677601080000})";
+  const std::vector<std::pair<std::string, std::string>> versions = {
+      {"2", "2"}, {"1.5", "'1.5'"}, {"\"1\"", "'\"1\"'"}, {"1e999", "'1e999'"}, {"0", "0"}, {"-1", "-1"},
+      {"1.0", "'1.0'"}, {"null", "'null'"}, {"[1]", "'['"}};
+  for (const auto& [v, shown] : versions) {
+    for (RecordParser* parser : {&fast, &slow}) {
+      const Status s = parser->ParseFramedLine(R"({"topic":"acme.util","value":{"v":)" + v + "," + util + "}", r);
+      ASSERT_FALSE(s.ok()) << v;
+      EXPECT_EQ(s.message(), "value: field \"v\": version " + shown + " is not read (this build reads version 1)") << v;
+    }
+    EXPECT_EQ(CompareWithSimdjson(fast, slow, R"({"topic":"acme.util","value":{"v":)" + v + "," + util + "}"), "");
+  }
+  // Every kind checks it.
+  const Status job = fast.ParseValue(kTopicJobs, R"({"v":2,"cluster":"seren","event":"submit","ts_ms":1677601080000,"job_id":"1"})", r);
+  EXPECT_EQ(job.message(), "field \"v\": version 2 is not read (this build reads version 1)");
+  EXPECT_FALSE(fast.ParseValue(kTopicPower, R"({"v":2,"cluster":"c","model":"m","ts_ms":1677601080000})", r).ok());
+  EXPECT_FALSE(fast.ParseValue(kTopicMetrics, R"({"v":2,"cluster":"c","start_ms":1677601020000,"end_ms":1677601080000})", r).ok());
+  EXPECT_FALSE(fast.ParseValue(kTopicAnomalies, R"({"v":2,"cluster":"c","kind":"k","subject":"s","state":"open","ts_ms":1677601080000})", r).ok());
+  // Version 1, and a record without "v" (taken as version 1), parse on both paths.
+  EXPECT_TRUE(fast.ParseFramedLine(R"({"topic":"acme.util","value":{"v":1,)" + util + "}", r).ok());
+  EXPECT_TRUE(fast.ParseFramedLine(R"({"topic":"acme.util","value":{)" + util + "}", r).ok());
+  EXPECT_TRUE(slow.ParseFramedLine(R"({"topic":"acme.util","value":{"v":1,)" + util + "}", r).ok());
+}
+
+TEST(RecordParserTest, ANameLongerThanTheBoundIsAnError) {
+  // 40 util records whose node name was 5 MiB each made export peak at 10 GB.
+  RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
+  Record r;
+  const std::string longest(kMaxNameBytes, 'n'), over(kMaxNameBytes + 1, 'n');
+  auto util_line = [](const std::string& node, const std::string& metric) {
+    return R"({"topic":"acme.util","value":{"v":1,"cluster":"seren","node":")" + node +
+           R"(","ts_ms":1677601080000,"gpu":{")" + metric + R"(":[1]},"host":{")" + metric + R"(":2}}})";
+  };
+  EXPECT_TRUE(fast.ParseFramedLine(util_line(longest, "GPU_UTIL"), r).ok());
+  EXPECT_EQ(std::get<UtilSample>(r).node, longest);
+  for (RecordParser* parser : {&fast, &slow}) {
+    Status s = parser->ParseFramedLine(util_line(over, "GPU_UTIL"), r);
+    EXPECT_EQ(s.message(), "value: field \"node\": name of 257 bytes, more than 256");
+    s = parser->ParseFramedLine(util_line("n", over), r);
+    EXPECT_EQ(s.message(), "value: field \"gpu\": name of 257 bytes, more than 256");
+  }
+  EXPECT_EQ(CompareWithSimdjson(fast, slow, util_line(std::string(5 << 20, 'x'), "GPU_UTIL")), "");
+  EXPECT_EQ(CompareWithSimdjson(fast, slow, util_line("n", over)), "");
+  const std::string job_head = R"({"v":1,"cluster":"seren","event":"submit","ts_ms":1677601080000,)";
+  for (const char* field : {"job_id", "user", "type", "state"}) {
+    const Status s = fast.ParseValue(kTopicJobs, job_head + "\"job_id\":\"1\",\"" + field + "\":\"" + over + "\"}", r);
+    EXPECT_EQ(s.message(), "field \"" + std::string(field) + "\": name of 257 bytes, more than 256");
+  }
+  EXPECT_FALSE(fast.ParseValue(kTopicJobs, R"({"v":1,"cluster":")" + over + R"(","event":"submit","ts_ms":1677601080000,"job_id":"1"})", r).ok());
+  EXPECT_EQ(fast.ParseValue(kTopicAnomalies, R"({"cluster":"c","kind":"k","subject":")" + over + R"(","state":"open","ts_ms":1677601080000})", r).message(),
+            "field \"subject\": name of 257 bytes, more than 256");
+  EXPECT_FALSE(fast.ParseValue(kTopicPower, R"({"cluster":"c","model":")" + over + R"(","ts_ms":1677601080000})", r).ok());
+  EXPECT_FALSE(fast.ParseValue(kTopicMetrics, R"({"cluster":"c","start_ms":1677601020000,"end_ms":1677601080000,"metrics":{")" + over + R"(":1}})", r).ok());
+}
+
 TEST(RecordParserTest, RefusesAGpuArrayLongerThanTheGpusOfANode) {
   RecordParser parser;
   Record r;

@@ -54,5 +54,21 @@ TEST(ReplayClockTest, SeekMovesTheClockAndBumpsGeneration) {
   EXPECT_EQ(clock.DueWallMs(1'002'000), 8000);
 }
 
+TEST(ReplayClockTest, ExtremeSpeedsSaturateInsteadOfOverflowing) {
+  // A speed of 1e-15 over 3.5 months made llround overflow: everything came due at once.
+  const int64_t start = 1'677'600'000'000, months = 3'600'000LL * 24 * 105;
+  ReplayClock slow;
+  slow.Start(0, start);
+  slow.SetSpeed(1e-15, 0);
+  ASSERT_TRUE(slow.DueWallMs(start + months).has_value());
+  EXPECT_GT(*slow.DueWallMs(start + months), 1'000'000'000'000'000'000LL);  // far in the future, not now
+  EXPECT_EQ(slow.TraceNowMs(1000), start);
+  ReplayClock fast;
+  fast.Start(0, start);
+  fast.SetSpeed(1e308, 0);
+  EXPECT_EQ(fast.DueWallMs(start + months), 0);
+  EXPECT_GT(fast.TraceNowMs(INT64_MAX / 2), start);  // saturated, not wrapped below the start
+}
+
 }  // namespace
 }  // namespace acmetrace::core

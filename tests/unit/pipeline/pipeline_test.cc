@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <mutex>
 
 #include "acmetrace/processors/detector.h"
 #include "test_files.h"
@@ -200,6 +202,40 @@ TEST(DefaultDataTest, IsSynthesizedOnceAndAgainWhenAnOlderSynthMadeIt) {
   EXPECT_EQ(remade.value(), first.value());
   EXPECT_EQ(said.size(), 2u);
   EXPECT_FALSE(std::filesystem::exists(sentinel));
+}
+
+TEST(DefaultDataTest, TwoRunsStartedTogetherShareOneSynthesisAndNeitherLosesItsData) {
+  // The second run removed the directory under the first, which exited 0 after half the records.
+  const ScratchDir cache("acmetrace_default_data_twice", "cache");
+  core::Config config;
+  DeclareRunConfig(config);
+  ASSERT_TRUE(config.Set("run.cache_dir", cache.str()).ok());
+  ASSERT_TRUE(config.Set("run.default_scale", "0.01").ok());
+  // What an interrupted attempt left aside goes.
+  const std::string leftover = cache.str() + "/default-d1-s0.01-faults.partial-999999";
+  std::filesystem::create_directories(leftover + "/data");
+  std::mutex said_mutex;
+  std::vector<std::string> said;
+  auto log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(said_mutex);
+    said.push_back(line);
+  };
+  core::Result<std::string> a = core::Status::Error("not run"), b = core::Status::Error("not run");
+  std::thread first([&] { a = PrepareDefaultData(config, log); });
+  std::thread second([&] { b = PrepareDefaultData(config, log); });
+  first.join();
+  second.join();
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(a.value(), b.value());
+  size_t synthesized = 0;
+  for (const std::string& line : said) synthesized += line.rfind("synthesizing", 0) == 0;
+  EXPECT_EQ(synthesized, 1u) << "one synthesis, the other waited for it";
+  EXPECT_TRUE(std::filesystem::exists(a.value() + "/faults.csv"));
+  EXPECT_TRUE(std::filesystem::exists(a.value() + "/.complete"));
+  for (const auto& entry : std::filesystem::directory_iterator(cache.str())) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos) << entry.path();
+  }
 }
 
 }  // namespace

@@ -263,6 +263,65 @@ TEST(ProcessStageTest, AnOwnerTakingOverAfterTheEndMarkersEndsWithTheLastWindows
   EXPECT_EQ(both, whole.lines);
 }
 
+// Owns every cluster; its save before the final windows fails, as on a read-only state directory or
+// a full disk.
+class SaveFailsAtTheEnd : public OwnAllClusters {
+ public:
+  core::Status Checkpoint(int64_t, Save when) override {
+    if (when == Save::kBeforeFinishing) return core::Status::Error("state/g.seren.state.tmp: cannot write state snapshot: Read-only file system");
+    return core::Status::Ok();
+  }
+};
+
+TEST(ProcessStageTest, ASnapshotThatCannotBeSavedAtTheEndLosesNoWindows) {
+  // The windows finish() writes were lost with the failed save (612 of 624 written).
+  std::deque<ScriptedInput::Step> steps;
+  for (int64_t t = 0; t <= 600'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  steps.push_back({Kind::kEnded, 0, {}, "seren"});
+  steps.push_back({Kind::kEnded, 1, {}, "seren"});
+  const ProcessRun whole = Process(steps);
+  ASSERT_TRUE(whole.ended);
+
+  std::atomic<bool> stop{false};
+  ScriptedInput input(kInputs, steps, stop);
+  CaptureSink sink;
+  processors::ProcessOptions options;
+  options.allowed_lateness_ms = 30'000;
+  processors::StreamProcessor processor(options, sink, nullptr);
+  core::InputErrors errors(nullptr);
+  SaveFailsAtTheEnd failing;
+  const core::Status s = RunProcessStage(input, processor, sink, errors, failing, StageOptions{}, stop);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("Read-only file system"), std::string::npos) << s.message();
+  EXPECT_EQ(sink.lines, whole.lines);
+  EXPECT_TRUE(sink.ended);
+}
+
+TEST(ProcessStageTest, AForgedProgressMarkerIsAnInputErrorNamingWhereItWas) {
+  // A marker 20 minutes ahead in the jobs partition: not trusted, reported, no record late.
+  std::deque<ScriptedInput::Step> steps;
+  for (int64_t t = 0; t <= 600'000; t += 15'000) {
+    steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+    if (t == 60'000) steps.push_back({Kind::kRecord, 0, Submit(kT0 + t), ""});
+    if (t == 120'000) steps.push_back({Kind::kProgress, 0, {}, "", kT0 + t + 20 * 60'000});
+    if (t == 180'000) steps.push_back({Kind::kProgress, 0, {}, "", kT0 + t});
+  }
+  std::atomic<bool> stop{false};
+  ScriptedInput input(kInputs, steps, stop);
+  CaptureSink sink;
+  processors::ProcessOptions options;
+  options.allowed_lateness_ms = 30'000;
+  processors::StreamProcessor processor(options, sink, nullptr);
+  core::InputErrors errors(nullptr);
+  OwnAllClusters all;
+  ASSERT_TRUE(RunProcessStage(input, processor, sink, errors, all, StageOptions{}, stop).ok());
+  EXPECT_EQ(errors.total(), 1);
+  EXPECT_NE(errors.first().find("acme.jobs[0]:"), std::string::npos) << errors.first();
+  EXPECT_NE(errors.first().find("not trusted"), std::string::npos) << errors.first();
+  EXPECT_EQ(processor.stats().late, 0);
+  EXPECT_EQ(processor.stats().untrusted, 1);
+}
+
 TEST(ProcessStageTest, ARecordAfterTheEndMarkerReopensThePartition) {
   // A writer that ended and a cluster's record after it (another run appending): the partition is
   // live again for that cluster, in the processor's state as in the stage.

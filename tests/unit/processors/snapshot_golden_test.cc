@@ -173,13 +173,13 @@ bool ReplacePart(std::string& expected, const std::string& snapshot, const std::
   return true;
 }
 
-// The golden (version 2) bytes as this build writes them: version 4, failure_burst's part at its layout 2
+// The golden (version 2) bytes as this build writes them: version 5, failure_burst's part at its layout 2
 // (zeros added: see OnlyZerosAdded), gpu_straggler's part at its layout
 // 3 (each GPU's run of work and held memory, for the rules of issue #14, after layout 1's fields: the rest of the part
 // must be the golden's to the byte), util_drop's at its layout 2 (each GPU's busy-when-first-seen, down
 // and last-down after layout 1's fields, issue #14), large_job_failure's at its layout 2 (layout 1's outbox, then the
 // GPUs seen in the cluster's telemetry, issue #14), and appended after the detectors the capacity
-// seen in telemetry and the partitions whose writer ended (the only changes since). rerun: snapshot is of a run of this build from the input's
+// seen in telemetry, the partitions whose writer ended, the consumer group and the checksum (the only changes since). rerun: snapshot is of a run of this build from the input's
 // start, whose failure_burst started its clock at the cluster's first record, not its first job (issue
 // #14): that part may differ.
 bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden, bool rerun = false) {
@@ -187,7 +187,7 @@ bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden
   std::memcpy(&magic_size, golden.data(), sizeof magic_size);
   std::string expected = golden;
   const size_t version_at = sizeof magic_size + static_cast<size_t>(magic_size);
-  const uint64_t version = 5;
+  const uint64_t version = 6;
   std::memcpy(expected.data() + version_at, &version, sizeof version);
   const Part old_part = FindPart(expected, "gpu_straggler");
   const Part new_part = FindPart(snapshot, "gpu_straggler@3");
@@ -255,9 +255,9 @@ TEST(SnapshotGoldenTest, AnOldSnapshotResumesToTheOutputOfAnUninterruptedRun) {
             std::string::npos);
   EXPECT_EQ(before_cut.find("telemetry_gap"), std::string::npos);
 
-  // (b) What was loaded is saved again to the byte (as version 4, with the capacity it has learned
-  // by then: none yet after a version 2 snapshot, and no ended writer), and a version 4 snapshot
-  // round-trips exactly.
+  // (b) What was loaded is saved again to the byte (as version 5, with the capacity it has learned
+  // by then: none yet after a version 2 snapshot, no ended writer, its group and checksum), and a
+  // version 5 snapshot round-trips exactly.
   ProcessorRun reloaded(false);
   ASSERT_TRUE(reloaded.p.Restore(golden).ok());
   const std::string resaved = reloaded.p.Snapshot("seren");

@@ -9,10 +9,13 @@
 #include "acmetrace/processors/evidence_gate.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "acmetrace/core/config.h"
@@ -323,6 +326,133 @@ TEST(StreamProcessorTest, ASparsePartitionStopsHoldingTheWatermarkAtItsWritersPr
   EXPECT_EQ(p.stats().late, 0);
 }
 
+// The feed split into three partitions by key (two of telemetry, one of job and power records),
+// as the replay writes it into Kafka, with forged items put in before record `at` of the feed.
+struct PartitionedRun {
+  CaptureSink sink;
+  StreamProcessor p;
+  std::vector<int64_t> next_offset = std::vector<int64_t>(3, 0);
+  std::vector<std::string> untrusted;  // what the reporter was told, "partition:offset: reason"
+  explicit PartitionedRun(ProcessOptions options) : p(options, sink, FakeDetectors()) {
+    p.SetOwnAll(true);
+    for (const char* name : {"acme.util/0", "acme.util/1", "acme.jobs/0"}) p.DeclarePartition(name);
+    p.SetUntrustedReporter([this](int partition, int64_t offset, const std::string& reason) {
+      untrusted.push_back(std::to_string(partition) + ":" + std::to_string(offset) + ": " + reason);
+    });
+  }
+  static int PartitionOf(const core::Record& r) {
+    if (const auto* u = std::get_if<core::UtilSample>(&r)) return (u->node.back() - '0') % 2;
+    return 2;
+  }
+  void Record(core::Record r) {
+    const int part = PartitionOf(r);
+    ASSERT_TRUE(p.Process(part, next_offset[part]++, std::move(r)).ok());
+  }
+  void Marker(int part, int64_t ts_ms) { ASSERT_TRUE(p.Progress(part, next_offset[part]++, ts_ms).ok()); }
+  // Feeds the feed; before record `at`, calls forge(*this, the time of record `at`).
+  template <typename Forge>
+  std::string Run(const std::vector<core::Record>& feed, size_t at, Forge forge) {
+    for (size_t i = 0; i < feed.size(); ++i) {
+      if (i == at) forge(*this, core::TimestampMsOf(feed[i]));
+      Record(feed[i]);
+    }
+    EXPECT_TRUE(p.Finish().ok());
+    return sink.text;
+  }
+};
+
+TEST(StreamProcessorTest, ForgedProgressMarkersAheadAreInputErrorsThatMakeNothingLate) {
+  // One forged marker 20 minutes ahead in one partition made 134 records late; one in every
+  // partition dropped windows; one at year 9999 or INT64_MAX made most of the rest late.
+  const std::vector<core::Record> feed = Feed(40);
+  const size_t at = feed.size() / 3;
+  PartitionedRun honest(TestOptions());
+  const std::string expected = honest.Run(feed, at, [](PartitionedRun&, int64_t) {});
+  ASSERT_EQ(honest.p.stats().late, 0);
+  ASSERT_TRUE(honest.untrusted.empty());
+  const int64_t twenty_minutes = 20 * 60'000;
+  struct Case {
+    const char* what;
+    std::function<void(PartitionedRun&, int64_t)> forge;
+    size_t forged;
+  };
+  const std::vector<Case> cases = {
+      {"one partition, 20 min ahead", [&](PartitionedRun& r, int64_t t) { r.Marker(0, t + twenty_minutes); }, 1},
+      {"every partition, 20 min ahead",
+       [&](PartitionedRun& r, int64_t t) {
+         for (int part = 0; part < 3; ++part) r.Marker(part, t + twenty_minutes);
+       },
+       3},
+      {"year 9999", [](PartitionedRun& r, int64_t) { r.Marker(1, 253'402'300'799'000); }, 1},
+      {"INT64_MAX", [](PartitionedRun& r, int64_t) { r.Marker(2, INT64_MAX); }, 1},
+  };
+  for (const Case& c : cases) {
+    PartitionedRun forged(TestOptions());
+    EXPECT_EQ(forged.Run(feed, at, c.forge), expected) << c.what;
+    EXPECT_EQ(forged.p.stats().late, 0) << c.what;
+    EXPECT_EQ(forged.p.stats().untrusted, static_cast<int64_t>(c.forged)) << c.what;
+    ASSERT_EQ(forged.untrusted.size(), c.forged) << c.what;
+    EXPECT_NE(forged.untrusted[0].find("ms (process.max_partition_lead_ms) ahead of its partition and what followed "
+                                       "there is earlier"),
+              std::string::npos)
+        << forged.untrusted[0];
+  }
+  // Without the bound, the same forgery does the damage the bound prevents.
+  ProcessOptions trusting = TestOptions();
+  trusting.max_partition_lead_ms = 0;
+  PartitionedRun unbounded(trusting);
+  unbounded.Run(feed, at, cases[1].forge);
+  EXPECT_GT(unbounded.p.stats().late, 100);
+}
+
+TEST(StreamProcessorTest, ForgedValidRecordsAheadAreDroppedAsInputErrors) {
+  // 18 forged valid records 20 minutes ahead (one per partition) made 1,404 records late and raised
+  // fleet-wide telemetry_gap flags.
+  const std::vector<core::Record> feed = Feed(40);
+  const size_t at = feed.size() / 2;
+  PartitionedRun honest(TestOptions());
+  const std::string expected = honest.Run(feed, at, [](PartitionedRun&, int64_t) {});
+  PartitionedRun forged(TestOptions());
+  const std::string output = forged.Run(feed, at, [](PartitionedRun& r, int64_t t) {
+    r.Record(Util("seren", "10.0.0.0", t + 20 * 60'000, {0, 0, 0, 0}));  // partition 0
+    r.Record(Util("seren", "10.0.0.1", t + 20 * 60'000, {0, 0, 0, 0}));  // partition 1
+    r.Record(Job("seren", core::JobEventKind::kSubmit, t + 20 * 60'000, "forged", 8));  // partition 2
+  });
+  EXPECT_EQ(output, expected);
+  EXPECT_EQ(forged.p.stats().late, 0);
+  EXPECT_EQ(forged.p.stats().untrusted, 3);
+  EXPECT_EQ(forged.p.stats().records, honest.p.stats().records);
+  ASSERT_EQ(forged.untrusted.size(), 3u);
+  EXPECT_NE(forged.untrusted[0].find(", record dropped"), std::string::npos) << forged.untrusted[0];
+}
+
+TEST(StreamProcessorTest, AnHonestJumpAheadIsTrustedOnceItsPartitionGoesOnFromIt) {
+  // After a quiet spell the replay's markers and records jump ahead in every partition at once:
+  // the same output as with every time trusted at once, and no input error.
+  std::vector<core::Record> feed = Feed(10);
+  for (core::Record r : Feed(10, 2)) {  // the same again, an hour later
+    std::visit([](auto& v) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, core::JobEvent>) {
+        v.job_id += "-later";
+      }
+      v.ts_ms += 3'600'000;
+    }, r);
+    feed.push_back(std::move(r));
+  }
+  auto run = [&](int64_t lead) {
+    ProcessOptions options = TestOptions();
+    options.max_partition_lead_ms = lead;
+    PartitionedRun r(options);
+    const std::string text = r.Run(feed, Feed(10).size(), [](PartitionedRun& r, int64_t t) {
+      for (int part = 0; part < 3; ++part) r.Marker(part, t);  // the replay's round before the jump's first record
+    });
+    EXPECT_TRUE(r.untrusted.empty()) << r.untrusted.front();
+    EXPECT_EQ(r.p.stats().late, 0);
+    return text;
+  };
+  EXPECT_EQ(run(300'000), run(0));
+}
+
 TEST(StreamProcessorTest, TheWorkerThreadWritesTheSameBytesAndSnapshots) {
   const std::vector<core::Record> feed = Feed(40);
   const std::string reference = RunOnePartition(feed);
@@ -631,24 +761,41 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    const std::string v5 = without.Snapshot("seren");
-    StateReader in(v5);
+    // Version 6 is version 4, then the consumer group ("" here: 8 bytes of zero), the evidence
+    // gate's state (version 6) and a 4-byte checksum (version 5).
+    const std::string v6 = without.Snapshot("seren");
+    StateReader in(v6);
     const std::string magic = in.Str();
-    ASSERT_EQ(in.U64(), 5u);
-    // Version 5 is version 4 and then the evidence gate's state: the last bytes that read as exactly
-    // one gate with the nodes seen.
+    ASSERT_EQ(in.U64(), 6u);
+    const std::string body6 = v6.substr(0, v6.size() - 4);
+    // The evidence gate: the last bytes that read as exactly one gate with the 4 nodes seen.
     size_t evidence_at = 0;
-    for (size_t at = v5.size() - 32; at > 0 && evidence_at == 0; --at) {
-      StateReader r(std::string_view(v5).substr(at));
+    for (size_t at = body6.size() - 32; at > 0 && evidence_at == 0; --at) {
+      StateReader r(std::string_view(body6).substr(at));
       EvidenceGate gate;
-      const uint64_t nodes = StateReader(std::string_view(v5).substr(at)).U64();
+      const uint64_t nodes = StateReader(std::string_view(body6).substr(at)).U64();
       r(gate);
       if (r.ok() && r.at_end() && nodes == 4) evidence_at = at;
     }
-    ASSERT_GT(evidence_at, 0u);
-    std::string v4 = v5.substr(0, evidence_at);
+    ASSERT_GT(evidence_at, 8u);
+    ASSERT_EQ(body6.substr(evidence_at - 8, 8), std::string(8, '\0'));
+    std::string v4 = body6.substr(0, evidence_at - 8);
     const uint64_t four = 4;
     std::memcpy(v4.data() + 8 + magic.size(), &four, sizeof four);
+    // What an older snapshot is saved again as: version 6, the group, a gate that starts afresh
+    // (and the checksum, left out of the comparison).
+    StateWriter empty_gate;
+    empty_gate(EvidenceGate{});
+    std::string v4_as_v6 = v4 + std::string(8, '\0') + empty_gate.bytes();
+    const uint64_t six = 6;
+    std::memcpy(v4_as_v6.data() + 8 + magic.size(), &six, sizeof six);
+    auto without_checksum = [](const std::string& snapshot) { return snapshot.substr(0, snapshot.size() - 4); };
+    {  // a version 4 snapshot (before the checksum) loads, and is saved again as version 6
+      CaptureSink s4;
+      StreamProcessor r(options, s4, nullptr);
+      ASSERT_TRUE(r.Restore(v4).ok());
+      EXPECT_EQ(without_checksum(r.Snapshot("seren")), v4_as_v6);
+    }
     v1.Str(magic);
     v1.U64(1);
     const size_t header = 8 + magic.size() + 8;
@@ -684,7 +831,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     EXPECT_EQ(q.ResumeOffset(0), static_cast<int64_t>(feed.size() / 2));
 
     // Version 3 is version 4 without the partitions whose writer ended: it loads, knows of no
-    // ended writer, and is saved again as the same version 4 bytes.
+    // ended writer, and is saved again as the same version 5 bytes.
     StateWriter v3;
     v3.Str(magic);
     v3.U64(3);
@@ -693,13 +840,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     StreamProcessor r(options, s3, nullptr);
     ASSERT_TRUE(r.Restore(v3_bytes).ok());
     EXPECT_TRUE(r.EndedPartitions("seren").empty());
-    // Saved again as version 5, with an evidence gate that starts afresh.
-    StateWriter empty_gate;
-    empty_gate(EvidenceGate{});
-    std::string v4_as_v5 = v4;
-    const uint64_t five = 5;
-    std::memcpy(v4_as_v5.data() + 8 + magic.size(), &five, sizeof five);
-    EXPECT_EQ(r.Snapshot("seren"), v4_as_v5 + empty_gate.bytes());
+    EXPECT_EQ(without_checksum(r.Snapshot("seren")), v4_as_v6);
   }
 }
 

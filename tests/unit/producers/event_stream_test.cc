@@ -220,6 +220,25 @@ TEST(EventStreamTest, ListsTheFilesOfADataDirectory) {
   EXPECT_EQ(kalos.value().utilization[0].first, "kalos");
 }
 
+TEST(EventStreamTest, ADataSetASynthDidNotFinishIsRefused) {
+  // synth killed mid-write left kalos's files cut and no faults.csv, and replay read it with 0 errors.
+  const std::string dir = TestDir();
+  WriteFile(dir, "data/job_trace/trace_seren.csv",
+            "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"
+            "5778432,u5907,1,8,128,Other,FAILED,2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,"
+            "2023-03-01 00:20:51+08:00,117,32,936.0\n");
+  ASSERT_TRUE(ListDataDir(dir, {}).ok());
+  WriteFile(dir, std::string(kSynthIncompleteMarker), "");
+  for (const std::string& given : {dir, dir + "/data", dir + "/data/"}) {
+    const core::Result<DataDirFiles> listed = ListDataDir(given, {});
+    ASSERT_FALSE(listed.ok()) << given;
+    EXPECT_EQ(listed.status().message(), given + ": an acmetrace synth has not finished writing it (stopped or killed "
+                                                 "mid-write: " + dir + "/" + std::string(kSynthIncompleteMarker) +
+                                                 " is there); run synth again")
+        << given;
+  }
+}
+
 TEST(EventStreamTest, ReadsADirectoryWithOnlyAJobTrace) {
   const std::string dir = TestDir();
   WriteFile(dir, "data/job_trace/trace_seren.csv",

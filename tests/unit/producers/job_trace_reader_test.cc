@@ -1,6 +1,7 @@
 // JobTraceReader: the release's real rows parse exactly; schemas by header; every malformed row is
 // one reported line with the right number, and the rest of the file is still read.
 #include "acmetrace/producers/job_trace_reader.h"
+#include "acmetrace/core/record.h"
 #include "test_files.h"
 
 #include <gtest/gtest.h>
@@ -255,6 +256,29 @@ TEST(JobTraceReaderTest, ReportsEachMalformedRowOnceWithItsLineAndReadsTheRest) 
             path + ":6: job_id: empty\n" +
             path + ":7: duration: not a number: 'x'\n" +
             path + ":9: queue: not a number: '1.5.1'\n");
+}
+
+TEST(JobTraceReaderTest, ANameLongerThanANameMayBeIsAMalformedRow) {
+  const std::string dir = TestDir();
+  const std::string head =
+      "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n";
+  const std::string times = ",2023-03-01 00:18:22+08:00,2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,117,32,936.0\n";
+  const std::string long_name(core::kMaxNameBytes + 1, 'x');
+  const std::string path = WriteFile(dir, "trace_seren.csv",
+                                     head + long_name + ",u1,1,8,128,Other,FAILED" + times +  // job_id
+                                         "2," + long_name + ",1,8,128,Other,FAILED" + times +  // user
+                                         "3,u1,1,8,128,Other,FAILED" + times);
+  Captured out;
+  core::InputErrors errors(out.file());
+  JobTraceReader reader(errors);
+  ASSERT_TRUE(reader.Open(path).ok());
+  const std::vector<JobRow> rows = ReadAll(reader);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].job_id, "3");
+  EXPECT_EQ(errors.total(), 2);
+  EXPECT_NE(out.messages().find(path + ":2: job_id: name of 257 bytes, more than 256: 'xxxx"), std::string::npos)
+      << out.messages();
+  EXPECT_NE(out.messages().find(path + ":3: user: name of 257 bytes, more than 256"), std::string::npos) << out.messages();
 }
 
 TEST(JobTraceReaderTest, ReportsBadTimesAndMissingSubmitOrState) {

@@ -309,6 +309,27 @@ TEST(ReplayControlServerTest, HandlesStatusAndControls) {
   EXPECT_NE(body.find("\"window_end_ms\":null,\"percent\":null,\"eta_s\":null}"), std::string::npos) << body;
 }
 
+TEST(ReplayControlServerTest, SpeedOutsideTheFlagsRangeIs400AndChangesNothing) {
+  // POST /speed?value=1e-15 replayed the remaining months at once; 1e-4, 1e10 and 1e308 were taken.
+  ControlFixture f;
+  for (const char* value : {"1e-15", "1e-4", "0.0009", "1e10", "1000000001", "1e308", "nan", "inf", "-inf", "-1", "0", "-0"}) {
+    const auto [code, body] = Call(f.control, "POST", std::string("/speed?value=") + value);
+    EXPECT_EQ(code, 400) << value;
+    EXPECT_EQ(body, std::string("{\"error\":\"value: not max or a number in [0.001, 1000000000]: '") + value + "'\"}\n")
+        << value;
+    EXPECT_DOUBLE_EQ(f.replayer.status().speed, 10) << value;
+  }
+  for (const char* value : {"0.001", "1000000000", "max", "60"}) {
+    EXPECT_EQ(Call(f.control, "POST", std::string("/speed?value=") + value).first, 200) << value;
+    EXPECT_EQ(f.replayer.status().speed, ParseAcceptedSpeed(value).value()) << value;
+  }
+  // The same range as the flag's: one declaration.
+  const core::ConfigType flag = SpeedType();
+  for (const char* value : {"1e-15", "1e-4", "1e10", "1e308", "nan", "0.001", "1000000000", "max"}) {
+    EXPECT_EQ(flag.Check(value).has_value(), !ParseAcceptedSpeed(value).has_value()) << value;
+  }
+}
+
 TEST(ReplayControlServerTest, BadPercentEncodingIs400AndChangesNothing) {
   // The reproduction: std::stoi threw on %zz and the replay aborted.
   ControlFixture f;

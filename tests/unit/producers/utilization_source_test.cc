@@ -605,5 +605,29 @@ TEST(UtilizationSourceTest, AGpuIndexOfSixtyFourOrMoreIsNotAGpuColumn) {
   EXPECT_NE(out.messages().find(path + ":1: 10.140.1.10-64: not a GPU column"), std::string::npos) << out.messages();
 }
 
+TEST(UtilizationSourceTest, ColumnsNamedLongerThanANameMayBeMakeNoNode) {
+  // 20 extra columns named with 2 MiB each took run to 1.78 GB and raised flags on the fake nodes.
+  const std::string dir = TestDir();
+  std::string header = "Time,10.140.1.10";
+  std::string row = "1688169600,50";
+  for (int i = 0; i < 20; ++i) {
+    header += "," + std::string(2 << 20, static_cast<char>('a' + i));
+    row += ",7";
+  }
+  const std::string path = WriteFile(dir, "NODE_CPU_UTILIZATION.csv", header + "\n" + row + "\n");
+  Captured out;
+  core::InputErrors errors(out.file());
+  UtilizationSource source("seren", {path}, errors, {});
+  const std::vector<std::string> json = Json(source);
+  ASSERT_EQ(json.size(), 1u);  // the one real node
+  EXPECT_NE(json[0].find(R"("node":"10.140.1.10")"), std::string::npos) << json[0].substr(0, 200);
+  EXPECT_EQ(errors.total(), 20);
+  EXPECT_NE(out.messages().find(path + ":1: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: column name of "
+                                       "2097152 bytes, more than 256; column ignored"),
+            std::string::npos)
+      << out.messages().substr(0, 400);
+  EXPECT_LT(out.messages().size(), 20u * 400) << "the names are not echoed whole";
+}
+
 }  // namespace
 }  // namespace acmetrace::producers

@@ -52,6 +52,15 @@ inline constexpr size_t kMaxGpusPerNode = 64;
 /// record, metrics of a window): a window has about 60, a util record at most the 30 files' metrics.
 inline constexpr size_t kMaxValuesPerObject = 1024;
 
+/// The version of the records this build writes and reads ("v" in every record; a record without
+/// it is taken as this version). A record of another version is an input error, not read as this one.
+inline constexpr int64_t kRecordVersion = 1;
+/// Bytes a name in a record or an input file may hold: a cluster, node, GPU model, job id, user, job
+/// type or state, anomaly kind or subject, metric or column name. The release's longest are under 40
+/// (Kalos pod names such as "lingjun-pod9-0016-3", job ids of 16 characters); a bound keeps one hostile
+/// name from being copied into every series, label and window that mentions it.
+inline constexpr size_t kMaxNameBytes = 256;
+
 /// One metric of every GPU of a node at one time; values[i] is GPU i (kNoSample = none).
 struct GpuMetric {
   std::string_view name;  // interned: lives as long as the process (see InternName)

@@ -22,6 +22,13 @@ struct ProcessOptions {
   int64_t allowed_lateness_ms = 60'000;
   /// An open telemetry flag whose evidence has been silent this long closes (EvidenceGate).
   int64_t evidence_timeout_ms = 300'000;
+  /// With several input partitions (Kafka): how far one record or progress marker may move its
+  /// partition's event time on (past the
+  /// partition's last trusted time, or the other partitions' if it has none) and be trusted at once.
+  /// Beyond it the time counts for nothing until the partition's next item confirms it (at or after
+  /// it, less the allowed lateness); an earlier next item shows it false: an input error, the record
+  /// dropped. 0 = every time trusted at once.
+  int64_t max_partition_lead_ms = 300'000;
   /// Window lengths in seconds: the smallest is the tumbling base window; the others are rolling
   /// views over the last N base windows, emitted when each base window closes. Multiples of the base.
   std::vector<int64_t> windows_s = {60, 300, 3600};

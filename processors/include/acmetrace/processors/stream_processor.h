@@ -36,7 +36,12 @@ struct ProcessStats {
   int64_t windows = 0;         // acme.metrics records written
   int64_t anomalies = 0;       // acme.anomalies records written
   int64_t suppressed = 0;      // windows an earlier run had already written (after a restore)
+  int64_t untrusted = 0;       // records and markers whose time their partition's next item showed false
 };
+
+/// Told of each record or progress marker found untrusted (ProcessOptions::max_partition_lead_ms):
+/// its partition, offset and why, in one line.
+using UntrustedReporter = std::function<void(int partition, int64_t offset, const std::string& reason)>;
 
 /// Turns time-ordered-ish input into acme.metrics and acme.anomalies, in event time only.
 ///
@@ -69,6 +74,9 @@ class StreamProcessor {
   /// next record makes it active again.
   void SetPartitionIdle(int partition, bool idle);
 
+  /// Where untrusted times are reported (input errors); none by default (counted in stats only).
+  void SetUntrustedReporter(UntrustedReporter reporter) { report_untrusted_ = std::move(reporter); }
+
   /// Processes every cluster that appears (stdin: one instance does it all).
   void SetOwnAll(bool own_all) { own_all_ = own_all; }
   bool Owns(std::string_view cluster) const;
@@ -77,8 +85,16 @@ class StreamProcessor {
   /// Owns the snapshot's cluster with the snapshot's state (what Snapshot wrote), detectors
   /// included. A snapshot of format version 1 (before detector state was saved) loads with fresh
   /// detectors and a message in *warning (if given). A truncated or malformed snapshot is an error
-  /// and leaves the cluster not owned.
-  core::Status Restore(std::string_view snapshot, std::string* warning = nullptr);
+  /// and leaves the cluster not owned, and so is one that is not the expected one: of another
+  /// cluster than expected_cluster (when given), of another consumer group (SetSnapshotGroup), naming
+  /// a partition the input has not declared (when it has declared any), or whose checksum does not
+  /// match its bytes (version 5 on; older versions have none).
+  core::Status Restore(std::string_view snapshot, std::string* warning = nullptr, std::string_view expected_cluster = {});
+  /// The consumer group snapshots are saved for and must have been saved for to load ("" by default).
+  void SetSnapshotGroup(std::string group) { snapshot_group_ = std::move(group); }
+  /// The index of a declared partition, -1 if none has that name.
+  int PartitionIndex(std::string_view name) const;
+  size_t partition_count() const { return partition_names_.size(); }
   /// The state of an owned cluster (metrics, buffered records, detectors) and the offsets it covers. With final_flush_follows, the
   /// snapshot also records that the windows still open are about to be written by Finish, so a
   /// later owner does not write them again.
@@ -103,8 +119,10 @@ class StreamProcessor {
   /// A writer's end marker read from partition at offset, naming the clusters it wrote (comma-separated;
   /// empty: every cluster): its offset counts as consumed, and each owned cluster it names remembers,
   /// in its snapshot too, that its writer ended there, until the cluster's next record there. So an
-  /// owner that resumes after the markers still knows the input ended (EndedPartitions).
-  core::Status EndMarker(int partition, int64_t offset, std::string_view clusters);
+  /// owner that resumes after the markers still knows the input ended (EndedPartitions). ts_ms: the
+  /// writer's last trace time, if the marker says (it settles a pending jump of the partition, as the
+  /// partition's next item does: see ProcessOptions::max_partition_lead_ms).
+  core::Status EndMarker(int partition, int64_t offset, std::string_view clusters, int64_t ts_ms = kNoTime);
   /// The partitions where cluster's writer has ended since the cluster's last record there, by this
   /// owner or, through the snapshot, an earlier one.
   std::vector<int> EndedPartitions(const std::string& cluster) const;
@@ -134,6 +152,10 @@ class StreamProcessor {
   // Records the partition's offset and event time; true if its highest event time rose (only then
   // can the watermark move: a partition turning active again never raises it).
   bool Observe(ClusterState& c, int partition, int64_t offset, int64_t ts_ms);
+  // Settles the partition's pending claim (a time beyond max_partition_lead_ms) with the item that
+  // follows it, then judges ts_ms: true if it may move the partition's time now, false if it is
+  // the partition's new pending claim.
+  bool Trust(int partition, int64_t offset, int64_t ts_ms);
   int64_t ComputeWatermark(const ClusterState& c) const;
   core::Status CloseReadyWindows(bool finishing);
   core::Status CloseWindow(ClusterState& c, int64_t start_ms);
@@ -158,7 +180,19 @@ class StreamProcessor {
   bool own_all_ = false;
   uint64_t ownership_changes_ = 0;
   std::vector<std::string> partition_names_;
+  std::string snapshot_group_;
   std::vector<bool> partition_idle_;
+  // Per partition: the highest event time trusted, and the pending claim beyond the lead bound.
+  struct PartitionTrust {
+    int64_t trusted_ts = kNoTime;
+    int64_t claim_ts = kNoTime;
+    int64_t claim_offset = -1;
+    ClusterState* claim_cluster = nullptr;  // the claim's record, if it was one of an owned cluster
+    int64_t claim_window = 0;
+    uint64_t claim_seq = 0;
+  };
+  std::vector<PartitionTrust> trust_;
+  UntrustedReporter report_untrusted_;
   std::map<std::string, std::unique_ptr<ClusterState>, std::less<>> clusters_;
   ProcessStats stats_;  // but for the three written on the worker:
   std::atomic<int64_t> windows_written_{0};

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acmetrace/core/input_errors.h"
@@ -26,10 +27,15 @@ struct DataDirFiles {
   std::vector<NotAFile> not_files;
 };
 
+/// The file `acmetrace synth` puts into its output directory while it writes, and removes when the
+/// data set is complete: a synth killed mid-write leaves it, and readers refuse the directory.
+inline constexpr std::string_view kSynthIncompleteMarker = ".acmetrace-synth-incomplete";
+
 /// Lists the AcmeTrace files under dir: dir/data/job_trace/trace_<cluster>.csv,
 /// dir/data/utilization/<cluster>/*.csv, dir/data/utilization/ipmi/*.csv ("dir/data" may be
-/// given directly). clusters empty = all. A missing directory or one with no AcmeTrace files for
-/// the selected clusters is an error.
+/// given directly). clusters empty = all. A missing directory, one with no AcmeTrace files for
+/// the selected clusters, and one a synth has not finished writing (kSynthIncompleteMarker in dir,
+/// or in dir/.. when dir is a data directory) are errors.
 core::Result<DataDirFiles> ListDataDir(const std::string& dir, const std::vector<std::string>& clusters);
 
 /// Options of the merged stream.

@@ -24,12 +24,21 @@ namespace acmetrace::producers {
 /// Declares the replay.* configuration keys (defaults and help) in config.
 void DeclareReplayConfig(core::Config& config);
 
-/// What replay.speed and run.default_speed accept: max, or trace seconds per wall second in
-/// [0.001, 1e9] (slower never gets anywhere; faster is max).
+/// The speeds, in trace seconds per wall second, that the replay takes besides max: from --speed,
+/// replay.speed, run.default_speed and the control endpoint's POST /speed alike. Slower never gets
+/// anywhere; faster is max.
+inline constexpr double kMinSpeed = 0.001;
+inline constexpr double kMaxSpeed = 1e9;
+
+/// What replay.speed and run.default_speed accept: max, or a speed in [kMinSpeed, kMaxSpeed].
 core::ConfigType SpeedType();
 
 /// Parses "max" (0) or a positive factor; nullopt if neither.
 std::optional<double> ParseSpeed(std::string_view text);
+/// Parses "max" (0) or a speed in [kMinSpeed, kMaxSpeed]; nullopt otherwise (SpeedType's check).
+std::optional<double> ParseAcceptedSpeed(std::string_view text);
+/// Describes what ParseAcceptedSpeed accepts, for messages: "max or a number in [0.001, 1000000000]".
+std::string AcceptedSpeedRange();
 
 /// Parses "i/n" (0 <= i < n); nullopt if malformed.
 std::optional<std::pair<uint32_t, uint32_t>> ParseShard(std::string_view text);

@@ -15,6 +15,10 @@ namespace acmetrace::kafka {
 /// Header carrying the record's trace time (unix ms, decimal text), whatever the Kafka timestamp is.
 inline constexpr std::string_view kTraceTsHeader = "trace_ts_ms";
 inline constexpr int64_t kNoTraceTs = std::numeric_limits<int64_t>::min();
+/// What a reader orders by for a trace_ts_ms header that is not a trace time (year 9999, INT64_MAX,
+/// not a number): first, so that it is handed over and reported at once instead of holding its
+/// partition back behind every other.
+inline constexpr int64_t kInvalidTraceTs = std::numeric_limits<int64_t>::min() + 1;
 /// Header of a stream marker: a record with no key and no value that a writer puts into every
 /// partition of its stream topics (docs/kafka.md "Stream markers"). "progress": the writer writes
 /// nothing with a trace time below the marker's trace_ts_ms into this partition any more (the
@@ -53,5 +57,29 @@ class MessageEncoder {
 std::string_view FormatTraceTs(int64_t ts_ms, char* buf);
 /// Reads a trace_ts_ms header value; nullopt if it is not a whole integer.
 std::optional<int64_t> ParseTraceTs(std::string_view text);
+
+/// What a consumed message's stream headers make it. Readers trust a marker as far as a record: its
+/// time must be one a record may have (core::IsTraceTimeMs), and what it claims beyond that is the
+/// processors' to bound (docs/kafka.md "Trust"). Value type; views point into the header texts.
+struct StreamHeaders {
+  enum class Kind {
+    kRecord,       // not a marker
+    kProgress,     // a progress marker at trace_ts_ms
+    kEnd,          // an end marker naming clusters ("" = every cluster)
+    kOtherMarker,  // a marker of a later version: skipped
+    kInvalid,      // a header no writer of ours writes: an input error (error says why)
+  };
+  Kind kind = Kind::kRecord;
+  int64_t trace_ts_ms = kNoTraceTs;  // kNoTraceTs: no trace_ts_ms header
+  std::string_view clusters;
+  bool paused = false;  // kProgress: a paused writer's heartbeat (kPausedProgressMarker)
+  std::string error;
+};
+
+/// Reads a message's acmetrace_marker header (marker; empty when the message is not a marker: it has
+/// a key or a value, or no such header) and its trace_ts_ms header (trace_ts; empty when absent).
+/// A trace_ts_ms that is not a whole integer in the trace years, a progress marker without one, and
+/// an end marker naming a cluster longer than core::kMaxNameBytes are kInvalid.
+StreamHeaders ReadStreamHeaders(std::string_view marker, std::string_view trace_ts);
 
 }  // namespace acmetrace::kafka
