@@ -141,6 +141,9 @@ struct WriterEndsRef {
     for (uint64_t i = 0; i < n && in.ok(); ++i) {
       const std::string name = in.Str();
       if (!in.ok()) return;
+      if (processor.partition_count() > 0 && processor.PartitionIndex(name) < 0) {
+        return in.Fail("partition " + name + " is not one of this input's (a snapshot of another input)");
+      }
       c.writer_ended[static_cast<size_t>(processor.DeclarePartition(name))] = 1;
     }
   }

@@ -14,6 +14,8 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -120,7 +122,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   processors::StreamProcessor again(processors::ProcessOptions(), sink, Detectors());
   again.DeclarePartition("acme.jobs/0");
   again.DeclarePartition("acme.util/0");
-  ACMETRACE_FUZZ_CHECK(again.Restore(saved).ok());
+  if (const core::Status s = again.Restore(saved); !s.ok()) {
+    std::fprintf(stderr, "a saved snapshot does not load: %s\n", s.message().c_str());
+    std::abort();
+  }
   ACMETRACE_FUZZ_CHECK(again.Snapshot(cluster) == saved);
   return 0;
 }
