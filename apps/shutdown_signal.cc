@@ -12,7 +12,11 @@
 
 namespace acmetrace::apps {
 
-ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_(std::move(on_signal)) {
+ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal)
+    : ShutdownOnSignal([on_signal = std::move(on_signal)](int) { on_signal(); }, true) {}
+
+ShutdownOnSignal::ShutdownOnSignal(std::function<void(int)> on_signal, bool announce)
+    : on_signal_(std::move(on_signal)), announce_(announce) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -30,8 +34,8 @@ ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_
         std::_Exit(1);
       }
       stopping = true;
-      core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
-      on_signal_();
+      if (announce_) core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
+      on_signal_(signal);
     }
   });
 }
