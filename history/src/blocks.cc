@@ -234,7 +234,12 @@ core::Status CheckRuleFiles(const std::string& promtool, const std::vector<scori
     core::Status checked = tool.value().Wait();
     fs::remove(path, ec);
     fs::remove(path + ".log", ec);
-    if (!checked.ok()) return core::Status::Error(rules[i].name + ": promtool check rules: " + checked.message());
+    if (!checked.ok()) {
+      // promtool names the copy it was given: the user knows the file by its own name.
+      std::string why = checked.message();
+      for (size_t at; (at = why.find(path)) != std::string::npos;) why.replace(at, path.size(), rules[i].name);
+      return core::Status::Error(rules[i].name + ": promtool check rules: " + why);
+    }
   }
   return core::Status::Ok();
 }

@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <map>
+#include <functional>
 #include <set>
+#include <sstream>
 
 #include "local_processes.h"
 #include "../suite_prepare.h"
@@ -390,6 +392,109 @@ TEST_F(BackfillPrometheusTest, RefusesANonEmptyDirectoryAMissingPromtoolAndAnEmp
   EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --persona maybe 2> " + err), 2);
   EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " 2> " + err), 2);
   EXPECT_NE(ReadFile(err).find("--out"), std::string::npos) << ReadFile(err);
+}
+
+std::vector<std::string> ListBlocksIn(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (fs::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// The processes whose parent is pid, with their command name (/proc/PID/stat).
+std::map<pid_t, std::string> ChildrenOf(pid_t pid) {
+  std::map<pid_t, std::string> out;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = ReadFile(e.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) out[std::stoi(name)] = stat.substr(stat.find('(') + 1, close - stat.find('(') - 1);
+  }
+  return out;
+}
+
+bool Gone(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return stat.empty() || (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z');
+}
+
+// SIGTERM at three points of a backfill (four trace hours: two chunks, then the recording rules):
+// while it replays, while promtool runs, while the rules' temporary prometheus serves. Each time it
+// says one line and exits 143, no process it started survives, PROMDIR is as it was (absent, or the
+// empty directory it was) and no staging directory is left beside it; a rerun then succeeds.
+TEST_F(BackfillPrometheusTest, SigtermAtAnyPointStopsEveryChildAndLeavesPromdirAsItWas) {
+  const std::string window = " --from " + std::to_string(kStart) + " --to " + std::to_string(kStart + 4 * 3600);
+  struct Point {
+    std::string name;
+    bool promdir_exists;  // an empty PROMDIR made by the user stays, empty
+    std::function<bool(pid_t, const std::string& err)> reached;
+  };
+  const std::vector<Point> points = {
+      {"data phase", false,
+       [](pid_t, const std::string& err) { return err.find("scrapes every") != std::string::npos; }},
+      {"promtool running", true,
+       [](pid_t pid, const std::string&) {
+         for (const auto& [child, name] : ChildrenOf(pid)) {
+           if (name == "promtool") return true;
+         }
+         return false;
+       }},
+      {"recording-rule phase", false,
+       [](pid_t pid, const std::string& err) {
+         if (err.find("recording rules: slice") == std::string::npos) return false;
+         for (const auto& [child, name] : ChildrenOf(pid)) {
+           if (name == "prometheus") return true;
+         }
+         return false;
+       }},
+  };
+  for (const Point& point : points) {
+    SCOPED_TRACE(point.name);
+    const fs::path promdir = work_ / ("killed-" + std::to_string(&point - points.data()));
+    if (point.promdir_exists) fs::create_directories(promdir);
+    const std::string err = promdir.string() + ".err";
+    Child backfill({Binary(), "backfill", "--data", data_, "--from", std::to_string(kStart), "--to",
+                    std::to_string(kStart + 4 * 3600), "--out", promdir.string()},
+                   promdir.string() + ".out", err);
+    std::set<pid_t> seen;  // every child seen while it ran
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          for (const auto& [child, name] : ChildrenOf(backfill.pid())) seen.insert(child);
+          return point.reached(backfill.pid(), ReadFile(err));
+        },
+        300))
+        << ReadFile(err);
+    for (const auto& [child, name] : ChildrenOf(backfill.pid())) seen.insert(child);
+    EXPECT_EQ(backfill.Signal(SIGTERM), 143) << ReadFile(err);
+    const std::string said = ReadFile(err);
+    EXPECT_NE(said.find("stopped by SIGTERM during"), std::string::npos) << said;
+    EXPECT_EQ(said.find("ERROR"), std::string::npos) << said;
+    for (const pid_t child : seen) {
+      EXPECT_TRUE(WaitUntil([&] { return Gone(child); }, 5)) << "child " << child << " outlived the backfill";
+    }
+    EXPECT_EQ(fs::exists(promdir), point.promdir_exists);
+    if (point.promdir_exists) {
+      EXPECT_TRUE(fs::is_empty(promdir));
+    }
+    for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
+      EXPECT_EQ(e.path().filename().string().find(".backfill-"), std::string::npos) << e.path();
+    }
+  }
+  // A rerun into a killed run's PROMDIR succeeds.
+  const fs::path again = work_ / "killed-1";
+  EXPECT_EQ(RunShell(std::string(Binary()) + " backfill --data " + data_ + window + " --out " + again.string() +
+                     " > " + again.string() + ".rerun 2>&1"),
+            0)
+      << ReadFile(again.string() + ".rerun");
+  EXPECT_FALSE(ListBlocksIn(again).empty());
 }
 
 }  // namespace
