@@ -102,6 +102,19 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       const int64_t chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
       history::StopRequest stop;
       std::unique_ptr<history::ScrapeOutput> output;
+      // SIGINT/SIGTERM, from here on: the work stops at the next scrape, the children at once (their
+      // process groups); the staging directory is removed as the stages unwind, PROMDIR is left as
+      // it was.
+      ShutdownOnSignal on_signal([&stop](int signal) { stop.Request(signal); }, /*announce=*/false);
+      auto stopped = [&](const char* phase) {
+        const int signal = stop.signal();
+        output.reset();  // stops promtool, removes the staging directory
+        core::Logf(core::LogLevel::kInfo, "backfill",
+                   "stopped by %s during %s: every child stopped, temporary files removed, %s left as it was",
+                   signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal", phase,
+                   flags->out.empty() ? flags->openmetrics.c_str() : flags->out.c_str());
+        return 128 + signal;
+      };
       history::PromtoolBlocks* blocks = nullptr;
       history::BlockOptions block_options;
       bool has_recording_rules = false;
@@ -135,9 +148,11 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
                                          "apt-get install prometheus; or --rules with files without record: rules)");
           return 1;
         }
-        if (core::Status s = history::CheckRuleFiles(*history::FindExecutable(block_options.promtool), rules,
-                                                     blocks->staging_dir() + "/check", &stop);
-            !s.ok()) {
+        core::Status checked = history::CheckRuleFiles(*history::FindExecutable(block_options.promtool), rules,
+                                                       blocks->staging_dir() + "/check", &stop);
+        if (stop.requested()) return stopped("the checks");
+        if (!checked.ok()) {
+          const core::Status& s = checked;
           core::LogError("backfill", s.message());
           return 1;
         }
@@ -180,19 +195,6 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
           return 1;
         }
       }
-
-      // SIGINT/SIGTERM: the work stops at the next scrape, the children at once (their process
-      // groups); the staging directory is removed as the stages unwind, PROMDIR is left as it was.
-      ShutdownOnSignal on_signal([&stop](int signal) { stop.Request(signal); }, /*announce=*/false);
-      auto stopped = [&](const char* phase) {
-        const int signal = stop.signal();
-        output.reset();  // stops promtool, removes the staging directory
-        core::Logf(core::LogLevel::kInfo, "backfill",
-                   "stopped by %s during %s: every child stopped, temporary files removed, %s left as it was",
-                   signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal", phase,
-                   flags->out.empty() ? flags->openmetrics.c_str() : flags->out.c_str());
-        return 128 + signal;
-      };
 
       history::ProgressLine progress(stderr, ::isatty(STDERR_FILENO) != 0, plan);
       options.stop = &stop;
