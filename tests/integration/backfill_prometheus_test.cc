@@ -386,8 +386,8 @@ TEST_F(BackfillPrometheusTest, TheReadmeHistoryFiguresAreWhatTheExampleGives) {
                              std::to_string(total["total_incidents"].get<int>()) + " injected incidents";
   const std::string readme = ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/README.md");
   const std::string docs = ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/docs/monitoring.md");
-  EXPECT_NE(readme.find("catches " + caught + " of the day with precision " + precision), std::string::npos)
-      << "README.md should say: catches " << caught << " of the day with precision " << precision;
+  EXPECT_NE(readme.find("catches " + caught + " with precision " + precision), std::string::npos)
+      << "README.md should say: catches " << caught << " with precision " << precision;
   EXPECT_NE(docs.find("catches " + caught + " with precision " + precision), std::string::npos)
       << "docs/monitoring.md should say: catches " << caught << " with precision " << precision;
   std::string kinds;
