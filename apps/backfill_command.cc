@@ -109,10 +109,15 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       auto stopped = [&](const char* phase) {
         const int signal = stop.signal();
         output.reset();  // stops promtool, removes the staging directory
-        core::Logf(core::LogLevel::kInfo, "backfill",
-                   "stopped by %s during %s: every child stopped, temporary files removed, %s left as it was",
-                   signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal", phase,
-                   flags->out.empty() ? flags->openmetrics.c_str() : flags->out.c_str());
+        const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
+        if (flags->out.empty()) {
+          core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s holds an incomplete text",
+                     name.c_str(), phase, flags->openmetrics.c_str());
+        } else {
+          core::Logf(core::LogLevel::kInfo, "backfill",
+                     "stopped by %s during %s: every child stopped, temporary files removed, %s left as it was",
+                     name.c_str(), phase, flags->out.c_str());
+        }
         return 128 + signal;
       };
       history::PromtoolBlocks* blocks = nullptr;
@@ -237,7 +242,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       rule_options.work_dir = blocks->staging_dir() + "/rules";
       rule_options.rules = rules;
       rule_options.from_ms = st.first_scrape_ms;
-      rule_options.to_ms = st.last_scrape_ms;
+      // Through the step of the last scrape: the evaluations that read it (Prometheus offsets them
+      // within the interval), none after.
+      rule_options.to_ms = st.last_scrape_ms + std::max<int64_t>(options.step_ms - 1000, 0);
       rule_options.eval_interval_ms = options.step_ms;
       rule_options.slice_ms = config.GetInt("backfill.rules_slice_h") * 3'600'000;
       rule_options.stop = &stop;

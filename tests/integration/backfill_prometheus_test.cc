@@ -282,7 +282,8 @@ TEST_F(BackfillPrometheusTest, TheShippedRecordingRulesAreBackfilled) {
                                                  "&query=" + UrlEncode("cluster:acmetrace_gpu_jobs_failed:increase1h"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(nlohmann::json::parse(r.body)["data"]["result"].size(), 2u) << r.body;  // one per cluster
-  EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=3d"), std::string::npos) << backfill_out_;
+  // The telemetry's day, its last scrape 15 s before the next day: two days keep every block.
+  EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=2d"), std::string::npos) << backfill_out_;
 }
 
 // The recording rules are evaluated a slice of the window at a time (backfill.rules_slice_h), each
@@ -530,6 +531,32 @@ TEST_F(BackfillPrometheusTest, SigtermAtAnyPointStopsEveryChildAndLeavesPromdirA
     }
     for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
       EXPECT_EQ(e.path().filename().string().find(".backfill-"), std::string::npos) << e.path();
+    }
+  }
+  // SIGKILL leaves the backfill no say: the kernel kills its children (PR_SET_PDEATHSIG); only its
+  // staging directory is left behind.
+  {
+    const fs::path promdir = work_ / "sigkilled";
+    Child backfill({Binary(), "backfill", "--data", data_, "--from", std::to_string(kStart), "--to",
+                    std::to_string(kStart + 4 * 3600), "--out", promdir.string()},
+                   promdir.string() + ".out", promdir.string() + ".err");
+    std::set<pid_t> promtools;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          for (const auto& [child, name] : ChildrenOf(backfill.pid())) {
+            if (name == "promtool") promtools.insert(child);
+          }
+          return !promtools.empty();
+        },
+        300))
+        << ReadFile(promdir.string() + ".err");
+    EXPECT_EQ(backfill.Signal(SIGKILL), 128 + SIGKILL);
+    for (const pid_t child : promtools) {
+      EXPECT_TRUE(WaitUntil([&] { return Gone(child); }, 10)) << "promtool " << child << " outlived a SIGKILLed backfill";
+    }
+    EXPECT_FALSE(fs::exists(promdir));
+    for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
+      if (e.path().filename().string().find(".sigkilled.backfill-") == 0) fs::remove_all(e.path());
     }
   }
   // A rerun into a killed run's PROMDIR succeeds.
