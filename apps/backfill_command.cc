@@ -1,5 +1,6 @@
 // acmetrace backfill: the trace at its own dates as Prometheus TSDB blocks (or OpenMetrics text):
 // what a Prometheus scraping `run --speed 1` every step would have stored, at full speed.
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -12,9 +13,12 @@
 #include "acmetrace/history/backfill.h"
 #include "acmetrace/history/blocks.h"
 #include "acmetrace/pipeline/pipeline.h"
+#include "acmetrace/history/plan.h"
+#include "acmetrace/producers/event_stream.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "commands.h"
+#include "shutdown_signal.h"
 
 namespace acmetrace::apps {
 
@@ -76,6 +80,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
           return 2;
         }
       }
+      if (config.GetInt("backfill.step_s") <= 0) {
+        core::LogError("backfill", "--step: must be a positive number of seconds");
+        return 2;
+      }
 
       history::BackfillOptions options;
       options.step_ms = config.GetInt("backfill.step_s") * 1000;
@@ -89,9 +97,32 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       options.stream.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.stream.range.to_ms);
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
 
-      // Where the samples go: checked (promtool there, PROMDIR empty) before the data is read.
+      // Where the samples go, and what is needed, checked before any work: promtool, prometheus if
+      // there are recording rules, every rule file through `promtool check rules`, PROMDIR empty.
+      const int64_t chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
+      history::StopRequest stop;
       std::unique_ptr<history::ScrapeOutput> output;
+      // SIGINT/SIGTERM, from here on: the work stops at the next scrape, the children at once (their
+      // process groups); the staging directory is removed as the stages unwind, PROMDIR is left as
+      // it was.
+      ShutdownOnSignal on_signal([&stop](int signal) { stop.Request(signal); }, /*announce=*/false);
+      auto stopped = [&](const char* phase) {
+        const int signal = stop.signal();
+        output.reset();  // stops promtool, removes the staging directory
+        const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
+        if (flags->out.empty()) {
+          core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s holds an incomplete text",
+                     name.c_str(), phase, flags->openmetrics.c_str());
+        } else {
+          core::Logf(core::LogLevel::kInfo, "backfill",
+                     "stopped by %s during %s: every child stopped, temporary files removed, %s left as it was",
+                     name.c_str(), phase, flags->out.c_str());
+        }
+        return 128 + signal;
+      };
       history::PromtoolBlocks* blocks = nullptr;
+      history::BlockOptions block_options;
+      bool has_recording_rules = false;
       if (!flags->openmetrics.empty()) {
         core::Result<std::unique_ptr<history::OpenMetricsFile>> file = history::OpenMetricsFile::Open(flags->openmetrics);
         if (!file.ok()) {
@@ -100,10 +131,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
         output = std::move(file).value();
       } else {
-        history::BlockOptions block_options;
         block_options.promtool = config.GetString("backfill.promtool");
         block_options.out_dir = flags->out;
-        block_options.max_chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
+        block_options.max_chunk_bytes = chunk_bytes;
+        block_options.stop = &stop;
         core::Result<std::unique_ptr<history::PromtoolBlocks>> opened = history::PromtoolBlocks::Open(block_options);
         if (!opened.ok()) {
           core::LogError("backfill", opened.status().message());
@@ -111,6 +142,25 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
         blocks = opened.value().get();
         output = std::move(opened).value();
+        for (const scoring::RuleFileText& file : rules) {
+          core::Result<int> n = history::CountRecordingRules(file);
+          if (n.ok() && n.value() > 0) has_recording_rules = true;
+        }
+        const std::string prometheus = config.GetString("backfill.prometheus");
+        if (has_recording_rules && !history::FindExecutable(prometheus)) {
+          core::LogError("backfill", "prometheus not found ('" + prometheus +
+                                         "'): recording rules are backfilled through a temporary Prometheus (Debian: "
+                                         "apt-get install prometheus; or --rules with files without record: rules)");
+          return 1;
+        }
+        core::Status checked = history::CheckRuleFiles(*history::FindExecutable(block_options.promtool), rules,
+                                                       blocks->staging_dir() + "/check", &stop);
+        if (stop.requested()) return stopped("the checks");
+        if (!checked.ok()) {
+          const core::Status& s = checked;
+          core::LogError("backfill", s.message());
+          return 1;
+        }
       }
 
       if (flags->data.empty()) {
@@ -125,12 +175,40 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         options.stream.data_dir = flags->data;
       }
 
+      // The window: --from/--to, else the telemetry's span (the job trace's without telemetry).
+      core::Result<producers::DataDirFiles> files = producers::ListDataDir(options.stream.data_dir, options.stream.clusters);
+      if (!files.ok()) {
+        core::LogError("backfill", files.status().message());
+        return 1;
+      }
+      history::BackfillPlan plan =
+          history::PlanBackfill(files.value(), options.stream.range, options.step_ms, options.persona);
+      options.stream.range = plan.window;
+      const int64_t temp_bytes =
+          blocks == nullptr ? 0 : std::min(history::MaxChunksOnDisk(block_options) * chunk_bytes, plan.text_bytes);
+      history::PrintPlan(stderr, plan, options.stream.data_dir, temp_bytes, history::MaxChunksOnDisk(block_options),
+                         chunk_bytes, blocks != nullptr);
+      if (blocks != nullptr) {
+        const int64_t need = temp_bytes + plan.block_bytes;
+        core::Result<int64_t> free_bytes = history::FreeDiskBytes(blocks->staging_dir());
+        if (free_bytes.ok() && free_bytes.value() < need) {
+          core::Logf(core::LogLevel::kError, "backfill",
+                     "not enough disk space next to %s: about %.0f MB needed (%.0f MB temporary + %.0f MB of blocks), "
+                     "%.0f MB free; narrow the window (--from/--to) or free space",
+                     flags->out.c_str(), static_cast<double>(need) / 1e6, static_cast<double>(temp_bytes) / 1e6,
+                     static_cast<double>(plan.block_bytes) / 1e6, static_cast<double>(free_bytes.value()) / 1e6);
+          return 1;
+        }
+      }
+
+      history::ProgressLine progress(stderr, ::isatty(STDERR_FILENO) != 0, plan);
+      options.stop = &stop;
+      options.on_scrape = [&progress](const history::BackfillStats& st) { progress.Scraped(st); };
       core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
-      core::Logf(core::LogLevel::kInfo, "backfill", "replaying %s, a scrape every %lld s of trace time%s",
-                 options.stream.data_dir.c_str(), static_cast<long long>(options.step_ms / 1000),
-                 blocks != nullptr ? ", blocks by promtool" : "");
       core::Result<history::BackfillStats> done = history::RunBackfill(options, errors, *output);
       errors.Finish();
+      progress.Done();
+      if (stop.requested()) return stopped(blocks != nullptr ? "the data phase (promtool running)" : "the data phase");
       if (!done.ok()) {
         core::LogError("backfill", done.status().message());
         return 1;
@@ -160,19 +238,32 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::RuleBackfillOptions rule_options;
       rule_options.promtool = config.GetString("backfill.promtool");
       rule_options.prometheus = config.GetString("backfill.prometheus");
-      rule_options.out_dir = flags->out;
+      rule_options.blocks_dir = blocks->blocks_dir();
+      rule_options.work_dir = blocks->staging_dir() + "/rules";
       rule_options.rules = rules;
       rule_options.from_ms = st.first_scrape_ms;
-      rule_options.to_ms = st.last_scrape_ms;
+      // Through the step of the last scrape: the evaluations that read it (Prometheus offsets them
+      // within the interval), none after.
+      rule_options.to_ms = st.last_scrape_ms + std::max<int64_t>(options.step_ms - 1000, 0);
       rule_options.eval_interval_ms = options.step_ms;
       rule_options.slice_ms = config.GetInt("backfill.rules_slice_h") * 3'600'000;
+      rule_options.stop = &stop;
+      rule_options.on_slice = [](int slice, int slices, int64_t from_ms) {
+        core::Logf(core::LogLevel::kInfo, "backfill", "recording rules: slice %d of %d (from %s)", slice, slices,
+                   core::FormatIsoTime(from_ms, 0).c_str());
+      };
       core::Result<int> recorded = history::BackfillRecordingRules(rule_options);
+      if (stop.requested()) return stopped("the recording-rule phase");
       if (!recorded.ok()) {
         core::LogError("backfill", recorded.status().message());
         return 1;
       }
       if (recorded.value() > 0) {
         core::Logf(core::LogLevel::kInfo, "backfill", "%d recording rules backfilled", recorded.value());
+      }
+      if (core::Status s = blocks->Commit(); !s.ok()) {
+        core::LogError("backfill", s.message());
+        return 1;
       }
       const std::string retention = history::RetentionFor(st.first_scrape_ms, st.last_scrape_ms);
       std::printf(

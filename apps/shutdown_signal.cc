@@ -12,7 +12,11 @@
 
 namespace acmetrace::apps {
 
-ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_(std::move(on_signal)) {
+ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal)
+    : ShutdownOnSignal([on_signal = std::move(on_signal)](int) { on_signal(); }, true) {}
+
+ShutdownOnSignal::ShutdownOnSignal(std::function<void(int)> on_signal, bool announce)
+    : on_signal_(std::move(on_signal)), announce_(announce) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -29,8 +33,8 @@ ShutdownOnSignal::ShutdownOnSignal(std::function<void()> on_signal) : on_signal_
       if (signal == SIGUSR2) return;
       ++received;
       if (received == 1) {
-        core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
-        on_signal_();
+        if (announce_) core::Logf(core::LogLevel::kInfo, "acmetrace", "stopping (signal %d); flushing what was sent", signal);
+        on_signal_(signal);
       } else if (received == 2) {
         // A supervisor and a process group often both forward one: the second is no hurry to lose data.
         core::Logf(core::LogLevel::kWarn, "acmetrace",

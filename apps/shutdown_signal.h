@@ -14,12 +14,15 @@ namespace acmetrace::apps {
 class ShutdownOnSignal {
  public:
   explicit ShutdownOnSignal(std::function<void()> on_signal);
+  /// The same, given the signal's number; announce = false leaves the saying to on_signal.
+  ShutdownOnSignal(std::function<void(int signal)> on_signal, bool announce);
   ~ShutdownOnSignal();
   ShutdownOnSignal(const ShutdownOnSignal&) = delete;
   ShutdownOnSignal& operator=(const ShutdownOnSignal&) = delete;
 
  private:
-  std::function<void()> on_signal_;
+  std::function<void(int)> on_signal_;
+  bool announce_ = true;
   std::thread thread_;
 };
 

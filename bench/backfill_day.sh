@@ -25,7 +25,6 @@ bin=$root/$build/apps/acmetrace
 [[ -x "$bin" ]] || { echo "backfill_day: $bin not built (scripts/build)" >&2; exit 1; }
 mkdir -p "$work"
 data=$work/d$days-s$scale
-start=2023-06-30T16:00:00Z  # synth's default start
 if [[ ! -f "$data/.complete" ]]; then
   echo "synthesizing $days day(s) of seren and kalos at scale $scale into $data ..."
   rm -rf "$data"
@@ -34,12 +33,11 @@ if [[ ! -f "$data/.complete" ]]; then
 fi
 promdir=$work/promdir-d$days-s$scale
 rm -rf "$promdir"
-# The synthesized days (their jobs end later; the window is what the telemetry covers).
-end=$(( $(date -u -d "$start" +%s) + 86400 * days ))
-/usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin" backfill --data "$data" --to "$end" --out "$promdir" \
+# The default window: what the telemetry covers (the synthesized days; their jobs end later).
+/usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin" backfill --data "$data" --out "$promdir" \
   > "$work/backfill.out" 2> "$work/backfill.err" || { cat "$work/backfill.err" >&2; exit 1; }
 read -r wall whole_rss_kb < "$work/time.txt"
-samples=$(grep -o '[0-9]* samples' "$work/backfill.err" | head -1 | cut -d' ' -f1)
+samples=$(sed -n 's/.* \([0-9]*\) samples, [0-9]* windows.*/\1/p' "$work/backfill.err")
 read -r own_cpu own_rss < <(sed -n 's/.*acmetrace: \([0-9.]*\) CPU s, peak RSS \([0-9]*\) MB.*/\1 \2/p' "$work/backfill.err")
 read -r text_mb tool_cpu tool_rss < <(sed -n 's/.*promtool: [0-9]* chunks, \([0-9.]*\) MB of OpenMetrics, \([0-9.]*\) CPU s, peak RSS \([0-9]*\) MB.*/\1 \2 \3/p' "$work/backfill.err")
 read -r series_days disk_bytes < <(python3 - "$promdir" <<'PY'

@@ -68,20 +68,29 @@ class Scraper : public core::RecordSink {
       started_ = true;
       const int64_t step = options_.step_ms;
       next_scrape_ms_ = (ts >= 0 ? (ts + step - 1) / step : ts / step) * step;
-      stats_.first_scrape_ms = next_scrape_ms_;
     }
     while (ts > next_scrape_ms_) {
-      if (core::Status s = ScrapeNow(); !s.ok()) return s;
+      if (core::Status s = ScrapeAt(next_scrape_ms_); !s.ok()) return s;
     }
     MoveWall(ts);
     return replay_out_.Write(record);
   }
   core::Status Flush() override { return replay_out_.Flush(); }
 
-  /// After the last record, or after the processors closed their windows at the end: one more scrape.
-  core::Status ScrapeOnce() {
-    if (!started_) return core::Status::Ok();
-    return ScrapeNow();
+  /// After the last record: the scrape due then, the end of the input (close_input), and a scrape
+  /// that shows it, all at or before last_ms (the window's last millisecond).
+  core::Status End(int64_t last_ms, const std::function<core::Status()>& close_input) {
+    if (!started_) return close_input();
+    const int64_t cap = last_ms >= 0 ? last_ms / 1000 * 1000 : (last_ms - 999) / 1000 * 1000;
+    const int64_t due = std::min(next_scrape_ms_, cap);
+    const bool room = stats_.scrapes == 0 || due > stats_.last_scrape_ms;
+    if (room && due <= cap - options_.step_ms) {
+      if (core::Status s = ScrapeAt(due); !s.ok()) return s;
+      if (core::Status s = close_input(); !s.ok()) return s;
+      return ScrapeAt(due + options_.step_ms);
+    }
+    if (core::Status s = close_input(); !s.ok()) return s;
+    return room ? ScrapeAt(due) : core::Status::Ok();
   }
 
  private:
@@ -89,9 +98,10 @@ class Scraper : public core::RecordSink {
     if (ts_ms > wall_.NowMs()) wall_.AdvanceMs(ts_ms - wall_.NowMs());
   }
 
-  core::Status ScrapeNow() {
-    const int64_t at = next_scrape_ms_;
-    next_scrape_ms_ += options_.step_ms;
+  core::Status ScrapeAt(int64_t at) {
+    if (options_.stop != nullptr && options_.stop->requested()) return core::Status::Error("stopped");
+    next_scrape_ms_ = at + options_.step_ms;
+    if (stats_.scrapes == 0) stats_.first_scrape_ms = at;
     MoveWall(at);
     // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
     if (core::Status s = replay_out_.Flush(); !s.ok()) return s;
@@ -119,7 +129,9 @@ class Scraper : public core::RecordSink {
     ++stats_.scrapes;
     stats_.samples += samples;
     stats_.last_scrape_ms = at;
-    return out_.Scrape(at, text_);
+    core::Status written = out_.Scrape(at, text_);
+    if (written.ok() && options_.on_scrape) options_.on_scrape(stats_);
+    return written;
   }
 
   // A node's target: its target labels and `up`'s, rendered once; the last scrape it had series in.
@@ -206,11 +218,16 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   }
   // The scrape due after the last record sees what a live run shows then; the windows still open
   // close at the end of the input (as in `run`), and the scrape after that shows them.
-  if (core::Status s = scraper.ScrapeOnce(); !s.ok()) return s;
-  if (core::Status s = processor.Finish(); !s.ok()) return s;
-  if (core::Status s = replay_out.Flush(); !s.ok()) return s;
-  if (core::Status s = process_out.End(processor.owned()); !s.ok()) return s;
-  if (core::Status s = scraper.ScrapeOnce(); !s.ok()) return s;
+  const int64_t to = options.stream.range.to_ms;
+  if (core::Status s = scraper.End(to == INT64_MAX ? INT64_MAX : to - 1,
+                                   [&]() -> core::Status {
+                                     if (core::Status f = processor.Finish(); !f.ok()) return f;
+                                     if (core::Status f = replay_out.Flush(); !f.ok()) return f;
+                                     return process_out.End(processor.owned());
+                                   });
+      !s.ok()) {
+    return s;
+  }
   stats.process = processor.stats();
   if (core::Status s = out.Finish(); !s.ok()) return s;
   return stats;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,9 +104,12 @@ core::Result<std::unique_ptr<PromtoolBlocks>> PromtoolBlocks::Open(BlockOptions 
                                "with --promtool");
   }
   options.promtool = *promtool;
-  if (options.chunk_ms <= 0 || options.max_chunk_bytes <= 0) return core::Status::Error("bad chunk size");
+  if (options.chunk_ms <= 0 || options.max_chunk_bytes <= 0 || options.promtool_runs <= 0) {
+    return core::Status::Error("bad chunk size or promtool runs");
+  }
   std::error_code ec;
-  const fs::path out(options.out_dir);
+  fs::path out(options.out_dir);
+  while (out.has_filename() == false && out.has_parent_path() && out != out.parent_path()) out = out.parent_path();
   if (fs::exists(out, ec)) {
     if (!fs::is_directory(out, ec)) return core::Status::Error(options.out_dir + ": exists and is not a directory");
     if (!fs::is_empty(out, ec)) {
@@ -114,22 +118,26 @@ core::Result<std::unique_ptr<PromtoolBlocks>> PromtoolBlocks::Open(BlockOptions 
                                  "added to a running Prometheus's directory need care: see docs/monitoring.md)");
     }
   }
-  const bool created = !fs::exists(out, ec);
-  fs::create_directories(out / ".backfill", ec);
-  if (ec) return core::Status::Error(options.out_dir + ": " + ec.message());
+  // Next to PROMDIR, so that the blocks move in by rename (same filesystem), and hidden.
+  const fs::path absolute = fs::absolute(out, ec);
+  const fs::path staging =
+      absolute.parent_path() / ("." + absolute.filename().string() + ".backfill-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging / "chunks", ec);
+  if (!ec) fs::create_directories(staging / "blocks", ec);
+  if (ec) return core::Status::Error(staging.string() + ": " + ec.message());
   auto blocks = std::unique_ptr<PromtoolBlocks>(new PromtoolBlocks(std::move(options)));
-  blocks->created_out_dir_ = created;
+  blocks->staging_ = staging.string();
   return blocks;
 }
 
 PromtoolBlocks::~PromtoolBlocks() {
   if (chunk_ != nullptr) std::fclose(chunk_);
-  running_.reset();  // kills a promtool still running (a failed backfill)
-  if (finished_) return;
-  // A failed backfill leaves no work files, and no directory it made if nothing else is in it.
+  running_.clear();  // stops the promtool runs still going (a failed or stopped backfill)
+  if (committed_) return;
+  // A failed or stopped backfill leaves no work files and PROMDIR as it was.
   std::error_code ec;
-  fs::remove_all(work_dir(), ec);
-  if (created_out_dir_ && fs::is_empty(options_.out_dir, ec)) fs::remove(options_.out_dir, ec);
+  fs::remove_all(staging_, ec);
 }
 
 core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {
@@ -137,7 +145,7 @@ core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {
     if (core::Status s = CutChunk(); !s.ok()) return s;
   }
   if (chunk_ == nullptr) {
-    chunk_path_ = work_dir() + "/chunk-" + std::to_string(chunks_) + ".om";
+    chunk_path_ = chunk_dir() + "/chunk-" + std::to_string(chunks_) + ".om";
     chunk_ = std::fopen(chunk_path_.c_str(), "wb");
     if (chunk_ == nullptr) return core::Status::Error(chunk_path_ + ": " + std::strerror(errno));
     const int64_t range = options_.chunk_ms;
@@ -150,16 +158,19 @@ core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {
   return WriteAll(chunk_, samples, chunk_path_);
 }
 
-core::Status PromtoolBlocks::WaitForPromtool() {
-  if (!running_) return core::Status::Ok();
-  core::Status s = running_->Wait();
-  promtool_cpu_s_ += running_->cpu_s();
-  promtool_max_rss_ = std::max(promtool_max_rss_, running_->max_rss_bytes());
-  const std::string log = running_->log_path();
-  running_.reset();
-  if (!s.ok()) return core::Status::Error("promtool on " + running_chunk_ + ": " + s.message());
+core::Status PromtoolBlocks::WaitForOldestRun() {
+  if (running_.empty()) return core::Status::Ok();
+  Run& run = running_.front();
+  core::Status s = run.promtool.Wait();
+  promtool_cpu_s_ += run.promtool.cpu_s();
+  promtool_max_rss_ = std::max(promtool_max_rss_, run.promtool.max_rss_bytes());
+  const std::string chunk = run.chunk;
+  const std::string log = run.promtool.log_path();
+  running_.pop_front();
+  if (options_.stop != nullptr && options_.stop->requested()) return core::Status::Error("stopped");
+  if (!s.ok()) return core::Status::Error("promtool on chunk " + fs::path(chunk).filename().string() + ": " + s.message());
   std::error_code ec;
-  fs::remove(running_chunk_, ec);
+  fs::remove(chunk, ec);
   fs::remove(log, ec);
   return core::Status::Ok();
 }
@@ -171,25 +182,72 @@ core::Status PromtoolBlocks::CutChunk() {
   chunk_ = nullptr;
   if (!s.ok()) return s;
   ++chunks_;
-  // One promtool at a time: it runs while the next chunk is written.
-  if (core::Status w = WaitForPromtool(); !w.ok()) return w;
+  // A run that failed already is known before more work is handed out.
+  while (!running_.empty() && !running_.front().promtool.Running()) {
+    if (core::Status w = WaitForOldestRun(); !w.ok()) return w;
+  }
+  while (static_cast<int>(running_.size()) >= options_.promtool_runs) {
+    if (core::Status w = WaitForOldestRun(); !w.ok()) return w;
+  }
   core::Result<Subprocess> started =
       Subprocess::Start({options_.promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", chunk_path_,
-                         options_.out_dir},
-                        chunk_path_ + ".log");
+                         blocks_dir()},
+                        chunk_path_ + ".log", "", options_.stop);
   if (!started.ok()) return started.status();
-  running_.emplace(std::move(started).value());
-  running_chunk_ = chunk_path_;
+  running_.push_back(Run{std::move(started).value(), chunk_path_});
   return core::Status::Ok();
 }
 
 core::Status PromtoolBlocks::Finish() {
   if (core::Status s = CutChunk(); !s.ok()) return s;
-  if (core::Status s = WaitForPromtool(); !s.ok()) return s;
+  while (!running_.empty()) {
+    if (core::Status s = WaitForOldestRun(); !s.ok()) return s;
+  }
   std::error_code ec;
-  fs::remove_all(work_dir(), ec);
-  finished_ = true;
+  fs::remove_all(chunk_dir(), ec);
   return core::Status::Ok();
+}
+
+core::Status PromtoolBlocks::Commit() {
+  // One rename: PROMDIR is absent, or empty (rename replaces an empty directory), until the blocks
+  // are all there at once.
+  if (::rename(blocks_dir().c_str(), options_.out_dir.c_str()) != 0) {
+    return core::Status::Error("moving the blocks to " + options_.out_dir + ": " + std::strerror(errno));
+  }
+  committed_ = true;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+  return core::Status::Ok();
+}
+
+core::Status CheckRuleFiles(const std::string& promtool, const std::vector<scoring::RuleFileText>& rules,
+                            const std::string& work_dir, StopRequest* stop) {
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) return core::Status::Error(work_dir + ": " + ec.message());
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string path = work_dir + "/check-" + std::to_string(i) + ".yml";
+    if (core::Status s = WriteFile(path, rules[i].text); !s.ok()) return s;
+    core::Result<Subprocess> tool =
+        Subprocess::Start({promtool, "check", "rules", path}, path + ".log", "", stop);
+    if (!tool.ok()) return tool.status();
+    core::Status checked = tool.value().Wait();
+    fs::remove(path, ec);
+    fs::remove(path + ".log", ec);
+    if (!checked.ok()) {
+      // promtool names the copy it was given: the user knows the file by its own name.
+      std::string why = checked.message();
+      for (size_t at; (at = why.find(path)) != std::string::npos;) why.replace(at, path.size(), rules[i].name);
+      return core::Status::Error(rules[i].name + ": promtool check rules: " + why);
+    }
+  }
+  return core::Status::Ok();
+}
+
+core::Result<int64_t> FreeDiskBytes(const std::string& path) {
+  struct statvfs st {};
+  if (::statvfs(path.c_str(), &st) != 0) return core::Status::Error(path + ": " + std::strerror(errno));
+  return static_cast<int64_t>(st.f_bavail) * static_cast<int64_t>(st.f_frsize);
 }
 
 // --- rules ---
@@ -232,15 +290,17 @@ int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
 // A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
 core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, const std::string& config,
                                               const fs::path& storage, const std::string& retention,
-                                              const std::string& log, int& port_out) {
+                                              const std::string& log, StopRequest* stop, int& port_out) {
   core::Result<int> port = FreeLocalPort();
   if (!port.ok()) return port.status();
   const std::string address = "127.0.0.1:" + std::to_string(port.value());
   core::Result<Subprocess> server =
       Subprocess::Start({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + storage.string(),
                          "--storage.tsdb.retention.time=" + retention, "--web.listen-address=" + address,
+                         // The blocks are read, not kept: compacting them would be wasted work.
+                         "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h",
                          "--log.level=warn"},
-                        log);
+                        log, "", stop);
   if (!server.ok()) return server.status();
   Subprocess& prom = server.value();
   core::Result<std::unique_ptr<scoring::PrometheusClient>> client =
@@ -253,14 +313,14 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!ready()) {
+    if (stop != nullptr && stop->requested()) return core::Status::Error("stopped");
     if (!prom.Running()) {
       core::Status s = prom.Wait();
-      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message() +
-                                 " (log: " + prom.log_path() + ")");
+      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message());
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return core::Status::Error("the temporary prometheus on " + address + " was not ready after 120 s (log: " +
-                                 prom.log_path() + ")");
+      return core::Status::Error("the temporary prometheus on " + address +
+                                 " was not ready after 120 s: " + MeaningfulLogLine(prom.log_path()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -317,7 +377,7 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
                                "'): recording rules are backfilled through a temporary Prometheus (Debian: apt-get "
                                "install prometheus)");
   }
-  const fs::path work = fs::absolute(options.out_dir) / ".rules";  // absolute: promtool runs in it
+  const fs::path work = fs::absolute(options.work_dir);  // absolute: promtool runs in it
   std::error_code ec;
   fs::remove_all(work, ec);
   fs::create_directories(work / "blocks", ec);
@@ -337,16 +397,24 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
       !s.ok()) {
     return s;
   }
-  core::Result<std::vector<BlockSpan>> blocks = ListBlocks(options.out_dir);
+  core::Result<std::vector<BlockSpan>> blocks = ListBlocks(options.blocks_dir);
   if (!blocks.ok()) return blocks.status();
   const int64_t lookback = RuleLookbackMs(recording);
   const int64_t slice_ms = std::max<int64_t>(options.slice_ms, 60'000);
   // Long enough that no block a slice reads is old enough to delete.
   const std::string retention = RetentionFor(options.from_ms - lookback, options.to_ms);
+  // The slices: each [from, to]; a remainder of at most one evaluation goes with the slice before
+  // it (promtool needs start < end).
+  std::vector<std::pair<int64_t, int64_t>> slices;
   for (int64_t from = options.from_ms, to = 0; from <= options.to_ms; from = to + 1) {
     to = std::min(options.to_ms, from + slice_ms - 1);
-    // A remainder of at most one evaluation goes with this slice (promtool needs start < end).
     if (options.to_ms - to <= std::max<int64_t>(options.eval_interval_ms, 1000)) to = options.to_ms;
+    slices.emplace_back(from, to);
+  }
+  for (size_t slice = 0; slice < slices.size(); ++slice) {
+    const auto [from, to] = slices[slice];
+    if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
+    if (options.on_slice) options.on_slice(static_cast<int>(slice + 1), static_cast<int>(slices.size()), from);
     const fs::path storage = work / "serving";
     fs::remove_all(storage, ec);
     fs::create_directories(storage, ec);
@@ -361,7 +429,7 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
     if (linked == 0) continue;  // no data the rules could read
     int port = 0;
     core::Result<Subprocess> server = StartReadyPrometheus(*prometheus, config, storage, retention,
-                                                           (work / "prometheus.log").string(), port);
+                                                           (work / "prometheus.log").string(), options.stop, port);
     if (!server.ok()) return server.status();
     std::vector<std::string> argv = {*promtool,
                                      "tsdb",
@@ -375,15 +443,17 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
                                      "--output-dir=" + (work / "blocks").string(),
                                      "--eval-interval=" + std::to_string(std::max<int64_t>(1, options.eval_interval_ms / 1000)) + "s"};
     argv.insert(argv.end(), rule_paths.begin(), rule_paths.end());
-    core::Result<Subprocess> tool = Subprocess::Start(argv, (work / "promtool.log").string(), work.string());
+    core::Result<Subprocess> tool =
+        Subprocess::Start(argv, (work / "promtool.log").string(), work.string(), options.stop);
     if (!tool.ok()) return tool.status();
     core::Status ran = tool.value().Wait();
     server.value().Terminate();
+    if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
     if (!ran.ok()) return core::Status::Error("recording rules: " + ran.message());
   }
   // The new blocks join the trace's (a Prometheus started on the directory loads them).
   for (const fs::directory_entry& block : fs::directory_iterator(work / "blocks", ec)) {
-    fs::rename(block.path(), fs::path(options.out_dir) / block.path().filename(), ec);
+    fs::rename(block.path(), fs::path(options.blocks_dir) / block.path().filename(), ec);
     if (ec) return core::Status::Error("moving " + block.path().string() + ": " + ec.message());
   }
   fs::remove_all(work, ec);

@@ -102,6 +102,68 @@ std::optional<int64_t> LastTimeInCsvTail(const std::string& path, int64_t tail_b
   return last;
 }
 
+CsvHead ReadCsvHead(const std::string& path, int64_t head_bytes) {
+  CsvHead out;
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return out;
+  std::string head;
+  size_t header_end = std::string::npos;
+  while (head.size() < (16u << 20)) {
+    char chunk[64 * 1024];
+    const size_t n = std::fread(chunk, 1, sizeof(chunk), file.get());
+    if (n == 0) break;
+    const size_t searched = head.size();
+    head.append(chunk, n);
+    if (header_end == std::string::npos) header_end = head.find_first_of("\r\n", searched);
+    if (header_end != std::string::npos && static_cast<int64_t>(head.size() - header_end) >= head_bytes) break;
+  }
+  if (header_end == std::string::npos) header_end = head.size();
+  const std::vector<std::string_view> names = SplitCommas(std::string_view(head).substr(0, header_end));
+  out.columns = static_cast<int>(names.size());
+  std::vector<size_t> time_columns;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (IsTimeColumn(StripCell(names[i]))) time_columns.push_back(i);
+  }
+  if (time_columns.empty() || header_end >= head.size()) return out;
+  std::string_view rows = std::string_view(head).substr(header_end);
+  if (static_cast<int64_t>(rows.size()) > head_bytes) rows = rows.substr(0, static_cast<size_t>(head_bytes));
+  std::vector<std::string_view> lines = SplitLines(rows);
+  // The last line of a head that stops mid-file may be cut.
+  if (rows.size() < head.size() - header_end && !lines.empty()) lines.pop_back();
+  for (std::string_view line : lines) {
+    if (line.find('"') != std::string_view::npos) continue;
+    const std::vector<std::string_view> cells = SplitCommas(line);
+    for (size_t column : time_columns) {
+      if (column >= cells.size()) continue;
+      std::optional<int64_t> ts = core::ParseTimeMs(core::TrimSpaces(cells[column]));
+      if (ts && (!out.first_ms || *ts < *out.first_ms)) out.first_ms = ts;
+    }
+  }
+  return out;
+}
+
+std::optional<DataSpan> EstimateDataSpan(const DataDirFiles& files) {
+  auto span_of = [](const std::vector<std::string>& paths) -> std::optional<DataSpan> {
+    std::optional<int64_t> first, last;
+    for (const std::string& path : paths) {
+      const std::optional<int64_t> f = ReadCsvHead(path).first_ms;
+      const std::optional<int64_t> l = LastTimeInCsvTail(path);
+      if (f && (!first || *f < *first)) first = f;
+      if (l && (!last || *l > *last)) last = l;
+    }
+    if (!first || !last) return std::nullopt;
+    return DataSpan{*first, std::max(*first, *last), true};
+  };
+  std::vector<std::string> telemetry = files.ipmi;
+  for (const auto& [cluster, list] : files.utilization) telemetry.insert(telemetry.end(), list.begin(), list.end());
+  if (std::optional<DataSpan> span = span_of(telemetry)) return span;
+  std::vector<std::string> jobs;
+  for (const auto& [cluster, path] : files.job_traces) jobs.push_back(path);
+  std::optional<DataSpan> span = span_of(jobs);
+  if (span) span->telemetry = false;
+  return span;
+}
+
 std::optional<int64_t> EstimateLastTimeMs(const DataDirFiles& files) {
   std::optional<int64_t> last;
   auto take = [&last](const std::string& path) {

@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <map>
+#include <functional>
 #include <set>
+#include <sstream>
 
 #include "local_processes.h"
 #include "../suite_prepare.h"
@@ -104,13 +106,14 @@ class BackfillPrometheusTest : public testing::Test {
     if (ReadFile((cache / "complete").string()) != stamp) {
       fs::remove_all(cache);
       fs::create_directories(cache);
-      ASSERT_EQ(RunShell(std::string(Binary()) + " synth --out " + data_ + " --days 1 --scale 0.05 --seed 1 " +
-                         "--inject-faults > " + (cache / "synth.log").string() + " 2>&1"),
+      // The README's History commands exactly (synth's default seed is 1; the backfill's default
+      // window is the telemetry's day): the figures the README quotes come from this fixture.
+      ASSERT_EQ(RunShell("cd " + cache.string() + " && " + Binary() +
+                         " synth --out day --days 1 --scale 0.05 --inject-faults > synth.log 2>&1"),
                 0)
           << ReadFile((cache / "synth.log").string());
-      ASSERT_EQ(RunShell(std::string(Binary()) + " backfill --data " + data_ + " --to " + std::to_string(kEnd) +
-                         " --out " + promdir_ + " > " + (cache / "backfill.out").string() + " 2> " +
-                         (cache / "backfill.err").string()),
+      ASSERT_EQ(RunShell("cd " + cache.string() + " && " + Binary() +
+                         " backfill --data day --out promdir > backfill.out 2> backfill.err"),
                 0)
           << ReadFile((cache / "backfill.err").string());
       std::ofstream((cache / "complete").string()) << stamp;
@@ -279,7 +282,8 @@ TEST_F(BackfillPrometheusTest, TheShippedRecordingRulesAreBackfilled) {
                                                  "&query=" + UrlEncode("cluster:acmetrace_gpu_jobs_failed:increase1h"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(nlohmann::json::parse(r.body)["data"]["result"].size(), 2u) << r.body;  // one per cluster
-  EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=3d"), std::string::npos) << backfill_out_;
+  // The telemetry's day, its last scrape 15 s before the next day: two days keep every block.
+  EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=2d"), std::string::npos) << backfill_out_;
 }
 
 // The recording rules are evaluated a slice of the window at a time (backfill.rules_slice_h), each
@@ -366,6 +370,35 @@ TEST_F(BackfillPrometheusTest, TheDashboardsWorkUnchangedOverTheTraceTimeRange) 
   EXPECT_EQ(rc, 0) << ReadFile(out);
 }
 
+// Every figure the README's History section and docs/monitoring.md quote for the example is what
+// the example gives: the fixture ran the README's commands as written, this runs its `score` line
+// (scripts/history-example runs the whole example alone and prints the same figures).
+TEST_F(BackfillPrometheusTest, TheReadmeHistoryFiguresAreWhatTheExampleGives) {
+  const std::string json = (work_ / "readme-score.json").string();
+  ASSERT_EQ(RunShell(std::string(Binary()) + " score --prometheus http://127.0.0.1:" + std::to_string(prom_port_) +
+                     " --faults " + data_ + "/faults.csv --html " + (work_ / "score.html").string() + " --json " +
+                     json + " > " + (work_ / "readme-score.txt").string() + " 2>&1"),
+            0)
+      << ReadFile((work_ / "readme-score.txt").string());
+  const nlohmann::json total = nlohmann::json::parse(ReadFile(json))["total"];
+  char precision[16];
+  std::snprintf(precision, sizeof(precision), "%.2f", total["precision"].get<double>());
+  const std::string caught = std::to_string(total["caught"].get<int>()) + " of the " +
+                             std::to_string(total["total_incidents"].get<int>()) + " injected incidents";
+  const std::string readme = ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/README.md");
+  const std::string docs = ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/docs/monitoring.md");
+  EXPECT_NE(readme.find("catches " + caught + " with precision " + precision), std::string::npos)
+      << "README.md should say: catches " << caught << " with precision " << precision;
+  EXPECT_NE(docs.find("catches " + caught + " with precision " + precision), std::string::npos)
+      << "docs/monitoring.md should say: catches " << caught << " with precision " << precision;
+  std::string kinds;
+  for (const auto& [kind, c] : total["by_kind"].items()) {
+    if (!kinds.empty()) kinds += ", ";
+    kinds += kind + " " + std::to_string(c["caught"].get<int>()) + "/" + std::to_string(c["total"].get<int>());
+  }
+  EXPECT_NE(docs.find("by kind: " + kinds + ";"), std::string::npos) << "docs/monitoring.md should say: by kind: " << kinds << ";";
+}
+
 // What a user meets when something is off: one clear line, exit 1 or 2, nothing half-written.
 TEST_F(BackfillPrometheusTest, RefusesANonEmptyDirectoryAMissingPromtoolAndAnEmptyWindow) {
   const std::string bin = Binary();
@@ -390,6 +423,149 @@ TEST_F(BackfillPrometheusTest, RefusesANonEmptyDirectoryAMissingPromtoolAndAnEmp
   EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " --out " + fresh + " --persona maybe 2> " + err), 2);
   EXPECT_EQ(RunShell(bin + " backfill --data " + data_ + " 2> " + err), 2);
   EXPECT_NE(ReadFile(err).find("--out"), std::string::npos) << ReadFile(err);
+}
+
+std::vector<std::string> ListBlocksIn(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (fs::exists(e.path() / "meta.json")) out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// The processes whose parent is pid, with their command name (/proc/PID/stat).
+std::map<pid_t, std::string> ChildrenOf(pid_t pid) {
+  std::map<pid_t, std::string> out;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = ReadFile(e.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) out[std::stoi(name)] = stat.substr(stat.find('(') + 1, close - stat.find('(') - 1);
+  }
+  return out;
+}
+
+bool Gone(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return stat.empty() || (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z');
+}
+
+// SIGTERM at three points of a backfill (four trace hours: two chunks, then the recording rules):
+// while it replays, while promtool runs, while the rules' temporary prometheus serves. Each time it
+// says one line and exits 143, no process it started survives, PROMDIR is as it was (absent, or the
+// empty directory it was) and no staging directory is left beside it; a rerun then succeeds.
+TEST_F(BackfillPrometheusTest, SigtermAtAnyPointStopsEveryChildAndLeavesPromdirAsItWas) {
+  const std::string window = " --from " + std::to_string(kStart) + " --to " + std::to_string(kStart + 4 * 3600);
+  struct Point {
+    std::string name;
+    bool promdir_exists;  // an empty PROMDIR made by the user stays, empty
+    std::function<bool(pid_t, const std::string& err)> reached;
+  };
+  const std::vector<Point> points = {
+      {"data phase", false,
+       [](pid_t, const std::string& err) { return err.find("scrapes every") != std::string::npos; }},
+      {"promtool running", true,
+       [](pid_t pid, const std::string&) {
+         for (const auto& [child, name] : ChildrenOf(pid)) {  // making blocks, not checking the rules
+           if (name == "promtool" && ReadFile("/proc/" + std::to_string(child) + "/cmdline").find("openmetrics") !=
+                                         std::string::npos) {
+             return true;
+           }
+         }
+         return false;
+       }},
+      // While promtool checks the rule files, or just after if the poll missed it.
+      {"the checks", false,
+       [](pid_t pid, const std::string& err) {
+         for (const auto& [child, name] : ChildrenOf(pid)) {
+           if (name == "promtool" &&
+               ReadFile("/proc/" + std::to_string(child) + "/cmdline").find("check") != std::string::npos) {
+             return true;
+           }
+         }
+         return err.find("scrapes every") != std::string::npos;
+       }},
+      {"recording-rule phase", false,
+       [](pid_t pid, const std::string& err) {
+         if (err.find("recording rules: slice") == std::string::npos) return false;
+         for (const auto& [child, name] : ChildrenOf(pid)) {
+           if (name == "prometheus") return true;
+         }
+         return false;
+       }},
+  };
+  for (const Point& point : points) {
+    SCOPED_TRACE(point.name);
+    const fs::path promdir = work_ / ("killed-" + std::to_string(&point - points.data()));
+    if (point.promdir_exists) fs::create_directories(promdir);
+    const std::string err = promdir.string() + ".err";
+    Child backfill({Binary(), "backfill", "--data", data_, "--from", std::to_string(kStart), "--to",
+                    std::to_string(kStart + 4 * 3600), "--out", promdir.string()},
+                   promdir.string() + ".out", err);
+    std::set<pid_t> seen;  // every child seen while it ran
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          for (const auto& [child, name] : ChildrenOf(backfill.pid())) seen.insert(child);
+          return point.reached(backfill.pid(), ReadFile(err));
+        },
+        300))
+        << ReadFile(err);
+    for (const auto& [child, name] : ChildrenOf(backfill.pid())) seen.insert(child);
+    EXPECT_EQ(backfill.Signal(SIGTERM), 143) << ReadFile(err);
+    const std::string said = ReadFile(err);
+    EXPECT_NE(said.find("stopped by SIGTERM during"), std::string::npos) << said;
+    EXPECT_EQ(said.find("ERROR"), std::string::npos) << said;
+    for (const pid_t child : seen) {
+      EXPECT_TRUE(WaitUntil([&] { return Gone(child); }, 5)) << "child " << child << " outlived the backfill";
+    }
+    EXPECT_EQ(fs::exists(promdir), point.promdir_exists);
+    if (point.promdir_exists) {
+      EXPECT_TRUE(fs::is_empty(promdir));
+    }
+    for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
+      EXPECT_EQ(e.path().filename().string().find(".backfill-"), std::string::npos) << e.path();
+    }
+  }
+  // SIGKILL leaves the backfill no say: the kernel kills its children (PR_SET_PDEATHSIG); only its
+  // staging directory is left behind.
+  {
+    const fs::path promdir = work_ / "sigkilled";
+    Child backfill({Binary(), "backfill", "--data", data_, "--from", std::to_string(kStart), "--to",
+                    std::to_string(kStart + 4 * 3600), "--out", promdir.string()},
+                   promdir.string() + ".out", promdir.string() + ".err");
+    std::set<pid_t> promtools;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          for (const auto& [child, name] : ChildrenOf(backfill.pid())) {
+            if (name == "promtool") promtools.insert(child);
+          }
+          return !promtools.empty();
+        },
+        300))
+        << ReadFile(promdir.string() + ".err");
+    EXPECT_EQ(backfill.Signal(SIGKILL), 128 + SIGKILL);
+    for (const pid_t child : promtools) {
+      EXPECT_TRUE(WaitUntil([&] { return Gone(child); }, 10)) << "promtool " << child << " outlived a SIGKILLed backfill";
+    }
+    EXPECT_FALSE(fs::exists(promdir));
+    for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
+      if (e.path().filename().string().find(".sigkilled.backfill-") == 0) fs::remove_all(e.path());
+    }
+  }
+  // A rerun into a killed run's PROMDIR succeeds.
+  const fs::path again = work_ / "killed-1";
+  EXPECT_EQ(RunShell(std::string(Binary()) + " backfill --data " + data_ + window + " --out " + again.string() +
+                     " > " + again.string() + ".rerun 2>&1"),
+            0)
+      << ReadFile(again.string() + ".rerun");
+  EXPECT_FALSE(ListBlocksIn(again).empty());
 }
 
 }  // namespace

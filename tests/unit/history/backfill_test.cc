@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <map>
 #include <sstream>
 #include <vector>
@@ -159,6 +161,50 @@ TEST(BackfillTest, TheSameInputGivesTheSameSamples) {
     std::sort(lb.begin(), lb.end());
     EXPECT_EQ(la, lb) << "scrape " << i;
   }
+}
+
+// No scrape is stamped past the window: the last one shows the closed windows of the end.
+TEST(BackfillTest, NoScrapeIsPastTheWindow) {
+  CapturedScrapes out;
+  core::InputErrors errors(nullptr);
+  core::Result<BackfillStats> stats = RunBackfill(FixtureOptions(), errors, out);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  for (const auto& [t, text] : out.scrapes) EXPECT_LT(t, kUntilMs);
+  EXPECT_EQ(stats.value().last_scrape_ms, out.scrapes.back().first);
+}
+
+// A step longer than the window: one scrape, inside the window, that has seen every record.
+TEST(BackfillTest, AStepLongerThanTheWindowStillScrapesInsideIt) {
+  BackfillOptions options = FixtureOptions();
+  options.stream.range.from_ms = kFirstRecordMs + 60'000;  // not on a day boundary
+  options.step_ms = 86'400'000;
+  CapturedScrapes out;
+  core::InputErrors errors(nullptr);
+  core::Result<BackfillStats> stats = RunBackfill(options, errors, out);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  ASSERT_EQ(out.scrapes.size(), 1u);
+  EXPECT_GE(out.scrapes[0].first, options.stream.range.from_ms);
+  EXPECT_LT(out.scrapes[0].first, kUntilMs);
+  EXPECT_EQ(out.scrapes[0].first, kUntilMs - 1000);  // the window's last second
+  EXPECT_EQ(Sum(out.scrapes[0].second, "acmetrace_records_total{job=\"acmetrace\",instance=\"127.0.0.1:9400\",stage=\"replay\""),
+            static_cast<double>(stats.value().records));
+}
+
+TEST(BackfillTest, AStopEndsTheBackfillAtTheNextScrape) {
+  BackfillOptions options = FixtureOptions();
+  StopRequest stop;
+  options.stop = &stop;
+  int scrapes = 0;
+  options.on_scrape = [&](const BackfillStats&) {
+    if (++scrapes == 3) stop.Request(SIGTERM);
+  };
+  CapturedScrapes out;
+  core::InputErrors errors(nullptr);
+  core::Result<BackfillStats> stats = RunBackfill(options, errors, out);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_NE(stats.status().message().find("stopped"), std::string::npos) << stats.status().message();
+  EXPECT_EQ(out.scrapes.size(), 3u);
+  EXPECT_FALSE(out.finished);
 }
 
 TEST(BackfillTest, AWindowWithoutRecordsIsAnError) {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <signal.h>
+
 #include "test_files.h"
 
 namespace acmetrace::history {
@@ -23,14 +25,14 @@ std::string Read(const std::string& path) {
   return ss.str();
 }
 
-// A promtool that copies each chunk it is given into dir/seen-N.om (or fails with a message).
+// A promtool that copies each chunk it is given into dir/seen-chunk-N.om (or fails with a message).
+// Named by the chunk, not by arrival: two runs go at once.
 std::string FakePromtool(const std::string& dir, bool fail) {
   const std::string path = WriteFile(
       dir, "promtool",
       fail ? "#!/bin/sh\necho 'parse: something is wrong at line 3' >&2\nexit 1\n"
-           : "#!/bin/sh\n# tsdb create-blocks-from openmetrics --quiet FILE OUT\nn=$(ls \"" + dir +
-                 "\" | grep -c '^seen-')\ncp \"$5\" \"" + dir + "/seen-$n.om\"\necho \"$6\" > \"" + dir +
-                 "/out-dir\"\n");
+           : "#!/bin/sh\n# tsdb create-blocks-from openmetrics --quiet FILE OUT\ncp \"$5\" \"" + dir +
+                 "/seen-$(basename \"$5\")\"\necho \"$6\" > \"" + dir + "/out-dir\"\n");
   fs::permissions(path, fs::perms::owner_all);
   return path;
 }
@@ -49,10 +51,13 @@ TEST(PromtoolBlocksTest, ChunksNeverSpanTwoBlockRangesAndEachEndsTheText) {
   for (int64_t t = start + h; t < start + 5 * h; t += 15'000) ASSERT_TRUE(blocks.value()->Scrape(t, Sample(t)).ok());
   ASSERT_TRUE(blocks.value()->Finish().ok());
   EXPECT_EQ(blocks.value()->chunks(), 3);  // [17:00, 18:00), [18:00, 20:00), [20:00, 21:00)
-  EXPECT_EQ(Read(dir + "/out-dir"), options.out_dir + "\n");
+  // promtool writes aside, next to PROMDIR; PROMDIR appears only at Commit.
+  EXPECT_EQ(Read(dir + "/out-dir"), blocks.value()->blocks_dir() + "\n");
+  EXPECT_EQ(fs::path(blocks.value()->staging_dir()).parent_path(), fs::path(dir));
+  EXPECT_FALSE(fs::exists(options.out_dir));
   int64_t lines = 0;
   for (int i = 0; i < 3; ++i) {
-    const std::string text = Read(dir + "/seen-" + std::to_string(i) + ".om");
+    const std::string text = Read(dir + "/seen-chunk-" + std::to_string(i) + ".om");
     ASSERT_GE(text.size(), 6u);
     EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
     const int64_t block_start = start + 2 * i * h;
@@ -66,7 +71,7 @@ TEST(PromtoolBlocksTest, ChunksNeverSpanTwoBlockRangesAndEachEndsTheText) {
     }
   }
   EXPECT_EQ(lines, 4 * 240);  // every sample in exactly one chunk
-  EXPECT_FALSE(fs::exists(options.out_dir + "/.backfill"));
+  EXPECT_FALSE(fs::exists(blocks.value()->staging_dir() + "/chunks"));
 }
 
 TEST(PromtoolBlocksTest, ABigChunkIsCutAtAScrape) {
@@ -96,6 +101,108 @@ TEST(PromtoolBlocksTest, APromtoolFailureIsReportedWithItsLastLine) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("exited with status 1: parse: something is wrong at line 3"), std::string::npos)
       << s.message();
+  EXPECT_EQ(s.message().find("log"), std::string::npos) << "no path of a log removed at exit: " << s.message();
+}
+
+// promtool's own words when the disk is full come before its usage text and a blank line: the
+// message carries the cause, not the last line.
+TEST(PromtoolBlocksTest, AFailingChildSaysItsRealCause) {
+  const std::string dir = TestDir();
+  const std::string tool = WriteFile(dir, "promtool",
+                                     "#!/bin/sh\n"
+                                     "echo 'level=info msg=\"Writing block\"' >&2\n"
+                                     "echo 'level=error msg=\"create blocks\" err=\"write /x/chunks/000001: no space "
+                                     "left on device\"' >&2\n"
+                                     "echo 'usage: promtool tsdb create-blocks-from openmetrics [<flags>]' >&2\n"
+                                     "echo '' >&2\nexit 1\n");
+  fs::permissions(tool, fs::perms::owner_all);
+  BlockOptions options;
+  options.promtool = tool;
+  options.out_dir = dir + "/promdir";
+  auto blocks = PromtoolBlocks::Open(options);
+  ASSERT_TRUE(blocks.ok());
+  ASSERT_TRUE(blocks.value()->Scrape(1688140800000, Sample(1688140800000)).ok());
+  const core::Status s = blocks.value()->Finish();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no space left on device"), std::string::npos) << s.message();
+}
+
+TEST(PromtoolBlocksTest, BlocksMoveIntoPromdirInOneRenameAtCommit) {
+  for (const bool existing_empty : {false, true}) {
+    const std::string dir = TestDir();
+    BlockOptions options;
+    options.promtool = WriteFile(dir, "promtool", "#!/bin/sh\nmkdir -p \"$6/01BLOCK\" && echo '{}' > \"$6/01BLOCK/meta.json\"\n");
+    fs::permissions(options.promtool, fs::perms::owner_all);
+    options.out_dir = dir + "/promdir";
+    if (existing_empty) fs::create_directories(options.out_dir);
+    auto blocks = PromtoolBlocks::Open(options);
+    ASSERT_TRUE(blocks.ok()) << blocks.status().message();
+    ASSERT_TRUE(blocks.value()->Scrape(1688140800000, Sample(1688140800000)).ok());
+    ASSERT_TRUE(blocks.value()->Finish().ok());
+    EXPECT_EQ(fs::exists(options.out_dir), existing_empty) << "PROMDIR is written only at Commit";
+    ASSERT_TRUE(blocks.value()->Commit().ok());
+    EXPECT_TRUE(fs::exists(options.out_dir + "/01BLOCK/meta.json"));
+    EXPECT_FALSE(fs::exists(blocks.value()->staging_dir()));
+  }
+}
+
+// A stop (SIGINT/SIGTERM to the backfill) stops the promtool runs at once, and the staging
+// directory goes with the backfill; PROMDIR is as it was.
+TEST(PromtoolBlocksTest, AStopEndsPromtoolAndLeavesPromdirAsItWas) {
+  const std::string dir = TestDir();
+  BlockOptions options;
+  // Writes its pid, then runs until stopped (exec: the pid is the one that must go).
+  options.promtool = WriteFile(dir, "promtool", "#!/bin/sh\necho $$ > \"$5.pid\"\nexec sleep 600\n");
+  fs::permissions(options.promtool, fs::perms::owner_all);
+  options.out_dir = dir + "/promdir";
+  StopRequest stop;
+  options.stop = &stop;
+  options.chunk_ms = 15'000;  // every scrape its own chunk
+  std::string staging;
+  {
+    auto blocks = PromtoolBlocks::Open(options);
+    ASSERT_TRUE(blocks.ok());
+    staging = blocks.value()->staging_dir();
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(blocks.value()->Scrape(1688140800000 + i * 15'000, Sample(1688140800000 + i * 15'000)).ok());
+    }
+    ASSERT_TRUE(blocks.value()->Scrape(1688140830000, Sample(1688140830000)).ok());  // two promtool runs now
+    stop.Request(SIGTERM);
+    const core::Status s = blocks.value()->Finish();  // waits for them: they end at once
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.message(), "stopped");
+    EXPECT_EQ(stop.signal(), SIGTERM);
+  }
+  EXPECT_FALSE(fs::exists(staging));
+  EXPECT_FALSE(fs::exists(options.out_dir));
+}
+
+TEST(CheckRuleFilesTest, AFailingPromtoolCheckRulesNamesTheFileAndWhy) {
+  const std::string dir = TestDir();
+  const std::string promtool = WriteFile(
+      dir, "promtool",
+      "#!/bin/sh\n# check rules FILE\ngrep -q 'bad' \"$3\" || exit 0\necho \"Checking $3\"\n"
+      "echo '  FAILED:'\necho \"$3: 5:11: group \\\"g\\\", rule 1, \\\"x\\\": could not parse expression: 1:3: "
+      "parse error: unexpected <EOF>\"\nexit 1\n");
+  fs::permissions(promtool, fs::perms::owner_all);
+  EXPECT_TRUE(CheckRuleFiles(promtool, {{"good.yml", "groups: []\n"}}, dir + "/work").ok());
+  const core::Status s = CheckRuleFiles(promtool, {{"good.yml", "groups: []\n"}, {"mine.yml", "bad\n"}}, dir + "/work");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind("mine.yml: promtool check rules: ", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("parse error: unexpected <EOF>"), std::string::npos) << s.message();
+  // The real promtool, when there is one: the shipped rules pass.
+  if (std::optional<std::string> real = FindExecutable("promtool")) {
+    EXPECT_TRUE(CheckRuleFiles(*real, scoring::ShippedRules(), dir + "/real").ok());
+    const core::Status bad = CheckRuleFiles(
+        *real, {{"broken.yml", "groups:\n  - name: g\n    rules:\n      - record: a:b\n        expr: sum(\n"}},
+        dir + "/real");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.message().rfind("broken.yml: promtool check rules: ", 0), 0u) << bad.message();
+    EXPECT_NE(bad.message().find("exited with status 1: broken.yml: 5:15: group \"g\", rule 1, \"a:b\": could not "
+                                 "parse expression: 1:5: parse error: unclosed left parenthesis"),
+              std::string::npos)
+        << bad.message();
+  }
 }
 
 TEST(PromtoolBlocksTest, RefusesANonEmptyDirectoryAndAMissingPromtool) {
@@ -120,12 +227,17 @@ TEST(PromtoolBlocksTest, AFailedBackfillLeavesNoDirectoryItMade) {
   BlockOptions options;
   options.promtool = FakePromtool(dir, false);
   options.out_dir = dir + "/made";
+  std::string staging;
   {
     auto blocks = PromtoolBlocks::Open(options);
     ASSERT_TRUE(blocks.ok());
-    ASSERT_TRUE(fs::exists(options.out_dir));
-  }  // destroyed without Finish: the backfill failed
+    staging = blocks.value()->staging_dir();
+    ASSERT_TRUE(fs::exists(staging));
+    ASSERT_TRUE(blocks.value()->Scrape(1688140800000, Sample(1688140800000)).ok());
+    ASSERT_TRUE(blocks.value()->Finish().ok());
+  }  // destroyed without Commit: the backfill failed
   EXPECT_FALSE(fs::exists(options.out_dir));
+  EXPECT_FALSE(fs::exists(staging));
 }
 
 TEST(RulesTest, RecordingRulesAreCountedAndBadFilesNamed) {

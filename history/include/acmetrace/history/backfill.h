@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/status.h"
 #include "acmetrace/exporters/export_config.h"
+#include "acmetrace/history/subprocess.h"
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/stream_processor.h"
 #include "acmetrace/producers/event_stream.h"
@@ -46,6 +48,9 @@ struct BackfillOptions {
   int64_t step_ms = 15'000;               // the scrape interval
   ScrapeTargets targets;
   bool persona = true;                    // scrape the per-node targets (the dcgm-exporter persona)
+  StopRequest* stop = nullptr;            // polled at every scrape: a requested stop ends the backfill
+  /// Called after every scrape (progress; the caller decides how often to show it).
+  std::function<void(const struct BackfillStats&)> on_scrape;
 };
 
 /// What a backfill did.
@@ -61,9 +66,14 @@ struct BackfillStats {
 /// Replays the window through processors and exporter and scrapes every step_ms of trace time:
 /// the scrape at t sees every record with trace time <= t and what the processors made of them,
 /// closed anomaly flags held for two steps as a live scraper would see them, series expired where
-/// `run` expires them. The first scrape is at the first multiple of step_ms at or after the first
-/// record; after the scrape due at the last record the processors close their open windows (the
-/// end of the input, as in `run`) and one more scrape, a step later, shows them. Fails if the data cannot be opened, there is no record in the window, or out fails.
+/// `run` expires them. Scrapes are at the multiples of step_ms from the first record on, and never
+/// past the window (stream.range.to_ms, exclusive): after the scrape due at the last record the
+/// processors close their open windows (the end of the input, as in `run`) and one more scrape, a
+/// step later, shows them; when that step would leave the window, the windows close before the
+/// last scrape instead. When the next multiple of step_ms is past the window's last second, the
+/// last scrape is at that second (a step longer than the window still gives a scrape inside it).
+/// Fails if the data cannot be opened, there is no record in the window, out fails, or stop is
+/// requested (message "stopped").
 core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::InputErrors& errors, ScrapeOutput& out);
 
 }  // namespace acmetrace::history

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -36,25 +38,40 @@ class OpenMetricsFile : public ScrapeOutput {
 /// What PromtoolBlocks needs. Value type.
 struct BlockOptions {
   std::string promtool = "promtool";
-  std::string out_dir;                        // PROMDIR: empty or new
+  std::string out_dir;                        // PROMDIR: absent or empty; written only by Commit
   int64_t chunk_ms = 2 * 3'600'000;           // Prometheus's block range: chunks never span two
   int64_t max_chunk_bytes = int64_t{512} << 20;  // a chunk is also cut at a scrape when this big
+  int promtool_runs = 2;                      // promtool runs at once, each on its own chunk
+  StopRequest* stop = nullptr;                // stops the promtool runs with the backfill
 };
 
-/// TSDB blocks in out_dir: the scrapes go to a chunk file (out_dir/.backfill/), cut at every block
-/// range boundary (2 h of trace time) and when it grows past max_chunk_bytes; each finished chunk
-/// is handed to `promtool tsdb create-blocks-from openmetrics` while the next one is written, so
-/// the backfill and promtool share the cores, and memory and disk stay bounded by two chunks
-/// whatever the window. Chunks cover disjoint time ranges, so their blocks never overlap.
-/// Not thread-safe.
+/// The chunk files on disk at most at once: one being written, one per promtool run.
+inline int64_t MaxChunksOnDisk(const BlockOptions& options) { return options.promtool_runs + 1; }
+
+/// TSDB blocks for out_dir, made aside and moved in at the end: the scrapes go to chunk files in a
+/// staging directory next to out_dir (same filesystem: `.NAME.backfill-PID`), cut at every block
+/// range boundary (2 h of trace time) and when a chunk grows past max_chunk_bytes; each finished
+/// chunk is handed to `promtool tsdb create-blocks-from openmetrics` (up to promtool_runs at once)
+/// while the next one is written, so the backfill and promtool share the cores, and memory and disk
+/// stay bounded by MaxChunksOnDisk chunks whatever the window. Chunks cover disjoint time ranges, so
+/// their blocks never overlap. Commit moves the blocks into out_dir in one rename; without it (a
+/// failure, a signal) the destructor stops promtool and removes the staging directory, and out_dir
+/// is as it was. Not thread-safe.
 class PromtoolBlocks : public ScrapeOutput {
  public:
-  /// Checks promtool is there and out_dir is empty (or absent: created), and makes the work dir.
+  /// Checks promtool is there and out_dir is absent or empty, and makes the staging directory.
   static core::Result<std::unique_ptr<PromtoolBlocks>> Open(BlockOptions options);
   ~PromtoolBlocks() override;
   core::Status Scrape(int64_t ts_ms, std::string_view samples) override;
+  /// Ends the last chunk and waits for every promtool run.
   core::Status Finish() override;
+  /// After Finish (and the recording rules): the blocks become out_dir; the staging directory goes.
+  core::Status Commit();
 
+  /// Where the blocks are until Commit (the recording rules read them and add theirs there).
+  std::string blocks_dir() const { return staging_ + "/blocks"; }
+  /// The staging directory (next to out_dir), for other work files of the backfill.
+  const std::string& staging_dir() const { return staging_; }
   int64_t chunks() const { return chunks_; }
   int64_t text_bytes() const { return text_bytes_; }
   /// CPU seconds promtool used (user + system of the finished runs).
@@ -65,23 +82,34 @@ class PromtoolBlocks : public ScrapeOutput {
  private:
   explicit PromtoolBlocks(BlockOptions options);
   core::Status CutChunk();
-  core::Status WaitForPromtool();
-  std::string work_dir() const { return options_.out_dir + "/.backfill"; }
+  core::Status WaitForOldestRun();
+  std::string chunk_dir() const { return staging_ + "/chunks"; }
 
+  struct Run {
+    Subprocess promtool;
+    std::string chunk;
+  };
   BlockOptions options_;
+  std::string staging_;
   std::FILE* chunk_ = nullptr;
   std::string chunk_path_;
   int64_t chunk_end_ms_ = 0;  // the block range boundary the open chunk must not reach
   int64_t chunk_bytes_ = 0;
   int64_t chunks_ = 0;
   int64_t text_bytes_ = 0;
-  std::optional<Subprocess> running_;  // promtool on the previous chunk
-  bool created_out_dir_ = false;       // removed again if the backfill fails before a block is written
-  bool finished_ = false;
-  std::string running_chunk_;
+  std::deque<Run> running_;  // promtool on the previous chunks, oldest first
+  bool committed_ = false;
   double promtool_cpu_s_ = 0;
   int64_t promtool_max_rss_ = 0;
 };
+
+/// `promtool check rules` on every rule file (written to work_dir first): the first failure names
+/// the file and what promtool said.
+core::Status CheckRuleFiles(const std::string& promtool, const std::vector<scoring::RuleFileText>& rules,
+                            const std::string& work_dir, StopRequest* stop = nullptr);
+
+/// The bytes free for an unprivileged user on the filesystem holding path.
+core::Result<int64_t> FreeDiskBytes(const std::string& path);
 
 /// The number of recording rules (`record:`) in a rule file (error: FILE:LINE: field: reason).
 core::Result<int> CountRecordingRules(const scoring::RuleFileText& file);
@@ -90,19 +118,24 @@ core::Result<int> CountRecordingRules(const scoring::RuleFileText& file);
 struct RuleBackfillOptions {
   std::string promtool = "promtool";
   std::string prometheus = "prometheus";
-  std::string out_dir;          // the blocks the rules read, and where their blocks go
+  std::string blocks_dir;       // the blocks the rules read, and where their blocks go
+  std::string work_dir;         // for the rules' own work files (removed at the end)
   std::vector<scoring::RuleFileText> rules;
   int64_t from_ms = 0;          // the window the rules are evaluated over
   int64_t to_ms = 0;
   int64_t eval_interval_ms = 15'000;  // for groups without an interval (the shipped global)
   int64_t slice_ms = 86'400'000;      // the window is evaluated a slice at a time (see below)
+  StopRequest* stop = nullptr;        // stops the temporary prometheus and promtool with the backfill
+  /// Called before each slice: its number (from 1), the number of slices, the slice's start.
+  std::function<void(int slice, int slices, int64_t from_ms)> on_slice;
 };
 
 /// `promtool tsdb create-blocks-from rules` over the blocks, a slice of the window at a time: for
 /// each slice a temporary `prometheus` on 127.0.0.1 (no scrapes, retention long enough to keep every
 /// block) serves hard links of only the blocks the slice's rules read (the slice, and before it the
-/// longest range or offset the rule files name, plus Prometheus's 5 min lookback), promtool evaluates
-/// the recording rules through it, and the rules' blocks are moved into out_dir at the end. So the
+/// longest range or offset the rule files name, plus Prometheus's 5 min lookback; no compaction),
+/// promtool evaluates the recording rules through it, and the rules' blocks are moved into
+/// blocks_dir at the end. So the
 /// memory of the step is bounded by a slice's blocks, whatever the window. Returns the number of
 /// recording rules backfilled (0: none in the files, nothing started).
 core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options);

@@ -22,4 +22,22 @@ std::optional<int64_t> LastTimeInCsvTail(const std::string& path, int64_t tail_b
 /// earlier that ends after every job of its last rows is missed (the estimate is then early).
 std::optional<int64_t> EstimateLastTimeMs(const DataDirFiles& files);
 
+/// The start of one CSV file: its number of columns (the header's), and the earliest time in its
+/// time columns over the rows of its first head_bytes (nullopt: no time column or no row there).
+struct CsvHead {
+  int columns = 0;
+  std::optional<int64_t> first_ms;
+};
+CsvHead ReadCsvHead(const std::string& path, int64_t head_bytes = 64 * 1024);
+
+/// Where a data directory's telemetry (utilization and IPMI files) starts and ends, from the
+/// first and last rows of each file; the job traces' span when there is no telemetry (telemetry =
+/// false). nullopt if no file gives a time. last_ms is the last row's time (inclusive).
+struct DataSpan {
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+  bool telemetry = true;
+};
+std::optional<DataSpan> EstimateDataSpan(const DataDirFiles& files);
+
 }  // namespace acmetrace::producers
