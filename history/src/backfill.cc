@@ -73,6 +73,7 @@ class Scraper : public core::RecordSink {
       if (core::Status s = ScrapeAt(next_scrape_ms_); !s.ok()) return s;
     }
     MoveWall(ts);
+    last_record_ms_ = std::max(last_record_ms_, ts);
     return replay_out_.Write(record);
   }
   core::Status Flush() override { return replay_out_.Flush(); }
@@ -94,6 +95,7 @@ class Scraper : public core::RecordSink {
   }
 
  private:
+  int64_t last_record_ms_ = INT64_MIN;  // the newest record applied
   void MoveWall(int64_t ts_ms) {
     if (ts_ms > wall_.NowMs()) wall_.AdvanceMs(ts_ms - wall_.NowMs());
   }
@@ -103,6 +105,9 @@ class Scraper : public core::RecordSink {
     next_scrape_ms_ = at + options_.step_ms;
     if (stats_.scrapes == 0) stats_.first_scrape_ms = at;
     MoveWall(at);
+    // The records come in trace-time order: the telemetry has reached the last one, even when it
+    // was a job event hours after the last util record (the persona goes as in `run`).
+    if (last_record_ms_ != INT64_MIN) exporter_.NoteTelemetryReached(last_record_ms_);
     // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
     if (core::Status s = replay_out_.Flush(); !s.ok()) return s;
     if (core::Status s = process_counts_.Flush(); !s.ok()) return s;

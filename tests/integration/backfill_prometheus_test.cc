@@ -286,6 +286,21 @@ TEST_F(BackfillPrometheusTest, TheShippedRecordingRulesAreBackfilled) {
   EXPECT_NE(backfill_out_.find("--storage.tsdb.retention.time=2d"), std::string::npos) << backfill_out_;
 }
 
+// Where the data ends, the picture ends (docs/metrics.md): after the telemetry's last sample no
+// persona series and no open flag is left in the blocks, as a real exporter's series go stale.
+TEST_F(BackfillPrometheusTest, NoPersonaSeriesOrOpenFlagOutlivesTheTelemetry) {
+  auto result_size = [](int64_t at, const std::string& query) {
+    const HttpResponse r = HttpGet(prom_port_, "/api/v1/query?time=" + std::to_string(at) + "&query=" + UrlEncode(query));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return nlohmann::json::parse(r.body)["data"]["result"].size();
+  };
+  EXPECT_EQ(result_size(kStart + 23 * 3600, "count(DCGM_FI_DEV_GPU_UTIL)"), 1u) << "no persona during the day";
+  const int64_t after = kStart + 24 * 3600 + 6 * 60;  // past Prometheus's 5 min lookback
+  EXPECT_EQ(result_size(after, "count(DCGM_FI_DEV_GPU_UTIL)"), 0u);
+  EXPECT_EQ(result_size(after, "acmetrace_anomaly_active == 1"), 0u);
+  EXPECT_EQ(result_size(after, "count({job=\"acmetrace-gpu-nodes\"})"), 0u);
+}
+
 // The recording rules are evaluated a slice of the window at a time (backfill.rules_slice_h), each
 // through a prometheus serving only the blocks the slice reads, so that the step's memory does not
 // grow with the window. An hour's slices give the samples one day's slice gave, to the value.
