@@ -77,9 +77,11 @@ class FaultPlan {
  public:
   FaultPlan() = default;
 
-  /// Plans the faults of one cluster. Job faults change schedule at once: failure bursts add FAILED
-  /// jobs, queue backlogs jobs that wait (both re-sorted by submit time), node failures end running
-  /// jobs NODE_FAIL early. Failed jobs of at least LargeJobGpus are listed as large job failures.
+  /// Plans the faults of one cluster. Job faults change schedule at once, within its capacity: large
+  /// job failures end running large jobs FAILED (their campaign restarts them on the same GPUs), failure
+  /// bursts add FAILED jobs on free GPUs, queue backlogs jobs that wait, then start as GPUs free up (all
+  /// re-sorted by submit time), node failures end running jobs NODE_FAIL early. Failed jobs of at least
+  /// LargeJobGpus are listed as large job failures.
   static FaultPlan Inject(const ClusterModel& model, Schedule& schedule, uint64_t seed);
 
   // ---- Telemetry hooks --------------------------------------------------------------------------
