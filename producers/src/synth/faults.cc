@@ -269,6 +269,9 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   // at least half an hour apart. From a generator of their own, so that the incidents of the other kinds
   // of a seed depend on the schedule only.
   std::set<uint64_t> injected_large;  // keys of the jobs made to fail
+  // The incidents' own jobs take GPUs nobody holds (a backlog's jobs wait until there are some). A failed
+  // large job's restart holds GPUs its job held already.
+  CapacityMap capacity(schedule, ws - 86400);
   {
     Rng large_rng(MixKey(plan.noise_key_, 0x1A76E));
     const int least = LargeJobGpus(8 * nodes);
@@ -286,7 +289,34 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
           if (job.start_s > fail_s - 1800 || job.end_s < fail_s + 600) continue;
           candidates.push_back(j);
         }
-        if (candidates.empty()) continue;
+        if (candidates.empty()) {
+          // No large job runs then (a small cluster's campaigns are narrower than a third of it): a
+          // pretraining job of a third of the cluster, started 30 minutes to 4 hours before on whole
+          // nodes free all that time, if there are enough.
+          const int64_t longest = std::min<int64_t>(4 * 3600, fail_s - ws - 120);
+          const int64_t run_s =
+              std::llround(std::exp(std::log(1800.0) + large_rng.Uniform() * std::log(longest / 1800.0)));
+          const int gpus = (least + 7) / 8 * 8;
+          std::vector<NodeAlloc> alloc = capacity.Take(gpus, fail_s - run_s, fail_s);
+          if (alloc.empty()) continue;
+          Job job = MakeFailingJob(model, nodes, fail_s, large_rng);
+          job.type = JobType::kPretrain;
+          job.gpus = gpus;
+          job.nodes = gpus / 8;
+          job.user = static_cast<int>(large_rng.Below(static_cast<uint64_t>(std::min(8, model.users))));
+          job.run_s = run_s;
+          job.start_s = fail_s - run_s;
+          job.submit_s = job.start_s - static_cast<int64_t>(large_rng.Below(120));
+          job.eligible_s = job.submit_s;
+          job.alloc = std::move(alloc);
+          SetResources(model, job);
+          job.key = MixKey(plan.noise_key_, 0x1A7F000 + restarts.size() + injected_large.size());
+          job.in_trace = IsInTrace(job, ws, we);
+          injected_large.insert(job.key);
+          failing.Add(fail_s, fail_s);
+          restarts.push_back(std::move(job));
+          break;
+        }
         Job& job = schedule.jobs[candidates[large_rng.Below(candidates.size())]];
         failing.Add(fail_s, fail_s);
         const int64_t restart_s = fail_s + Uniform(large_rng, 60, 180);
@@ -310,8 +340,6 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
     }
     for (Job& job : restarts) schedule.jobs.push_back(std::move(job));
   }
-  // The incidents' own jobs take GPUs nobody holds (a backlog's jobs wait until there are some).
-  CapacityMap capacity(schedule, ws - 86400);
   // Puts a failing job of a burst on free GPUs, ending in [from, to): at its drawn end if it fits, else at
   // other ends in the span, else smaller (a cluster's job mix has smaller jobs failing too). False if the
   // cluster has no GPU free there at all.
