@@ -787,6 +787,7 @@ Schedule SimulateCluster(const ClusterModel& model, const SimulationParams& para
   DayGenerator generator(model, factory, params.seed, rate_scale);
   std::vector<Job>& jobs = schedule.jobs;
   for (int64_t day = first_day; day <= last_day; ++day) generator.Generate(day, jobs);
+  jobs.insert(jobs.end(), params.extra_jobs.begin(), params.extra_jobs.end());
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
 
   std::vector<int> order;

@@ -52,6 +52,9 @@ struct SimulationParams {
   int64_t window_start_s = 0;
   int days = 1;
   int warmup_days = 5;  // jobs submitted before the window still hold GPUs when it opens
+  // Jobs added to the generated ones, scheduled like them (they wait for room in the queue): the
+  // injected incidents' jobs that need GPUs the cluster would not otherwise free (FaultPlan).
+  std::vector<Job> extra_jobs;
 };
 
 /// Whether a job belongs in the trace of [window_start_s, window_end_s): submitted in the window, or
