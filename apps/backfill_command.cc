@@ -181,9 +181,17 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         core::LogError("backfill", files.status().message());
         return 1;
       }
+      const bool flags_from_unset = options.stream.range.from_ms == INT64_MIN;
       history::BackfillPlan plan =
           history::PlanBackfill(files.value(), options.stream.range, options.step_ms, options.persona);
       options.stream.range = plan.window;
+      if (flags_from_unset) {
+        // The window opens at the telemetry's first sample, but the jobs submitted or started before
+        // it (a slice of the release holds them) are replayed too: the state at the first scrape is
+        // the one `run` shows then.
+        options.scrape_from_ms = plan.window.from_ms;
+        options.stream.range.from_ms = INT64_MIN;
+      }
       const int64_t temp_bytes =
           blocks == nullptr ? 0 : std::min(history::MaxChunksOnDisk(block_options) * chunk_bytes, plan.text_bytes);
       history::PrintPlan(stderr, plan, options.stream.data_dir, temp_bytes, history::MaxChunksOnDisk(block_options),

@@ -67,7 +67,8 @@ class Scraper : public core::RecordSink {
     if (!started_) {
       started_ = true;
       const int64_t step = options_.step_ms;
-      next_scrape_ms_ = (ts >= 0 ? (ts + step - 1) / step : ts / step) * step;
+      const int64_t first = std::max(ts, options_.scrape_from_ms);
+      next_scrape_ms_ = (first >= 0 ? (first + step - 1) / step : first / step) * step;
     }
     while (ts > next_scrape_ms_) {
       if (core::Status s = ScrapeAt(next_scrape_ms_); !s.ok()) return s;

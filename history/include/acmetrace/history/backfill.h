@@ -46,6 +46,10 @@ struct BackfillOptions {
   processors::DetectorFactory detectors;  // empty = no detectors
   exporters::ExportOptions exporter;      // its scrape_interval_ms is set to step_ms
   int64_t step_ms = 15'000;               // the scrape interval
+  /// No scrape before this (the default window's start, the telemetry's first sample): the records
+  /// before it are still replayed, so the jobs submitted or running when it opens are known, as in
+  /// `run`. INT64_MIN: from the first record.
+  int64_t scrape_from_ms = INT64_MIN;
   ScrapeTargets targets;
   bool persona = true;                    // scrape the per-node targets (the dcgm-exporter persona)
   StopRequest* stop = nullptr;            // polled at every scrape: a requested stop ends the backfill
