@@ -32,7 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ACMETRACE_FUZZ_CHECK(marker.empty());
       break;
     case Kind::kProgress:
-      ACMETRACE_FUZZ_CHECK(marker == kafka::kProgressMarker && h.trace_ts_ms != kafka::kNoTraceTs);
+      ACMETRACE_FUZZ_CHECK((marker == kafka::kProgressMarker || marker == kafka::kPausedProgressMarker) &&
+                           h.trace_ts_ms != kafka::kNoTraceTs);
+      ACMETRACE_FUZZ_CHECK(h.paused == (marker == kafka::kPausedProgressMarker));
       break;
     case Kind::kEnd: {
       ACMETRACE_FUZZ_CHECK(marker.size() >= h.clusters.size() &&

@@ -116,5 +116,15 @@ TEST(StreamHeadersTest, MarkerTimesAreCheckedLikeRecordTimes) {
   EXPECT_EQ(ReadStreamHeaders("v9:later", "1688169600000").kind, Kind::kOtherMarker);
 }
 
+TEST(StreamHeadersTest, APausedWritersHeartbeatIsProgressThatSaysSo) {
+  using Kind = StreamHeaders::Kind;
+  StreamHeaders h = ReadStreamHeaders(kPausedProgressMarker, "1688169600000");
+  EXPECT_EQ(h.kind, Kind::kProgress);
+  EXPECT_TRUE(h.paused);
+  EXPECT_EQ(h.trace_ts_ms, 1688169600000);
+  EXPECT_FALSE(ReadStreamHeaders(kProgressMarker, "1688169600000").paused);
+  EXPECT_EQ(ReadStreamHeaders(kPausedProgressMarker, "").kind, Kind::kInvalid);
+}
+
 }  // namespace
 }  // namespace acmetrace::kafka
