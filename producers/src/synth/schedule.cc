@@ -548,7 +548,7 @@ class Scheduler {
   }
 
   void Run(const std::vector<int>& order, std::vector<Job>& initial_spawn, const OnEnd& on_end) {
-    for (int j : order) trace_jobs_waiting_ += jobs_[j].in_trace ? 1 : 0;
+    for (int j : order) trace_jobs_waiting_ += MustStart(jobs_[j]) ? 1 : 0;
     AddSpawned(initial_spawn);
     size_t next = 0;
     std::vector<Job> spawned;
@@ -558,7 +558,8 @@ class Scheduler {
       const int64_t next_end = ends_.empty() ? kNever : ends_.top().first;
       const int64_t now = std::min({next_static, next_dynamic, next_end});
       if (now == kNever) break;
-      // Past the window, once every trace job has started, later events cannot change the trace.
+      // Past the window, once every job submitted before its end has started, later events cannot
+      // change the trace.
       if (now > window_end_ && trace_jobs_waiting_ == 0) break;
       while (!ends_.empty() && ends_.top().first <= now) {
         const int j = ends_.top().second;
@@ -587,10 +588,13 @@ class Scheduler {
     std::vector<char> nodes;  // reserved node flags
   };
 
+  // Jobs submitted before the window's end are in the trace if they hold GPUs in the window (or were
+  // submitted in it), which is known once they have started: the simulation runs until they all have.
+  bool MustStart(const Job& job) const { return job.submit_s < window_end_; }
+
   void AddSpawned(std::vector<Job>& spawned) {
     for (Job& job : spawned) {
-      job.in_trace = job.submit_s >= window_start_ && job.submit_s < window_end_;
-      trace_jobs_waiting_ += job.in_trace ? 1 : 0;
+      trace_jobs_waiting_ += MustStart(job) ? 1 : 0;
       jobs_.push_back(std::move(job));
       dynamic_.emplace(jobs_.back().eligible_s, static_cast<int>(jobs_.size()) - 1);
     }
@@ -663,7 +667,7 @@ class Scheduler {
     }
     job.start_s = now;
     job.end_s = now + job.run_s;
-    trace_jobs_waiting_ -= job.in_trace ? 1 : 0;
+    trace_jobs_waiting_ -= MustStart(job) ? 1 : 0;
     ends_.emplace(job.end_s, j);
     return true;
   }
@@ -753,6 +757,13 @@ class Scheduler {
 
 }  // namespace
 
+bool IsInTrace(const Job& job, int64_t window_start_s, int64_t window_end_s) {
+  if (job.submit_s >= window_end_s) return false;
+  // Submitted before the window: in it while pending or running when it opens (a job cancelled while
+  // pending ends when it is cancelled).
+  return job.submit_s >= window_start_s || job.end_s > window_start_s;
+}
+
 int NodeCount(const ClusterModel& model, double scale) {
   return std::max(1, static_cast<int>(std::lround(model.full_nodes * scale)));
 }
@@ -776,10 +787,8 @@ Schedule SimulateCluster(const ClusterModel& model, const SimulationParams& para
   DayGenerator generator(model, factory, params.seed, rate_scale);
   std::vector<Job>& jobs = schedule.jobs;
   for (int64_t day = first_day; day <= last_day; ++day) generator.Generate(day, jobs);
+  jobs.insert(jobs.end(), params.extra_jobs.begin(), params.extra_jobs.end());
   std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
-  for (Job& job : jobs) {
-    job.in_trace = job.submit_s >= schedule.window_start_s && job.submit_s < schedule.window_end_s;
-  }
 
   std::vector<int> order;
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -797,19 +806,21 @@ Schedule SimulateCluster(const ClusterModel& model, const SimulationParams& para
     campaigns.OnEnd(ended, now, spawned);
   });
 
-  // Drop what the simulation never reached past the window; a trace job still waiting when it stopped
-  // (not expected) is written as cancelled while pending.
+  // Drop what the simulation never reached past the window; a job submitted before the window's end
+  // and still waiting when it stopped (not expected) is written as cancelled while pending.
+  const int64_t ws = schedule.window_start_s, we = schedule.window_end_s;
   std::vector<Job> kept;
   kept.reserve(jobs.size());
   for (Job& job : jobs) {
     const bool unstarted = job.gpus > 0 && job.run_s > 0 && job.start_s < 0;
-    if (unstarted && !job.in_trace) continue;
+    if (unstarted && job.submit_s >= we) continue;
     if (unstarted) {
       job.state = JobState::kCancelled;
       job.run_s = 0;
       job.xid = 0;
-      job.end_s = std::max(job.submit_s + 1, schedule.window_end_s);
+      job.end_s = std::max(job.submit_s + 1, we);
     }
+    job.in_trace = IsInTrace(job, ws, we);
     kept.push_back(std::move(job));
   }
   jobs = std::move(kept);
