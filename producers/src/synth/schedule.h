@@ -35,6 +35,8 @@ struct Job {
   float activity = 0;      // job-level GPU activity in normal units (telemetry)
   uint64_t key = 0;        // seeds this job's telemetry noise
   int32_t campaign = -1;   // pretraining campaign it belongs to (-1: none)
+  bool ahead = false;      // queued ahead of the jobs without (a pretraining team's priority)...
+  bool dropped = false;    // ...and not submitted, as it could not start soon enough
   std::vector<NodeAlloc> alloc;
 };
 

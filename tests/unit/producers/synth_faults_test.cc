@@ -752,7 +752,9 @@ TEST(SynthFaultsScaleTest, InjectedLargeJobFailuresMakeASmallSerenMeasurable) {
   // Issue #14: a 0.2 Seren ran a failed job of a third of its 456 GPUs about once in four days (2 in the
   // 16 held-out days of the quality test), too few to measure large_job_failure. 2-4 a day are now
   // injected: running jobs of whole nodes, at least a third of the cluster (152 GPUs) and at most half
-  // (as the scheduler narrows them), fail at least 30 minutes into their run, each listed.
+  // (as the scheduler narrows them), fail at least 30 minutes into their run, each listed. Where none
+  // runs and the cluster leaves a new one no room within 4 hours (issue #22: waiting longer, they hid
+  // the day's backlogs), a day has none: seed 3.
   int injected = 0;
   for (const uint64_t seed : {1, 2, 3}) {
     ScratchDir dir("synth_faults", "large_seren_" + std::to_string(seed));
@@ -779,11 +781,11 @@ TEST(SynthFaultsScaleTest, InjectedLargeJobFailuresMakeASmallSerenMeasurable) {
         ++listed_pretraining;
       }
     }
-    EXPECT_GE(listed_pretraining, 2) << "seed " << seed;
+    EXPECT_GE(listed_pretraining, seed == 3 ? 0 : 2) << "seed " << seed;
     EXPECT_LE(static_cast<int>(large.size()), 8) << "seed " << seed;
     injected += listed_pretraining;
   }
-  EXPECT_GE(injected, 6);
+  EXPECT_GE(injected, 4);
 }
 
 // Issue #14: synth placed stragglers on nodes whose job computed almost nothing during the fault (its
