@@ -75,8 +75,11 @@ core::Result<Baseline> ParseBaseline(std::string_view json, const std::string& f
   od::parser parser;
   od::document doc;
   od::object root;
-  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_object().get(root) != simdjson::SUCCESS) {
-    return bad("not a JSON object");
+  if (const simdjson::error_code e = parser.iterate(padded).get(doc); e != simdjson::SUCCESS) {
+    return bad(std::string("not JSON (") + simdjson::error_message(e) + ")");
+  }
+  if (const simdjson::error_code e = doc.get_object().get(root); e != simdjson::SUCCESS) {
+    return bad(std::string("not a JSON object (") + simdjson::error_message(e) + ")");
   }
   Baseline out;
   out.file = file;

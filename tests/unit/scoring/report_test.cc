@@ -250,7 +250,7 @@ TEST(ReportTest, AScorecardIsItsOwnBaseline) {
 
 TEST(BaselineTest, WhatIsNotAScorecardIsRefusedSayingWhy) {
   const std::pair<const char*, const char*> cases[] = {
-      {"", "not a JSON object"},
+      {"", "not JSON"},
       {"[1,2]", "not a JSON object"},
       {"{\"window\":{}}", "no \"rules\" array"},
       {"{\"rules\":{}}", "\"rules\" is not an array"},
@@ -258,14 +258,14 @@ TEST(BaselineTest, WhatIsNotAScorecardIsRefusedSayingWhy) {
       {"{\"rules\":[{\"rule\":\"a\",\"precision\":1.5}]}", "\"precision\" of a rule is not a ratio in 0-1 or null"},
       {"{\"rules\":[{\"rule\":\"a\",\"false_alerts\":-1}]}", "\"false_alerts\" of a rule is not a count"},
       {"{\"rules\":[{\"rule\":7}]}", "\"rule\" is not a string"},
-      {"{\"rules\":[{\"rule\":\"a\"", "malformed"},
+      {"{\"rules\":[{\"rule\":\"a\"", "not a JSON object ("},
   };
   for (const auto& [json, why] : cases) {
     core::Result<Baseline> got = ParseBaseline(json, "old.json");
     ASSERT_FALSE(got.ok()) << json;
     EXPECT_EQ(got.status().message().rfind("--baseline: old.json: not a score --json document: " + std::string(why), 0),
               0u)
-        << got.status().message();
+        << json << ": " << got.status().message();
   }
   EXPECT_EQ(LoadBaseline("/nonexistent/old.json").status().message().rfind("--baseline: /nonexistent/old.json: cannot open", 0),
             0u);
