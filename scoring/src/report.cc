@@ -176,7 +176,9 @@ std::string GraphUrl(const ReportLinks& links, const std::vector<std::string>& e
   if (links.prometheus.empty() || exprs.empty()) return "";
   const LookWindow w = LookAround(start_ms, end_ms);
   const std::string end_input = core::FormatIsoTime(w.to_ms, 0).substr(0, 19);
-  const std::string range = FormatDuration(w.to_ms - w.from_ms);
+  // One unit: the graph page (2.42) reads "70m" but not "1h10m" (no resolution then, no graph).
+  const int64_t minutes = (w.to_ms - w.from_ms) / 60'000;
+  const std::string range = minutes % 60 == 0 ? std::to_string(minutes / 60) + "h" : std::to_string(minutes) + "m";
   std::string url = links.prometheus + "/graph?";
   for (size_t i = 0; i < exprs.size(); ++i) {
     const std::string g = "g" + std::to_string(i) + ".";

@@ -157,14 +157,14 @@ TEST(ReportTest, LinksOpenThePrometheusGraphAndGrafanaExploreAroundEachEvent) {
   report.links.prometheus = "https://prom.example:9090/prom";
   report.links.grafana = "http://127.0.0.1:3000";
   const std::string html = FormatHtml(report);
-  // The false alert, 06:40 to 10:00, seen from 06:10 to 10:30: 4h20m ending 10:30 UTC.
+  // The false alert, 06:40 to 10:00, seen from 06:10 to 10:30: 260 minutes ending 10:30 UTC.
   const std::string graph =
       "https://prom.example:9090/prom/graph?g0.expr=max%20by%20%28cluster%2C%20Hostname%2C%20gpu%29%20"
-      "%28DCGM_FI_DEV_GPU_TEMP%29%20%3E%3D%2085&amp;g0.tab=0&amp;g0.range_input=4h20m&amp;"
+      "%28DCGM_FI_DEV_GPU_TEMP%29%20%3E%3D%2085&amp;g0.tab=0&amp;g0.range_input=260m&amp;"
       "g0.end_input=2023-07-01%2010%3A30%3A00";
   EXPECT_NE(html.find("<a class=\"graph\" href=\"" + graph + "\">graph</a>"), std::string::npos) << html;
   // Each incident links to the rules of its kinds (GpuHot speaks for every kind here).
-  const std::string incident_graph = "g0.range_input=1h10m&amp;g0.end_input=2023-07-01%2001%3A40%3A00";
+  const std::string incident_graph = "g0.range_input=70m&amp;g0.end_input=2023-07-01%2001%3A40%3A00";
   EXPECT_NE(html.find(incident_graph), std::string::npos);
   const size_t explore = html.find("<a class=\"explore\" href=\"http://127.0.0.1:3000/explore?orgId=1&amp;left=");
   ASSERT_NE(explore, std::string::npos);
