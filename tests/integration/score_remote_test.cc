@@ -146,45 +146,26 @@ TEST_F(ScoreRemoteTest, PrometheusOverHttpsWithBasicAuthEnforcedByItsWebConfig) 
       << refused.output;
 }
 
-// Debian's VictoriaMetrics, https with basic auth, killed by the destructor; the samples pushed
+// Debian's VictoriaMetrics, https with basic auth, stopped by the destructor; the samples pushed
 // through /api/v1/import/prometheus.
 class LocalVictoriaMetrics {
  public:
-  LocalVictoriaMetrics(const std::string& dir, const std::string& tls_dir) : dir_(dir), tls_dir_(tls_dir) {
-    fs::create_directories(dir);
-    port_ = FreePort();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::freopen((dir + "/vm.log").c_str(), "w", stdout);
-      std::freopen((dir + "/vm.log").c_str(), "a", stderr);
-      const std::string data = "-storageDataPath=" + dir + "/data";
-      const std::string listen = "-httpListenAddr=127.0.0.1:" + std::to_string(port_);
-      const std::string cert = "-tlsCertFile=" + tls_dir + "/cert.pem";
-      const std::string key = "-tlsKeyFile=" + tls_dir + "/key.pem";
-      const std::string user = std::string("-httpAuth.username=") + kUser;
-      const std::string password = std::string("-httpAuth.password=") + kPassword;
-      // No result cache: a query made while the import is still being indexed must not be kept.
-      ::execl("/usr/bin/victoria-metrics", "victoria-metrics", data.c_str(), listen.c_str(), "-retentionPeriod=100y",
-              "-tls", cert.c_str(), key.c_str(), user.c_str(), password.c_str(), "-search.disableCache",
-              static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (Curl("/health", "").exit_code == 0) return;
-      if (::waitpid(pid_, nullptr, WNOHANG) != 0) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    error_ = "victoria-metrics did not become ready: " + ReadAll(dir + "/vm.log");
-  }
-  ~LocalVictoriaMetrics() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
+  LocalVictoriaMetrics(const std::string& dir, const std::string& tls_dir)
+      : dir_((fs::create_directories(dir), dir)),
+        tls_dir_(tls_dir),
+        port_(FreePort()),
+        // No result cache: a query made while the import is still being indexed must not be kept.
+        vm_({"/usr/bin/victoria-metrics", "-storageDataPath=" + dir + "/data",
+             "-httpListenAddr=127.0.0.1:" + std::to_string(port_), "-retentionPeriod=100y", "-tls",
+             "-tlsCertFile=" + tls_dir + "/cert.pem", "-tlsKeyFile=" + tls_dir + "/key.pem",
+             std::string("-httpAuth.username=") + kUser, std::string("-httpAuth.password=") + kPassword,
+             "-search.disableCache"},
+            dir + "/vm.log", dir + "/vm.log") {
+    if (!acmetrace::test::WaitUntil([&] { return !vm_.Running() || Curl("/health", "").exit_code == 0; }, 60) ||
+        !vm_.Running()) {
+      error_ = "victoria-metrics did not become ready: " + ReadAll(dir + "/vm.log");
     }
   }
-  LocalVictoriaMetrics(const LocalVictoriaMetrics&) = delete;
-  LocalVictoriaMetrics& operator=(const LocalVictoriaMetrics&) = delete;
 
   // Pushes Prometheus text-format samples (millisecond timestamps) and waits until a query sees them.
   std::string Import(const std::string& samples) {
@@ -192,13 +173,13 @@ class LocalVictoriaMetrics {
     const CommandRun pushed = Curl("/api/v1/import/prometheus", "--data-binary @" + dir_ + "/import.txt");
     if (pushed.exit_code != 0) return "import: " + pushed.output;
     const std::string probe = "/api/v1/query?query=count(scene:gpu_temp:max)&time=" + std::to_string(kT0 + 3600);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      const CommandRun seen = Curl(probe, "");
-      if (seen.exit_code == 0 && seen.output.find("\"value\"") != std::string::npos) return "";
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    return "the imported samples never became visible: " + ReadAll(dir_ + "/vm.log");
+    const bool seen = acmetrace::test::WaitUntil(
+        [&] {
+          const CommandRun got = Curl(probe, "");
+          return got.exit_code == 0 && got.output.find("\"value\"") != std::string::npos;
+        },
+        60);
+    return seen ? "" : "the imported samples never became visible: " + ReadAll(dir_ + "/vm.log");
   }
 
   const std::string& error() const { return error_; }
@@ -212,9 +193,9 @@ class LocalVictoriaMetrics {
 
   std::string dir_;
   std::string tls_dir_;
+  int port_;
+  acmetrace::test::Child vm_;
   std::string error_;
-  int port_ = 0;
-  pid_t pid_ = -1;
 };
 
 TEST_F(ScoreRemoteTest, VictoriaMetricsOverHttpsWithBasicAuthAndATenantHeader) {
