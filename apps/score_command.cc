@@ -65,6 +65,12 @@ bool WriteFile(const std::string& flag, const std::string& path, const std::stri
   return true;
 }
 
+// A base URL that paths are appended to.
+std::string WithoutTrailingSlashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 }  // namespace
 
 void RegisterScore(CLI::App& app, CommandRegistry& registry) {
@@ -160,7 +166,7 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         // A link on the page: the same checks as a server URL, so that no other scheme gets there.
         auto grafana = scoring::ParsePrometheusUrl(flags->grafana);
         if (!grafana.ok()) return usage("--grafana: " + core::QuotedValue(flags->grafana) + ": not an http:// or https:// URL");
-        links.grafana = grafana.value().Base();
+        links.grafana = WithoutTrailingSlashes(flags->grafana);
       }
       if (flags->grafana_datasource.empty()) return usage("--grafana-datasource: empty");
       std::optional<scoring::Baseline> baseline;
@@ -179,7 +185,7 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         auto created = scoring::PrometheusClient::Create(flags->prometheus, std::move(client_options));
         if (!created.ok()) return usage(created.status().message());
         client = std::move(created).value();
-        links.prometheus = client->url().Base();
+        links.prometheus = WithoutTrailingSlashes(flags->prometheus);  // as the user wrote it, checked above
       }
       // Rules.
       scoring::RuleSet rules;

@@ -176,8 +176,6 @@ class PrometheusClient : public RangeQuerier {
 
   /// Requests made so far (for the log line and tests of the split).
   int64_t requests() const { return requests_; }
-  /// The base URL as parsed (links to the server's graph page start here).
-  const PrometheusUrl& url() const { return parsed_; }
 
  private:
   PrometheusClient(std::string url, PrometheusUrl parsed, ClientOptions options)
