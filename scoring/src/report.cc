@@ -701,7 +701,7 @@ std::string FormatHtml(const ScoreReport& report) {
          "</td><td class=\"l\">" + (inc.subject.empty() ? std::string("(any)") : Escape(inc.subject)) +
          "</td><td class=\"l\">" + Escape(Time(inc.start_ms)) + "</td><td class=\"l\">" +
          Escape(ClusterTime(inc.start_ms, inc.cluster)) + "</td><td class=\"l\">" + Escape(Time(inc.end_ms)) +
-         "</td><td class=\"l " + (by.empty() ? "missed\">missed" : "caught\">" + Escape(by)) + "</td><td class=\"l\">" +
+         "</td><td class=\"l k " + (by.empty() ? "missed\">missed" : "caught\">" + Escape(by)) + "</td><td class=\"l\">" +
          links(ExprsForIncident(report, inc), inc.start_ms, inc.end_ms) + "</td></tr>\n";
   }
   h += "</table>\n";
