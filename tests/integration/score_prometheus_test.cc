@@ -186,7 +186,7 @@ TEST(ScoreUnreachableTest, AServerThatNeverAnswersTimesOut) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::close(fd);
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": Operation timed out after 500 milliseconds"), std::string::npos)
+  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": Operation timed out after "), std::string::npos)
       << run.output;
   EXPECT_LT(seconds, 10.0);  // one request's timeout, not a hang
   fs::remove_all(dir);
