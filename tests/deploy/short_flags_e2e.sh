@@ -2,8 +2,10 @@
 # Short anomaly flags reach a stock Prometheus on the shipped config (CTest label `prometheus`, issue #12):
 # the first hour of a synthesized day with injected faults (seed 17: four XID faults, two of them shorter
 # than one 15 s scrape at speed 60), replayed by `acmetrace run` at speed 60 (one hour = 60 s of wall time)
-# and scraped by the Debian `prometheus` with configs/prometheus/prometheus.yml at its own 15 s scrape and
-# evaluation intervals (only the exporter's address and the rules' paths are changed). Checks that
+# and scraped by the Debian `prometheus` with configs/prometheus/prometheus.yml at 15 s scrape and evaluation
+# intervals, the slowest scraper the exporter's flag hold is sized for (export.scrape_interval_s; the shipped
+# config scrapes every 250 ms at speed 60; only the exporter's address, the intervals and the rules' paths are
+# changed). Checks that
 #   - every injected fault of the hour was flagged by the processors (the flags of the same replay at
 #     --speed max are the reference: event time makes them the same at every speed),
 #   - every flag shows in Prometheus (acmetrace_anomaly_active{cluster,kind,subject} = 1 at some scrape),
@@ -66,8 +68,6 @@ exporter_port=$(free_port)
 prom_port=$(free_port)
 python3 "$here/render_prometheus_config.py" --exporter "127.0.0.1:$exporter_port" --interval 15s \
   --out "$tmp/prometheus.yml"
-grep -q 'scrape_interval: 15s' "$root/configs/prometheus/prometheus.yml" ||
-  { echo "short_flags: the shipped prometheus.yml no longer scrapes every 15s; update this test"; exit 1; }
 "$prometheus" --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
   --web.listen-address="127.0.0.1:$prom_port" --log.level=warn > "$tmp/prometheus.log" 2>&1 &
 pids+=($!)
