@@ -8,9 +8,19 @@
 #include <cstdio>
 #include <set>
 
+#include "acmetrace/core/input_errors.h"
+
 namespace acmetrace::rules {
 
 namespace {
+
+// Text from the file in a warning: one line of bounded size, as core::QuotedValue cuts and escapes it, without its
+// quotes.
+std::string OneLine(std::string_view text) {
+  const std::string quoted = core::QuotedValue(text);
+  const size_t close = quoted.rfind('\'');
+  return quoted.substr(1, close - 1) + quoted.substr(close + 1);
+}
 
 bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
 bool IsIdentChar(char c) { return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
@@ -163,7 +173,7 @@ class ExpressionScaler {
     }
     rewritten += "]";
     if (!range_ok || !step_ok) {
-      Warn("[" + std::string(inside) + "] is not a range of Prometheus durations: left as it is");
+      Warn("[" + OneLine(inside) + "] is not a range of Prometheus durations: left as it is");
       out_.append(expr_.substr(open, close + 1 - open));
     } else {
       out_ += rewritten;
@@ -233,6 +243,26 @@ std::string LeadingComments(const std::string& text) {
   return out;
 }
 
+// A multi-line string that a literal block (`|`, which ends its value with one line feed) writes back as it is:
+// one final line feed, no control characters, a first line that does not start with a space.
+bool FitsLiteralBlock(std::string_view s) {
+  if (s.size() < 2 || s.back() != '\n' || s[s.size() - 2] == '\n' || s.front() == ' ' || s.front() == '\n') {
+    return false;
+  }
+  for (const char c : s) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// A string that needs escapes: control characters (line feeds included) where a literal block does not fit.
+bool NeedsEscapes(std::string_view s) {
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
 // Writes node back: block style, multi-line strings as literal blocks, quoted scalars quoted again (a
 // label value "1" stays a string).
 void Emit(YAML::Emitter& out, const YAML::Node& node) {
@@ -254,9 +284,9 @@ void Emit(YAML::Emitter& out, const YAML::Node& node) {
       break;
     case YAML::NodeType::Scalar: {
       const std::string& s = node.Scalar();
-      if (s.find('\n') != std::string::npos) {
+      if (FitsLiteralBlock(s)) {
         out << YAML::Literal << s;
-      } else if (node.Tag() == "!") {
+      } else if (NeedsEscapes(s) || node.Tag() == "!") {
         out << YAML::DoubleQuoted << s;
       } else {
         out << s;
@@ -275,7 +305,8 @@ std::string RulePlace(const std::string& file, const YAML::Node& rule, const std
   std::string name;
   if (rule["alert"]) name = rule["alert"].Scalar();
   if (rule["record"]) name = rule["record"].Scalar();
-  return file + ":" + std::to_string(rule.Mark().line + 1) + ": group " + group + ", rule " + name + ": ";
+  return file + ":" + std::to_string(rule.Mark().line + 1) + ": group " + OneLine(group) + ", rule " + OneLine(name) +
+         ": ";
 }
 
 // Scales the parsed (and already validated) rule file in place; yaml-cpp may throw.
@@ -286,7 +317,8 @@ core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, 
     if (YAML::Node interval = group["interval"]) {
       const int64_t ms = scoring::ParseDurationMs(interval.Scalar()).value();  // validated
       core::Result<ScaledDuration> scaled = ScaleDurationMs(ms, speed);
-      const std::string place = file + ":" + std::to_string(interval.Mark().line + 1) + ": group " + group_name + ": ";
+      const std::string place =
+          file + ":" + std::to_string(interval.Mark().line + 1) + ": group " + OneLine(group_name) + ": ";
       if (!scaled.ok()) return core::Status::Error(place + "interval: " + scaled.status().message());
       if (!scaled.value().rounding.empty()) {
         warnings.push_back(place + "interval " + interval.Scalar() + " " + scaled.value().rounding);
