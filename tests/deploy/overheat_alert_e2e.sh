@@ -16,31 +16,9 @@ bin=$(realpath "${1:?usage: overheat_alert_e2e.sh ACMETRACE_BINARY}")
 prometheus=${PROMETHEUS:-prometheus}
 command -v "$prometheus" > /dev/null || { echo "overheat: $prometheus not found (scripts/setup installs it)"; exit 1; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/acmetrace-overheat.XXXXXX")
-pids=()
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
-  if ((rc != 0)); then
-    for log in "$tmp"/run.err "$tmp"/prometheus.log; do
-      [[ -s $log ]] && { echo "---- last lines of $(basename "$log")"; tail -n 20 "$log"; }
-    done
-  fi
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then echo "overheat: kept $tmp"; else rm -rf "$tmp"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" 2> /dev/null; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
-}
+# shellcheck source=e2e_common.sh
+source "$here/e2e_common.sh"
+e2e_start overheat
 default() { "$bin" config | sed -n "s/^  default_$1: //p"; }
 
 days=$(default days)
