@@ -165,6 +165,24 @@ TEST(ScaleRuleFileTest, ScalesEveryFieldAndKeepsTheRest) {
       << scaled.value().warnings[0];
 }
 
+TEST(ScaleRuleFileTest, EveryValueReadsBackAsItWas) {
+  // A multi-line value without a final line feed, control characters, a quoted number, a first line that
+  // starts with a space: a literal block would change each of them.
+  const std::string source =
+      "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: x[5m]\n        labels:\n"
+      "          a: \"pipe\\0line\"\n          b: \"one\\ntwo\"\n          c: \" lead\\nx\\n\"\n          d: \"1\"\n"
+      "          e: \"tab\\there\"\n";
+  scoring::RuleSet before;
+  ASSERT_TRUE(scoring::LoadRuleText({"s.yml", source}, before).ok());
+  core::Result<ScaledRuleFile> scaled = ScaleRuleFile({"s.yml", source}, 60, "s.yml");
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  scoring::RuleSet after;
+  ASSERT_TRUE(scoring::LoadRuleText({"copy.yml", scaled.value().text}, after).ok()) << scaled.value().text;
+  EXPECT_EQ(after.alerts.at(0).labels, before.alerts.at(0).labels) << scaled.value().text;
+  EXPECT_EQ(before.alerts.at(0).labels.at("a"), std::string("pipe\0line", 9));
+  EXPECT_EQ(after.alerts.at(0).expr, "x[5s]");
+}
+
 TEST(ScaleRuleFileTest, RoundedDurationsAreWarnedWithTheirPlace) {
   const scoring::RuleFileText file{"r.yml", kRuleFile};
   core::Result<ScaledRuleFile> scaled = ScaleRuleFile(file, 7, "r.yml");
