@@ -84,4 +84,13 @@ if ! grep -q '"value"' <<< "$fired"; then
   echo "overheat: its temperature as scraped: $(query "max_over_time(DCGM_FI_DEV_GPU_TEMP{Hostname=\"$node\",gpu=\"$gpu\"}[5m])")"
   exit 1
 fi
-echo "overheat: DcgmGpuTemperatureHigh fired for GPU $gpu of $node ($cluster) at speed $speed with the shipped config"
+# The 250 ms scrapes keep up: AcmetraceExporterDown never fired, and no target missed more than 5% of its scrapes
+# (a scrape late past the 250 ms timeout on a loaded machine is one missed sample, not an outage).
+exporter_down=$(query 'max_over_time(ALERTS{alertname="AcmetraceExporterDown"}[2m])')
+[[ $exporter_down == "[]" ]] || { echo "overheat: AcmetraceExporterDown fired at the shipped intervals"; exit 1; }
+missed=$(query "max(1 - avg_over_time(up[2m]))" | sed -n 's/.*"\([0-9.e+-]*\)"\]}\]$/\1/p')
+slowest=$(query "max(max_over_time(scrape_duration_seconds[2m]))" | sed -n 's/.*"\([0-9.e+-]*\)"\]}\]$/\1/p')
+python3 -c "import sys; sys.exit(0 if float('${missed:-1}') <= 0.05 else 1)" ||
+  { echo "overheat: a target missed ${missed:-?} of its scrapes at the shipped 250 ms (slowest ${slowest:-?} s)"; exit 1; }
+echo "overheat: DcgmGpuTemperatureHigh fired for GPU $gpu of $node ($cluster) at speed $speed with the shipped config;"
+echo "overheat: scrapes every 250 ms: at most $missed of a target's missed, the slowest took $slowest s"
