@@ -48,8 +48,9 @@ void RegisterRules(CLI::App& app, CommandRegistry& registry) {
   CLI::App* cmd = app.add_subcommand(
       "rules", "write copies of Prometheus rule files scaled for a replay at --speed N (for, ranges, offsets, "
                "intervals divided by N) and print the prometheus.yml intervals to use with them");
-  cmd->add_option("--speed", flags->speed, "the replay speed the copies are for: " + producers::AcceptedSpeedRange() +
-                                               " but not max")
+  cmd->add_option("--speed", flags->speed,
+                  "the replay speed the copies are for, trace seconds per wall second: a number in [" +
+                      rules::FormatSpeed(producers::kMinSpeed) + ", " + rules::FormatSpeed(producers::kMaxSpeed) + "]")
       ->required();
   cmd->add_option("--out", flags->out, "directory to write the copies into (made if missing), one per rule file")
       ->required();
@@ -62,7 +63,9 @@ void RegisterRules(CLI::App& app, CommandRegistry& registry) {
       };
       const std::optional<double> speed = producers::ParseAcceptedSpeed(flags->speed);
       if (!speed) {
-        return usage("--speed: not " + producers::AcceptedSpeedRange() + ": " + core::QuotedValue(flags->speed));
+        return usage("--speed: not a number in [" + rules::FormatSpeed(producers::kMinSpeed) + ", " +
+                     rules::FormatSpeed(producers::kMaxSpeed) + "] (replay's speeds but max): " +
+                     core::QuotedValue(flags->speed));
       }
       if (*speed == 0) {
         return usage("--speed: max replays as fast as it can, at no fixed speed: there is no factor to scale the "
