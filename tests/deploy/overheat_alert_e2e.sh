@@ -9,7 +9,7 @@
 # ports, runs in a temporary directory and is stopped on exit; under a minute of replay.
 #
 # Usage: overheat_alert_e2e.sh ACMETRACE_BINARY   (environment: PROMETHEUS, default prometheus; E2E_KEEP=1 keeps
-# the temporary directory; E2E_RULES_DIR=rules loads configs/prometheus/rules/ instead of rules-60x/)
+# the temporary directory; E2E_RULES_DIR=rules loads configs/prometheus/rules/dcgm.yml instead of rules-60x/)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(realpath "${1:?usage: overheat_alert_e2e.sh ACMETRACE_BINARY}")
@@ -51,7 +51,7 @@ listed() { curl -fsS "http://127.0.0.1:$exporter_port/targets" | grep -q "\"$nod
 wait_for 60 listed || { echo "overheat: the exporter never listed node $node on /targets"; exit 1; }
 python3 "$here/render_prometheus_config.py" --exporter "127.0.0.1:$exporter_port" --keep-intervals \
   --out "$tmp/prometheus.yml"
-if [[ -n ${E2E_RULES_DIR:-} ]]; then sed -i "s|/rules-60x/|/$E2E_RULES_DIR/|" "$tmp/prometheus.yml"; fi
+if [[ -n ${E2E_RULES_DIR:-} ]]; then sed -i "s|/rules-60x/\*\.yml|/$E2E_RULES_DIR/dcgm.yml|" "$tmp/prometheus.yml"; fi
 grep -q "scrape_interval: 250ms" "$tmp/prometheus.yml" || { echo "overheat: the shipped config no longer scrapes every 250ms"; exit 1; }
 "$prometheus" --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
   --web.listen-address="127.0.0.1:$prom_port" --log.level=warn > "$tmp/prometheus.log" 2>&1 &

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shipped rules at replay speed (CTest label `prometheus`): configs/prometheus/rules-60x/ is what
 # scripts/scaled-rules writes today (byte for byte), for the speed `acmetrace run` uses by default; the shipped
-# prometheus.yml loads it with the intervals `acmetrace rules` prints; `promtool check rules` accepts every
+# prometheus.yml loads it (and rules/pipeline.yml, acmetrace's own health in wall time, unscaled) with the
+# intervals `acmetrace rules` prints; `promtool check rules` accepts every
 # scaled file; and the promtool rule tests of configs/prometheus/tests/ pass on the scaled rules with their times
 # scaled alike (tests/deploy/scale_rule_tests.py: the same samples N times closer together), so that each scaled
 # rule fires on the same samples as its original. Seconds of wall time.
@@ -27,7 +28,13 @@ diff -r "$root/configs/prometheus/rules-${speed}x" "$tmp/rules" > "$tmp/diff" ||
 # prometheus.yml: the scaled rules, and every interval line acmetrace rules printed.
 config=$root/configs/prometheus/prometheus.yml
 grep -q "^  - rules-${speed}x/\*\.yml" "$config" || fail "prometheus.yml does not load rules-${speed}x/*.yml"
-! grep -q "^  - rules/" "$config" || fail "prometheus.yml loads the speed-1 rules beside the scaled ones"
+direct=$(sed -n 's/^  - \(rules\/[^ ]*\).*/\1/p' "$config")
+[[ $direct == rules/pipeline.yml ]] ||
+  fail "prometheus.yml loads speed-1 rules other than rules/pipeline.yml (acmetrace's own health): $direct"
+for f in "$root"/configs/prometheus/rules/*.yml; do
+  name=$(basename "$f")
+  [[ -f "$tmp/rules/$name" || $name == pipeline.yml ]] || fail "rules/$name is neither scaled nor loaded"
+done
 for key in scrape_interval scrape_timeout evaluation_interval; do
   want=$(sed -n "s/^  $key: \([^ ]*\).*/\1/p" "$tmp/scaled.out")
   [[ -n "$want" ]] || fail "acmetrace rules printed no $key"
@@ -36,6 +43,7 @@ done
 
 "$promtool" check rules "$tmp/rules"/*.yml > "$tmp/check.out" 2>&1 || fail "promtool check rules: $(cat "$tmp/check.out")"
 python3 "$here/scale_rule_tests.py" --speed "$speed" --rules "$tmp/rules" --out "$tmp/tests" "$root"/configs/prometheus/tests/*.yml
+[[ -n $(ls "$tmp/tests") ]] || fail "no rule test was scaled"
 "$promtool" test rules "$tmp/tests"/*.yml > "$tmp/test.out" 2>&1 ||
   fail "promtool test rules on the rules and tests scaled to speed $speed:"$'\n'"$(cat "$tmp/test.out")"
 echo "scaled_rules: rules-${speed}x is current, prometheus.yml loads it, promtool checks and tests pass at speed $speed"
