@@ -99,7 +99,7 @@ class Checker:
                                                "the default address of docs/metrics.md")
         for needle in ("__param_target", "target_label: instance", "replacement: 127.0.0.1:9400"):
             self.expect(needle in local, f"configs/prometheus/prometheus.yml: multi-target relabelling lacks {needle}")
-        for rule_glob in re.findall(r"^\s*-\s*(rules/\S+)", local, re.M):
+        for rule_glob in re.findall(r"^\s*-\s*(rules[^/\s]*/\S+)", local, re.M):
             self.expect(glob.glob(self.path("configs/prometheus", rule_glob)),
                         f"configs/prometheus/prometheus.yml: rule_files {rule_glob} matches no file")
 

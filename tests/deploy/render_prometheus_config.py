@@ -4,6 +4,7 @@
 (absolute paths), so the test scrapes and alerts exactly as the committed config does, only faster.
 
 Usage: render_prometheus_config.py --exporter 127.0.0.1:PORT --interval 1s --out FILE [--config prometheus.yml]
+       render_prometheus_config.py --exporter 127.0.0.1:PORT --keep-intervals --out FILE   (the committed intervals)
 """
 import argparse
 import os
@@ -17,6 +18,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--interval", default="1s")
+    ap.add_argument("--keep-intervals", action="store_true", help="leave every interval as committed")
     ap.add_argument("--out", required=True)
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "prometheus", "prometheus.yml"))
     args = ap.parse_args()
@@ -28,8 +30,10 @@ def main():
         (r"(?m)^(\s*evaluation_interval:\s*)\S+", rf"\g<1>{args.interval}"),
         (r"(?m)^(\s*scrape_timeout:\s*)\S+", rf"\g<1>{args.interval}"),
         (r"(?m)^(\s*refresh_interval:\s*)\S+", rf"\g<1>{args.interval}"),
-        (r"(?m)^(\s*-\s*)(rules/\S+)", lambda m: m.group(1) + os.path.join(base, m.group(2))),
+        (r"(?m)^(\s*-\s*)(rules[^/\s]*/\S+)", lambda m: m.group(1) + os.path.join(base, m.group(2))),
     ]
+    if args.keep_intervals:
+        checks = [c for c in checks if "interval" not in c[0] and "timeout" not in c[0]]
     for pattern, replacement in checks:
         # Counted, not compared: an interval rendered as the committed one (15s) leaves the text as it was.
         if pattern == "127.0.0.1:9400":
