@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/scoring/incidents.h"
+#include "acmetrace/scoring/notifications.h"
 #include "acmetrace/scoring/range_query.h"
 #include "acmetrace/scoring/report.h"
 #include "acmetrace/scoring/rule_file.h"
@@ -68,7 +71,7 @@ bool WriteFile(const std::string& flag, const std::string& path, const std::stri
 
 void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string prometheus, faults, anomalies, from, to, json, html, sweep_for;
+    std::string prometheus, faults, anomalies, notifications, from, to, json, html, sweep_for;
     std::vector<std::string> rules;
     std::string timeout_s = "60";
   };
@@ -82,6 +85,9 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
                   "Prometheus rule files (default: the shipped configs/prometheus/rules/*.yml)");
   cmd->add_option("--anomalies", flags->anomalies,
                   "acme.anomalies records (JSON lines of `process --sink stdout`) to score as well");
+  cmd->add_option("--notifications", flags->notifications,
+                  "Alertmanager notifications recorded by run/export --notifications (JSON lines): score what paged, "
+                  "per receiver");
   cmd->add_option("--from", flags->from,
                   "first evaluation, unix seconds or ISO 8601 with offset (default: an hour before the first incident)");
   cmd->add_option("--to", flags->to, "last evaluation (default: an hour after the last incident ends)");
@@ -98,10 +104,13 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         core::LogError("score", message);
         return 2;
       };
-      if (flags->prometheus.empty() && flags->anomalies.empty()) {
-        return usage("give --prometheus (to score rules) or --anomalies (to score acmetrace's flags), or both");
+      if (flags->prometheus.empty() && flags->anomalies.empty() && flags->notifications.empty()) {
+        return usage("give --prometheus (to score rules), --anomalies (to score acmetrace's flags) or --notifications "
+                     "(to score what Alertmanager paged), or several");
       }
-      if (flags->prometheus.empty() && !flags->rules.empty()) return usage("--rules needs --prometheus to query");
+      if (flags->prometheus.empty() && flags->notifications.empty() && !flags->rules.empty()) {
+        return usage("--rules needs --prometheus to query (or --notifications, for the kinds of its alerts)");
+      }
       const std::optional<double> timeout_s = core::ParseDouble(flags->timeout_s);
       if (!timeout_s || !(*timeout_s >= 0.1 && *timeout_s <= 3600.0)) {
         return usage("--timeout-s: must be a number of seconds in 0.1-3600, not " + core::QuotedValue(flags->timeout_s));
@@ -195,6 +204,33 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
                      flags->anomalies.c_str(), static_cast<long long>(duplicates));
         }
       }
+      // What paged: the notifications, the alerts' kinds from the rules (shipped, or --rules).
+      std::optional<scoring::NotificationReport> notification_report;
+      if (!flags->notifications.empty()) {
+        auto loaded = scoring::LoadNotifications(flags->notifications);
+        if (!loaded.ok()) return usage(loaded.status().message());
+        scoring::RuleSet kind_rules = rules;
+        if (!client) {  // the rules were not loaded for queries
+          if (flags->rules.empty()) {
+            for (const scoring::RuleFileText& file : scoring::ShippedRules()) {
+              if (core::Status s = scoring::LoadRuleText(file, kind_rules); !s.ok()) return usage(s.message());
+            }
+          }
+          for (const std::string& file : flags->rules) {
+            if (core::Status s = scoring::LoadRuleFile(file, kind_rules); !s.ok()) return usage(s.message());
+          }
+        }
+        std::set<std::string> known_kinds = scoring::DetectorKinds();
+        for (const scoring::Incident& i : incidents.value()) known_kinds.insert(i.kind);
+        std::map<std::string, std::set<std::string>> kinds_by_alertname;
+        for (const scoring::AlertRule& rule : kind_rules.alerts) {
+          const std::set<std::string> kinds = scoring::KindsOfRule(rule, known_kinds);
+          kinds_by_alertname[rule.name].insert(kinds.begin(), kinds.end());
+        }
+        notification_report = scoring::ScoreNotifications(loaded.value(), incidents.value(), kinds_by_alertname,
+                                                          options.from_ms, options.to_ms, options.window);
+        notification_report->file = flags->notifications;
+      }
       size_t done = 0;
       auto report = scoring::ScoreRules(rules, client.get(), std::move(flag_kinds), incidents.value(), options,
                                         [&](const scoring::AlertRule& rule) {
@@ -212,8 +248,15 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         return 1;
       }
       for (const std::string& w : report.value().warnings) core::LogWarn("score", w);
-      std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
-      if (!flags->json.empty() && !WriteFile("--json", flags->json, scoring::FormatJson(report.value()))) return 1;
+      const bool rules_or_flags = client || !flags->anomalies.empty();
+      if (rules_or_flags) std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
+      std::string json = rules_or_flags ? scoring::FormatJson(report.value()) : "{}";
+      if (notification_report) {
+        if (rules_or_flags) std::fputs("\n", stdout);
+        std::fputs(scoring::FormatNotificationTable(*notification_report).c_str(), stdout);
+        json = scoring::AddJsonMember(json, "notifications", scoring::FormatNotificationJson(*notification_report));
+      }
+      if (!flags->json.empty() && !WriteFile("--json", flags->json, json)) return 1;
       if (!flags->html.empty() && !WriteFile("--html", flags->html, scoring::FormatHtml(report.value()))) return 1;
       if (client) {
         core::Logf(core::LogLevel::kInfo, "score", "%zu rules over %s .. %s in %lld requests to %s",
