@@ -69,13 +69,14 @@ std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, c
   std::vector<FiringInterval> out;
   if (schedule.step_ms <= 0 || schedule.end_ms < schedule.start_ms) return out;
   const int64_t last = schedule.start_ms + (schedule.end_ms - schedule.start_ms) / schedule.step_ms * schedule.step_ms;
-  const Labels* current = nullptr;
+  const Labels* current = nullptr;  // the label set being told (valid during ReplayAlertStates only)
+  Labels spell_labels;               // the open spell's labels, kept past it
   int64_t fired_at = 0, last_firing = 0;
   bool spell = false;
   auto close = [&] {
     if (!spell) return;
     const bool open = last_firing == last;
-    out.push_back({*current, fired_at, open ? last : last_firing + schedule.step_ms, open});
+    out.push_back({std::move(spell_labels), fired_at, open ? last : last_firing + schedule.step_ms, open});
     spell = false;
   };
   ReplayAlertStates(result, rule, schedule, [&](const Labels& labels, const AlertEvaluation& e) {
@@ -88,6 +89,7 @@ std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, c
     if (!e.firing) return;
     if (!spell) {
       spell = true;
+      spell_labels = labels;
       fired_at = e.ts_ms;
     }
     last_firing = e.ts_ms;

@@ -83,7 +83,7 @@ TEST(NotificationLogTest, RefusesHostileBodiesWithAOneLine400AndRecordsNothing) 
   Exporter exporter(ExportOptions{});
   MetricsServer server(exporter, ServerOptions{});
   server.SetNotificationLog(log.value().get());
-  for (const std::string body : {std::string("{\"receiver\":"), std::string("null"), std::string(""),
+  for (const std::string& body : {std::string("{\"receiver\":"), std::string("null"), std::string(""),
                                  std::string(R"({"receiver":"r","status":"firing","version":"4","alerts":[{"status":"firing","labels":{"a":[]}}]})")}) {
     http::HttpResponse r = server.Handle(Post(body));
     EXPECT_EQ(r.status, 400) << body;
