@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -70,8 +71,8 @@ std::string Fixed(double v, int digits) {
 // A signed trace-time span: "+2m30s", "-45s".
 std::string Span(const std::optional<double>& seconds) {
   if (!seconds) return "-";
-  const int64_t ms = static_cast<int64_t>(*seconds * 1000.0);
-  return (ms < 0 ? "-" : "+") + FormatDuration(ms < 0 ? -ms : ms);
+  const int64_t s = std::llround(*seconds);  // whole seconds: a replay's notification times are not finer
+  return (s < 0 ? "-" : "+") + FormatDuration((s < 0 ? -s : s) * 1000);
 }
 
 std::string Pad(std::string s, size_t width) {

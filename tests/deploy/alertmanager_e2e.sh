@@ -90,17 +90,22 @@ wait_for 60 curl -fsS -o /dev/null "$url/-/ready" || { echo "alertmanager_e2e: p
 wait_for 60 curl -fsS -o /dev/null "http://127.0.0.1:$am_port/-/ready" ||
   { echo "alertmanager_e2e: alertmanager did not become ready"; exit 1; }
 
-# The exporter holds each closed flag for two of Prometheus's 1 s scrapes; the replay stops at the hour's end.
-printf 'export:\n  scrape_interval_s: 1\nreplay:\n  to: %s\n' "$end_s" > "$tmp/acmetrace.yaml"
+# The exporter holds each closed flag for two of Prometheus's 1 s scrapes; the replay pauses at the hour's end.
+printf 'export:\n  scrape_interval_s: 1\n' > "$tmp/acmetrace.yaml"
 echo "alertmanager_e2e: prometheus at $url, alertmanager on $am_port, acmetrace run --speed $speed on $exporter_port"
 since=$SECONDS
 "$bin" --config "$tmp/acmetrace.yaml" run --data "$tmp/data" --speed "$speed" --listen "127.0.0.1:$exporter_port" \
-  --notifications "$tmp/notifications.jsonl" > "$tmp/run.out" 2> "$tmp/run.err" &
+  --pause-at "$end_s" --notifications "$tmp/notifications.jsonl" > "$tmp/run.out" 2> "$tmp/run.err" &
 pids+=($!)
 run_pid=$!
-# The hour is replayed when run says so; then a few seconds for the last evaluations, group_wait and webhooks.
+# The hour is replayed once Prometheus sees the trace time at its end; then a few seconds for the last
+# evaluations, group_wait and the webhooks.
+reached_end() {
+  curl -fsS "$url/api/v1/query" --data-urlencode "query=min(acmetrace_replay_trace_time_seconds) >= $((end_s - 60))" |
+    grep -q '"value"'
+}
 deadline=$((SECONDS + 100))
-until grep -q "replay finished" "$tmp/run.err"; do
+until reached_end; do
   kill -0 "$run_pid" 2> /dev/null || { echo "alertmanager_e2e: acmetrace run exited early"; exit 1; }
   ((SECONDS < deadline)) || { echo "alertmanager_e2e: the hour was not replayed within 100 s"; exit 1; }
   sleep 1
