@@ -4,10 +4,13 @@
 # (configs/alertmanager/alertmanager.yml, the shipped routes, grouping, inhibition and timers) -> the webhook
 # of the same `acmetrace run --notifications FILE`, on the first hour of a synthesized day with injected
 # faults (seed 17: four XID faults) replayed at speed 60. Checks that
-#   - each injected XID fault of the hour is notified: a firing notification carries an alert of its cluster
-#     and GPU, at a trace time within the scoring window of the fault ([start - 2 min, end + 10 min]),
-#     to the receiver the shipped routes give a gpu-fleet warning (gpu-fleet-tickets), and
-#   - `acmetrace score --notifications FILE --faults faults.csv` counts those incidents as notified, with
+#   - each injected XID fault of the hour that lasts at least the shipped group_interval (5 s of wall time, 5
+#     trace minutes) is notified: a firing notification carries an alert of its cluster and GPU, at a trace
+#     time within the scoring window of the fault ([start - 2 min, end + 10 min]), to the receiver the shipped
+#     routes give a gpu-fleet warning (gpu-fleet-tickets). A shorter one may not page: its alert joins a group
+#     notified already and can fire and resolve between two flushes, which Alertmanager does not notify (its
+#     DedupStage) -- what `score --notifications` is there to show; it is printed, not required; and
+#   - `acmetrace score --notifications FILE --faults faults.csv` counts the notified ones as notified, with
 #     the time to notify that the file's trace times give.
 # The rules are the shipped anomaly and DCGM rules with their `for:` divided by the speed (a tiny sed here;
 # `acmetrace rules --speed 60` writes such copies). Everything listens on 127.0.0.1 on free ports, runs in a
@@ -70,9 +73,7 @@ for f in anomalies dcgm; do
 done
 grep -q 'for: 1s' "$tmp/prom/rules/dcgm.yml" || { echo "alertmanager_e2e: dcgm.yml has no for: 1m any more"; exit 1; }
 python3 "$here/render_prometheus_config.py" --config "$tmp/prom/prometheus.yml" \
-  --exporter "127.0.0.1:$exporter_port" --interval 1s --out "$tmp/prom/rendered.yml"
-grep -q "'127.0.0.1:9093'" "$tmp/prom/rendered.yml" || { echo "alertmanager_e2e: prometheus.yml sends no alert to 127.0.0.1:9093"; exit 1; }
-sed -i "s/'127.0.0.1:9093'/'127.0.0.1:$am_port'/" "$tmp/prom/rendered.yml"
+  --exporter "127.0.0.1:$exporter_port" --alertmanager "127.0.0.1:$am_port" --interval 1s --out "$tmp/prom/rendered.yml"
 # The shipped Alertmanager config, its webhooks at this run's address.
 sed "s#http://127.0.0.1:9400/#http://127.0.0.1:$exporter_port/#" "$root/configs/alertmanager/alertmanager.yml" \
   > "$tmp/alertmanager.yml"
@@ -131,8 +132,12 @@ for n in notes:
 # The XID faults of the hour (the last minutes' may not have paged when the replay stopped).
 faults = [r for r in csv.DictReader(open(faults_path))
           if r["kind"] == "xid_error" and start_s <= float(r["start"]) < end_s - 300]
-if len(faults) < 2:
-    failures.append(f"only {len(faults)} XID faults in the hour: the data no longer tests the chain")
+group_interval_s = 5 * 60  # the shipped 5 s at speed 60, in trace time
+long_faults = [f for f in faults if float(f["end"]) - float(f["start"]) >= group_interval_s]
+if len(long_faults) < 2:
+    failures.append(f"only {len(long_faults)} XID faults of 5 trace minutes or more in the hour: the data no "
+                    "longer tests the chain")
+notified = 0
 
 def subject(labels):
     if "subject" in labels:
@@ -149,8 +154,13 @@ for f in faults:
         for a in n["alerts"])]
     name = f"{f['cluster']}/xid_error/{f['subject']} at {f['start']}"
     if not hits:
-        failures.append(f"fault {name} was never notified")
+        if f in long_faults:
+            failures.append(f"fault {name} was never notified")
+        else:
+            print(f"alertmanager_e2e: {name} ({float(f['end']) - float(f['start']):.0f} s) did not page: "
+                  "shorter than group_interval")
         continue
+    notified += 1
     first = min(hits, key=lambda n: n["trace_ms"])
     ttn = first["trace_ms"] / 1000 - float(f["start"])
     receivers = sorted({n["receiver"] for n in hits})
@@ -168,9 +178,9 @@ for f in faults:
         failures.append(f"score --notifications gives {name} a time to notify of {total[0]['ttn_s']} s, "
                         f"the file {ttn:.0f} s")
 tickets = by_receiver.get("gpu-fleet-tickets")
-if tickets is None or tickets["incidents_notified"] < len(faults):
-    failures.append(f"gpu-fleet-tickets notified {tickets and tickets['incidents_notified']} incidents, "
-                    f"expected at least the {len(faults)} XID faults")
+if tickets is None or tickets["incidents_notified"] < notified:
+    failures.append(f"score: gpu-fleet-tickets notified {tickets and tickets['incidents_notified']} incidents, "
+                    f"the notifications file {notified} XID faults")
 for f in failures:
     print("alertmanager_e2e: FAIL:", f)
 sys.exit(1 if failures else 0)
