@@ -108,6 +108,10 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         return usage("give --prometheus (to score rules), --anomalies (to score acmetrace's flags) or --notifications "
                      "(to score what Alertmanager paged), or several");
       }
+      if (flags->prometheus.empty() && flags->anomalies.empty() && !flags->html.empty()) {
+        return usage("--html draws rules and flags (--prometheus, --anomalies); what --notifications scores is in the "
+                     "table and --json");
+      }
       if (flags->prometheus.empty() && flags->notifications.empty() && !flags->rules.empty()) {
         return usage("--rules needs --prometheus to query (or --notifications, for the kinds of its alerts)");
       }

@@ -69,6 +69,9 @@ TEST(ScoreNotificationsCliTest, ABadNotificationsFileIsOneLineNamingFileLineAndF
   EXPECT_NE(missing.out.find("none.jsonl: cannot open the notifications file: No such file or directory"),
             std::string::npos)
       << missing.out;
+  const ShellOutput html = Score("--notifications " + bad + " --faults " + faults + " --html " + dir + "/s.html");
+  EXPECT_EQ(html.exit_code, 2);
+  EXPECT_NE(html.out.find("--html draws rules and flags"), std::string::npos) << html.out;
   const ShellOutput nothing = Score("--faults " + faults);
   EXPECT_EQ(nothing.exit_code, 2);
   EXPECT_NE(nothing.out.find("--notifications"), std::string::npos) << nothing.out;

@@ -96,6 +96,16 @@ TEST(NotificationLogTest, RefusesHostileBodiesWithAOneLine400AndRecordsNothing) 
   EXPECT_EQ(ReadAll(path), "");
 }
 
+// What `export --notifications` stamps a notification with: the newest trace time of any cluster.
+TEST(NotificationLogTest, ExportsTraceTimeIsTheNewestOfAnyCluster) {
+  Exporter exporter(ExportOptions{});
+  EXPECT_FALSE(exporter.NewestTraceTimeMs().has_value());
+  exporter.NoteTraceTime("seren", 1'688'140'800'000);
+  exporter.NoteTraceTime("kalos", 1'688'140'860'000);
+  exporter.NoteTraceTime("seren", 1'688'140'830'000);
+  EXPECT_EQ(exporter.NewestTraceTimeMs(), 1'688'140'860'000);
+}
+
 TEST(NotificationLogTest, TheRouteWantsPostItsLogAndTheServersCredentials) {
   Exporter exporter(ExportOptions{});
   MetricsServer without(exporter, ServerOptions{});
