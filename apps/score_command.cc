@@ -15,6 +15,7 @@
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
+#include "acmetrace/scoring/baseline.h"
 #include "acmetrace/scoring/incidents.h"
 #include "acmetrace/scoring/notifications.h"
 #include "acmetrace/scoring/range_query.h"
@@ -67,18 +68,43 @@ bool WriteFile(const std::string& flag, const std::string& path, const std::stri
   return true;
 }
 
+// A base URL that paths are appended to.
+std::string WithoutTrailingSlashes(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 }  // namespace
 
 void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string prometheus, faults, anomalies, notifications, from, to, json, html, sweep_for;
-    std::vector<std::string> rules;
+    std::string bearer_token_file, basic_auth_file, ca_file, grafana, baseline;
+    std::string grafana_datasource = "prometheus";
+    std::vector<std::string> rules, headers;
     std::string timeout_s = "60";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "score", "score alerting rules (and acmetrace's anomaly flags) against the incidents of a faults.csv");
-  cmd->add_option("--prometheus", flags->prometheus, "Prometheus holding the trace's series, http://HOST:PORT");
+  cmd->add_option("--prometheus", flags->prometheus,
+                  "Prometheus (or VictoriaMetrics, Mimir, Thanos...) holding the trace's series, "
+                  "http://HOST:PORT[/PREFIX] or https://...");
+  cmd->add_option("--bearer-token-file", flags->bearer_token_file,
+                  "send Authorization: Bearer with the token in FILE (one line)");
+  cmd->add_option("--basic-auth-file", flags->basic_auth_file, "HTTP basic authentication, FILE holding user:password");
+  cmd->add_option("--header", flags->headers,
+                  "an HTTP header sent with every request, 'Name: value' (repeatable; e.g. 'X-Scope-OrgID: team-a')");
+  cmd->add_option("--ca-file", flags->ca_file,
+                  "PEM certificates that sign the https server's certificate (default: the system's)");
+  cmd->add_option("--grafana", flags->grafana,
+                  "a Grafana's URL: the report links each incident and false alert to its Explore page");
+  cmd->add_option("--grafana-datasource", flags->grafana_datasource,
+                  "the uid of that Grafana's Prometheus data source")
+      ->capture_default_str();
+  cmd->add_option("--baseline", flags->baseline,
+                  "a previous `score --json` FILE: the report shows what changed since (precision, recall, false "
+                  "alerts per rule)");
   cmd->add_option("--faults", flags->faults, "faults.csv of synth --inject-faults (cluster,kind,subject,start,end)")
       ->required();
   cmd->add_option("--rules", flags->rules,
@@ -115,15 +141,64 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
       if (flags->prometheus.empty() && flags->notifications.empty() && !flags->rules.empty()) {
         return usage("--rules needs --prometheus to query (or --notifications, for the kinds of its alerts)");
       }
+      if (flags->prometheus.empty()) {
+        for (const auto& [flag, set] : {std::pair{"--bearer-token-file", !flags->bearer_token_file.empty()},
+                                        std::pair{"--basic-auth-file", !flags->basic_auth_file.empty()},
+                                        std::pair{"--header", !flags->headers.empty()},
+                                        std::pair{"--ca-file", !flags->ca_file.empty()}}) {
+          if (set) return usage(std::string(flag) + " needs --prometheus");
+        }
+      }
+      scoring::ClientOptions client_options;
+      if (!flags->bearer_token_file.empty()) {
+        auto token = scoring::ReadBearerTokenFile(flags->bearer_token_file);
+        if (!token.ok()) return usage(token.status().message());
+        client_options.bearer_token = std::move(token).value();
+      }
+      if (!flags->basic_auth_file.empty()) {
+        auto auth = scoring::ReadBasicAuthFile(flags->basic_auth_file);
+        if (!auth.ok()) return usage(auth.status().message());
+        client_options.basic = true;
+        client_options.basic_user = auth.value().user;
+        client_options.basic_password = auth.value().password;
+      }
+      for (const std::string& header : flags->headers) {
+        auto parsed = scoring::ParseHeaderFlag(header);
+        if (!parsed.ok()) return usage(parsed.status().message());
+        client_options.headers.push_back(std::move(parsed).value());
+      }
+      if (!flags->ca_file.empty()) {
+        std::FILE* ca = std::fopen(flags->ca_file.c_str(), "rb");
+        if (ca == nullptr) return usage("--ca-file: " + flags->ca_file + ": cannot open: " + std::strerror(errno));
+        std::fclose(ca);
+        client_options.ca_file = flags->ca_file;
+      }
+      scoring::ReportLinks links;
+      links.grafana_datasource = flags->grafana_datasource;
+      if (!flags->grafana.empty()) {
+        // A link on the page: the same checks as a server URL, so that no other scheme gets there.
+        auto grafana = scoring::ParsePrometheusUrl(flags->grafana);
+        if (!grafana.ok()) return usage("--grafana: " + core::QuotedValue(flags->grafana) + ": not an http:// or https:// URL");
+        links.grafana = WithoutTrailingSlashes(flags->grafana);
+      }
+      if (flags->grafana_datasource.empty()) return usage("--grafana-datasource: empty");
+      std::optional<scoring::Baseline> baseline;
+      if (!flags->baseline.empty()) {
+        auto loaded = scoring::LoadBaseline(flags->baseline);
+        if (!loaded.ok()) return usage(loaded.status().message());
+        baseline = std::move(loaded).value();
+      }
       const std::optional<double> timeout_s = core::ParseDouble(flags->timeout_s);
       if (!timeout_s || !(*timeout_s >= 0.1 && *timeout_s <= 3600.0)) {
         return usage("--timeout-s: must be a number of seconds in 0.1-3600, not " + core::QuotedValue(flags->timeout_s));
       }
       std::unique_ptr<scoring::PrometheusClient> client;
       if (!flags->prometheus.empty()) {
-        auto created = scoring::PrometheusClient::Create(flags->prometheus, std::llround(*timeout_s * 1000));
+        client_options.timeout_ms = std::llround(*timeout_s * 1000);
+        auto created = scoring::PrometheusClient::Create(flags->prometheus, std::move(client_options));
         if (!created.ok()) return usage(created.status().message());
         client = std::move(created).value();
+        links.prometheus = WithoutTrailingSlashes(flags->prometheus);  // as the user wrote it, checked above
       }
       // Rules.
       scoring::RuleSet rules;
@@ -251,6 +326,8 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         core::LogError("score", report.status().message());
         return 1;
       }
+      report.value().links = links;
+      report.value().baseline = std::move(baseline);
       for (const std::string& w : report.value().warnings) core::LogWarn("score", w);
       const bool rules_or_flags = client || !flags->anomalies.empty();
       if (rules_or_flags) std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);

@@ -9,76 +9,67 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
+#include "acmetrace/core/csv_reader.h"
 #include "acmetrace/core/input_errors.h"
-
 #include "acmetrace/core/line_reader.h"
 #include "acmetrace/core/record_parse.h"
 #include "acmetrace/core/time.h"
 
 namespace acmetrace::scoring {
 
-namespace {
-
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> fields;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = line.find(',', start);
-    fields.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return fields;
-}
-
-}  // namespace
-
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return core::Status::Error(path + ": cannot open the faults file: " + std::strerror(errno));
-  struct FileCloser {
-    std::FILE* f;
-    ~FileCloser() { std::fclose(f); }
-  } closer{file};
   // A directory opens, then reads as nothing: it would be a file of no incident, every flag false.
   struct stat st {};
-  if (::fstat(::fileno(file), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return core::Status::Error(path + ": a directory, not a faults file");
   }
-  core::LineReader reader(file, kMaxFaultsLineBytes);
+  // core::CsvReader: RFC 4180 quoted cells, a UTF-8 BOM, LF, CRLF or CR line ends (spreadsheets
+  // write all of these); a row it cannot read is the file's error here, not a skipped row.
+  core::CsvReader reader;
+  if (core::Status s = reader.Open(path, 64 * 1024); !s.ok()) {
+    return core::Status::Error(path + ": cannot open the faults file: " + std::strerror(errno));
+  }
+  reader.set_max_row_bytes(kMaxFaultsLineBytes);
+  std::optional<core::Status> unreadable;
+  reader.set_error_sink([&](int64_t line, std::string_view field, std::string_view reason) {
+    if (unreadable) return;
+    reason = reason.substr(0, reason.find("; row skipped"));
+    unreadable = core::Status::Error(path + ":" + std::to_string(line) + ": " + std::string(field) + ": " +
+                                     std::string(reason));
+  });
   std::vector<Incident> incidents;
-  std::string_view view;
-  bool any_line = false;
+  std::vector<std::string_view> f;
+  bool any_row = false;
   static const char* const kColumns[] = {"cluster", "kind", "subject", "start", "end"};
-  while (true) {
-    const core::LineReader::Result r = reader.Next(view);
-    if (r == core::LineReader::Result::kEnd) break;
-    const int64_t line_no = reader.line_no();
-    const std::string where = path + ":" + std::to_string(line_no) + ": ";
-    if (r == core::LineReader::Result::kTooLong) return core::Status::Error(where + "row: " + reader.TooLongReason());
-    std::string line(view);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    any_line = true;
-    if (line_no == 1 && line.rfind("cluster,", 0) == 0) {
-      if (line != "cluster,kind,subject,start,end") {
-        return core::Status::Error(path + ":1: header: expected \"cluster,kind,subject,start,end\", got " +
-                                   core::QuotedValue(line));
+  while (!unreadable && reader.NextRow(f)) {
+    if (unreadable) break;
+    const bool first = !any_row;
+    any_row = true;
+    const std::string where = path + ":" + std::to_string(reader.line()) + ": ";
+    if (first && !f.empty() && f[0] == "cluster") {
+      static const std::vector<std::string_view> kHeader(std::begin(kColumns), std::end(kColumns));
+      if (f != kHeader) {
+        std::string got;
+        for (size_t i = 0; i < f.size() && got.size() < 200; ++i) got += (i > 0 ? "," : "") + std::string(f[i]);
+        return core::Status::Error(where + "header: expected \"cluster,kind,subject,start,end\", got " +
+                                   core::QuotedValue(got));
       }
       continue;
     }
-    const std::vector<std::string> f = SplitCsv(line);
     if (f.size() != 5) {
       return core::Status::Error(where + "row: " + std::to_string(f.size()) +
                                  " fields, expected 5 (cluster,kind,subject,start,end)");
     }
-    for (int i = 0; i < 3; ++i) {
+    // An empty subject is an incident whose subject is unknown (a node failure seen in the job
+    // trace names no node): it matches any subject of its kind and cluster.
+    for (int i = 0; i < 2; ++i) {
       if (f[i].empty()) return core::Status::Error(where + kColumns[i] + ": empty");
     }
-    Incident incident{f[0], f[1], f[2], 0, 0};
+    Incident incident{std::string(f[0]), std::string(f[1]), std::string(f[2]), 0, 0};
     for (int i = 3; i < 5; ++i) {
       std::optional<int64_t> ms = core::ParseTimeMs(f[i]);
       if (!ms) {
@@ -93,8 +84,9 @@ core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
     if (incident.end_ms < incident.start_ms) return core::Status::Error(where + "end: before start");
     incidents.push_back(std::move(incident));
   }
-  if (reader.failed()) return core::Status::Error(path + ": cannot read the faults file: " + std::strerror(errno));
-  if (!any_line) {
+  if (unreadable) return *unreadable;
+  if (!reader.status().ok()) return core::Status::Error(path + ": cannot read the faults file: " + reader.status().message());
+  if (!any_row) {
     return core::Status::Error(path + ": empty, not a faults file (synth writes a header, then a row per incident)");
   }
   std::stable_sort(incidents.begin(), incidents.end(),

@@ -60,6 +60,7 @@ bool Detects(const Labels& labels, int64_t onset_ms, const std::set<std::string>
   } else if (!rule_kinds.empty() && rule_kinds.count(incident.kind) == 0) {
     return false;
   }
+  if (incident.subject.empty()) return true;  // unknown subject: any of its kind and cluster
   const std::string subject = AlertSubject(labels);
   if (!subject.empty() && subject != incident.subject) {
     const std::string node = Find(labels, "subject") ? std::string() : AlertNode(labels);

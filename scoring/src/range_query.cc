@@ -1,14 +1,16 @@
-// /api/v1/query_range over HTTP (Boost.Beast), split to Prometheus's point limit, parsed with
+// /api/v1/query_range over HTTP or HTTPS (libcurl), split to Prometheus's point limit, parsed with
 // simdjson On-Demand.
 #include "acmetrace/scoring/range_query.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <curl/curl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <simdjson.h>
 
@@ -205,25 +207,37 @@ core::Result<RangeAnswer> ParseQueryRangeResponse(std::string_view body) {
 core::Result<PrometheusUrl> ParsePrometheusUrl(std::string_view url) {
   const std::string text(url);
   auto bad = [&](const std::string& why) {
-    return core::Status::Error("--prometheus: \"" + text + "\": " + why + " (expected http://HOST:PORT)");
+    return core::Status::Error("--prometheus: \"" + text + "\": " + why + " (expected http://HOST:PORT or https://...)");
   };
-  if (url.rfind("https://", 0) == 0) return bad("https is not supported");
-  if (url.rfind("http://", 0) != 0) return bad("not an http:// URL");
-  std::string_view rest = url.substr(7);
+  PrometheusUrl out;
+  std::string_view rest;
+  if (url.rfind("https://", 0) == 0) {
+    out.scheme = "https";
+    out.port = "443";
+    rest = url.substr(8);
+  } else if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else {
+    return bad("not an http:// or https:// URL");
+  }
   const size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  PrometheusUrl out;
   if (slash != std::string_view::npos) {
     out.path_prefix = std::string(rest.substr(slash));
     while (!out.path_prefix.empty() && out.path_prefix.back() == '/') out.path_prefix.pop_back();
     if (out.path_prefix.find_first_of("?#") != std::string::npos) return bad("no query or fragment allowed");
+    for (unsigned char c : out.path_prefix) {
+      if (c <= 0x20 || c >= 0x7f) return bad("a space or control character in the path");
+    }
   }
-  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported");
+  // Credentials in a URL end up in logs and process lists: they come from files (--basic-auth-file).
+  if (authority.find('@') != std::string_view::npos) return bad("user info is not supported (use --basic-auth-file)");
   if (authority.empty()) return bad("no host");
   if (authority.front() == '[') {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos) return bad("unclosed [ in the host");
     out.host = std::string(authority.substr(1, close - 1));
+    out.ipv6 = true;
     authority = authority.substr(close + 1);
     if (!authority.empty()) {
       if (authority.front() != ':') return bad("junk after the host");
@@ -235,11 +249,18 @@ core::Result<PrometheusUrl> ParsePrometheusUrl(std::string_view url) {
     if (colon != std::string_view::npos) out.port = std::string(authority.substr(colon + 1));
   }
   if (out.host.empty()) return bad("no host");
+  for (unsigned char c : out.host) {
+    if (c <= 0x20 || c >= 0x7f || c == '/' || c == '\\' || c == '%') return bad("not a host name");
+  }
   if (out.port.empty() || out.port.size() > 5 || out.port.find_first_not_of("0123456789") != std::string::npos ||
       std::stoi(out.port) == 0 || std::stoi(out.port) > 65535) {
     return bad("the port is not a number in 1-65535");
   }
   return out;
+}
+
+std::string PrometheusUrl::Base() const {
+  return scheme + "://" + (ipv6 ? "[" + host + "]" : host) + ":" + port + path_prefix;
 }
 
 std::string UrlEncode(std::string_view text) {
@@ -258,71 +279,151 @@ std::string UrlEncode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// A file of a secret or a setting, read whole: a regular file of at most 64 KiB. The error names the
+// flag and the file, never the content.
+core::Result<std::string> ReadSmallFile(const std::string& flag, const std::string& path) {
+  auto refused = [&](const std::string& why) { return core::Status::Error(flag + ": " + path + ": " + why); };
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return refused(std::string("cannot open: ") + std::strerror(errno));
+  struct Closer {
+    std::FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{file};
+  struct stat st {};
+  if (::fstat(::fileno(file), &st) != 0 || !S_ISREG(st.st_mode)) return refused("not a regular file");
+  constexpr size_t kMax = 64 * 1024;
+  std::string text(kMax + 1, '\0');
+  const size_t n = std::fread(text.data(), 1, text.size(), file);
+  if (std::ferror(file)) return refused(std::string("cannot read: ") + std::strerror(errno));
+  if (n > kMax) return refused("longer than 65536 bytes");
+  text.resize(n);
+  // One line: a final line break (an editor's) is not part of the secret.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) return refused("empty");
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return refused("holds a line break or control character (one line expected)");
+  }
+  return text;
+}
+
+bool IsTokenChar(unsigned char c) {
+  return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+}  // namespace
+
+core::Result<std::string> ReadBearerTokenFile(const std::string& path) {
+  core::Result<std::string> token = ReadSmallFile("--bearer-token-file", path);
+  if (!token.ok()) return token.status();
+  for (unsigned char c : token.value()) {
+    if (c == ' ' || c >= 0x80) {
+      return core::Status::Error("--bearer-token-file: " + path + ": a space or non-ASCII byte in the token");
+    }
+  }
+  return token;
+}
+
+core::Result<BasicAuth> ReadBasicAuthFile(const std::string& path) {
+  core::Result<std::string> text = ReadSmallFile("--basic-auth-file", path);
+  if (!text.ok()) return text.status();
+  const size_t colon = text.value().find(':');
+  if (colon == std::string::npos || colon == 0) {
+    return core::Status::Error("--basic-auth-file: " + path + ": expected one line user:password");
+  }
+  return BasicAuth{text.value().substr(0, colon), text.value().substr(colon + 1)};
+}
+
+core::Result<std::pair<std::string, std::string>> ParseHeaderFlag(std::string_view text) {
+  const size_t colon = text.find(':');
+  std::string_view name = text.substr(0, colon);
+  // The value may be a secret (a tenant's key): messages name the header, never its value.
+  auto refused = [&](const std::string& why) {
+    return core::Status::Error("--header: " + why + " (expected 'Name: value', e.g. 'X-Scope-OrgID: team-a')");
+  };
+  if (colon == std::string_view::npos) return refused("no ':' in " + core::QuotedValue(name));
+  if (name.empty()) return refused("no header name");
+  for (unsigned char c : name) {
+    if (!IsTokenChar(c)) return refused("the name " + core::QuotedValue(name) + " is not an HTTP header name");
+  }
+  std::string_view value = text.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      return refused("the value of " + std::string(name) + " holds a control character");
+    }
+  }
+  if (value.empty()) return refused("the value of " + std::string(name) + " is empty");
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // These the client sets itself: a second one would make the request ambiguous.
+  for (const char* own : {"host", "content-length", "transfer-encoding", "connection"}) {
+    if (lower == own) return refused(std::string(name) + " is set by the client, not by --header");
+  }
+  return std::pair{std::string(name), std::string(value)};
+}
+
 core::Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& url, int64_t timeout_ms) {
+  ClientOptions options;
+  options.timeout_ms = timeout_ms;
+  return Create(url, std::move(options));
+}
+
+core::Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& url,
+                                                                         ClientOptions options) {
   core::Result<PrometheusUrl> parsed = ParsePrometheusUrl(url);
   if (!parsed.ok()) return parsed.status();
-  return std::unique_ptr<PrometheusClient>(new PrometheusClient(url, std::move(parsed).value(), timeout_ms));
+  bool authorization_header = false;
+  for (const auto& [name, value] : options.headers) {
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    authorization_header = authorization_header || lower == "authorization";
+  }
+  const int credentials = (options.bearer_token.empty() ? 0 : 1) + (options.basic ? 1 : 0) + (authorization_header ? 1 : 0);
+  if (credentials > 1) {
+    return core::Status::Error(
+        "give one of --bearer-token-file, --basic-auth-file and --header 'Authorization: ...', not several");
+  }
+  static std::once_flag curl_initialized;
+  std::call_once(curl_initialized, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return std::unique_ptr<PrometheusClient>(new PrometheusClient(url, std::move(parsed).value(), std::move(options)));
 }
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-
-// A response body that never holds more than its limit, with simdjson's padding after the bytes.
-// Beast's string_body grows by std::string's doubling (and std::string::reserve rounds up to double
-// as well), so a body just over half its limit could take twice the limit; a vector's reserve is
-// exact, and growth here doubles only up to the limit.
+// What the body callback writes into: never more than its limit, with simdjson's padding after the
+// bytes. std::vector's reserve is exact, and growth here doubles only up to the limit, so a body
+// just over half its limit cannot take twice the limit.
 struct BoundedBody {
-  struct value_type {
-    std::vector<char> bytes;  // capacity >= size + SIMDJSON_PADDING once read
-    uint64_t limit = 0;
-  };
-  static std::uint64_t size(const value_type& body) { return body.bytes.size(); }
+  std::vector<char>* bytes = nullptr;  // capacity >= size + SIMDJSON_PADDING once read
+  size_t limit = 0;
+  bool over = false;
+};
 
-  class reader {
-   public:
-    template <bool isRequest, class Fields>
-    reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+size_t WriteBody(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<BoundedBody*>(user);
+  const size_t extra = size * count;
+  std::vector<char>& bytes = *body->bytes;
+  const size_t have = bytes.size();
+  if (extra > body->limit - have) {
+    body->over = true;
+    return 0;  // libcurl ends the transfer (CURLE_WRITE_ERROR)
+  }
+  if (have + extra + simdjson::SIMDJSON_PADDING > bytes.capacity()) {
+    const size_t doubled = std::max(2 * bytes.capacity(), have + extra);
+    bytes.reserve(std::min(doubled, body->limit) + simdjson::SIMDJSON_PADDING);
+  }
+  bytes.insert(bytes.end(), data, data + extra);
+  return extra;
+}
 
-    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
-      ec = {};
-      if (length && *length > body_.limit) {
-        ec = http::error::body_limit;
-        return;
-      }
-      if (length) body_.bytes.reserve(*length + simdjson::SIMDJSON_PADDING);
-    }
-
-    template <class ConstBufferSequence>
-    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
-      ec = {};
-      const size_t extra = net::buffer_size(buffers);
-      const size_t size = body_.bytes.size();
-      if (extra > body_.limit - size) {  // the parser checks too; this keeps the buffer within it
-        ec = http::error::body_limit;
-        return 0;
-      }
-      if (size + extra + simdjson::SIMDJSON_PADDING > body_.bytes.capacity()) {
-        const size_t doubled = std::max(2 * body_.bytes.capacity(), size + extra);
-        body_.bytes.reserve(std::min<size_t>(doubled, body_.limit) + simdjson::SIMDJSON_PADDING);
-      }
-      body_.bytes.resize(size + extra);
-      net::buffer_copy(net::buffer(body_.bytes.data() + size, extra), buffers);
-      return extra;
-    }
-
-    void finish(beast::error_code& ec) {
-      ec = {};
-      if (body_.bytes.capacity() < body_.bytes.size() + simdjson::SIMDJSON_PADDING) {
-        body_.bytes.reserve(body_.bytes.size() + simdjson::SIMDJSON_PADDING);
-      }
-    }
-
-   private:
-    value_type& body_;
-  };
+struct CurlDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
 
 }  // namespace
@@ -330,48 +431,58 @@ struct BoundedBody {
 core::Status PrometheusClient::Fetch(const std::string& target, int& http_status, std::vector<char>& body,
                                      int64_t max_body_bytes) {
   ++requests_;
-  net::io_context io;
-  beast::tcp_stream stream(io);
-  beast::error_code ec;
-  auto fail = [&](const char* what) {
-    return core::Status::Error("cannot query Prometheus at " + url_ + ": " + what + ": " + ec.message());
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return core::Status::Error("cannot query Prometheus at " + url_ + ": libcurl could not start");
+  std::unique_ptr<curl_slist, SlistDeleter> headers;
+  auto add_header = [&](const std::string& line) {
+    curl_slist* grown = curl_slist_append(headers.get(), line.c_str());
+    if (grown != nullptr) {
+      (void)headers.release();
+      headers.reset(grown);
+    }
   };
-  net::ip::tcp::resolver resolver(io);
-  const auto endpoints = resolver.resolve(parsed_.host, parsed_.port, ec);
-  if (ec) return fail("resolving the host");
-  // tcp_stream's deadline applies to asynchronous operations only: each step is started and run to
-  // completion (or to the deadline, which closes the socket) before the next.
-  auto run = [&io] {
-    io.restart();
-    io.run();
-  };
-  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
-  stream.async_connect(endpoints, [&ec](beast::error_code e, const net::ip::tcp::endpoint&) { ec = e; });
-  run();
-  if (ec) return fail("connecting");
-  http::request<http::empty_body> request{http::verb::get, parsed_.path_prefix + target, 11};
-  request.set(http::field::host, parsed_.host);
-  request.set(http::field::user_agent, "acmetrace-score");
-  request.set(http::field::accept, "application/json");
-  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
-  http::async_write(stream, request, [&ec](beast::error_code e, size_t) { ec = e; });
-  run();
-  if (ec) return fail("sending the request");
-  beast::flat_buffer buffer(64 * 1024);  // the header and what is read ahead: bounded, never doubled
-  http::response_parser<BoundedBody> parser;
-  parser.body_limit(static_cast<std::uint64_t>(max_body_bytes));
-  parser.get().body().limit = static_cast<uint64_t>(max_body_bytes);
-  stream.expires_after(std::chrono::milliseconds(timeout_ms_));
-  http::async_read(stream, buffer, parser, [&ec](beast::error_code e, size_t) { ec = e; });
-  run();
-  if (ec == http::error::body_limit) {
+  add_header("Accept: application/json");
+  if (!options_.bearer_token.empty()) add_header("Authorization: Bearer " + options_.bearer_token);
+  for (const auto& [name, value] : options_.headers) add_header(name + ": " + value);
+  const std::string full = parsed_.Base() + target;
+  char error[CURL_ERROR_SIZE] = {0};
+  BoundedBody sink{&body, static_cast<size_t>(max_body_bytes), false};
+  body.clear();
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_URL, full.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect elsewhere would carry the credentials
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_ms));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "acmetrace-score");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_body_bytes));
+  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
+  if (options_.basic) {
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    curl_easy_setopt(c, CURLOPT_USERNAME, options_.basic_user.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, options_.basic_password.c_str());
+  }
+  const CURLcode code = curl_easy_perform(c);
+  if (sink.over || code == CURLE_FILESIZE_EXCEEDED) {
+    body.clear();
     return core::Status::Error("cannot query Prometheus at " + url_ + ": the answer is longer than " +
                                std::to_string(max_body_bytes) + " bytes, more than a real one can be");
   }
-  if (ec) return fail("reading the answer");
-  http_status = static_cast<int>(parser.get().result_int());
-  body = std::move(parser.get().body().bytes);
-  stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  if (code != CURLE_OK) {
+    // libcurl's own words (they name no credential), cut to a line.
+    std::string why = error[0] != '\0' ? error : curl_easy_strerror(code);
+    while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
+    body.clear();
+    return core::Status::Error("cannot query Prometheus at " + url_ + ": " + why);
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  http_status = static_cast<int>(status);
+  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
   return core::Status::Ok();
 }
 
@@ -381,6 +492,36 @@ core::Status PrometheusClient::Get(const std::string& target, int& http_status, 
   if (core::Status s = Fetch(target, http_status, bytes, max_body_bytes); !s.ok()) return s;
   body.assign(bytes.data(), bytes.size());
   return core::Status::Ok();
+}
+
+core::Result<std::set<std::string>> PrometheusClient::MetricNamesPresent(const std::vector<std::string>& names,
+                                                                         int64_t start_ms, int64_t end_ms) {
+  std::string selector;
+  for (const std::string& name : names) {
+    // Recording rule names are metric names ([a-zA-Z_:][a-zA-Z0-9_:]*): no regex character to escape.
+    selector += (selector.empty() ? "" : "|") + name;
+  }
+  const std::string target = "/api/v1/label/__name__/values?match%5B%5D=" + UrlEncode("{__name__=~\"" + selector + "\"}") +
+                             "&start=" + std::to_string(start_ms / 1000) + "&end=" + std::to_string(end_ms / 1000 + 1);
+  int status = 0;
+  std::string body;
+  if (core::Status s = Get(target, status, body, int64_t{4} << 20); !s.ok()) return s;
+  if (status != 200) return core::Status::Error("Prometheus at " + url_ + " answered HTTP " + std::to_string(status));
+  simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(body);
+  std::set<std::string> present;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc)) return core::Status::Error("Prometheus at " + url_ + ": not JSON");
+  simdjson::ondemand::array data;
+  if (doc["data"].get_array().get(data)) {
+    return core::Status::Error("Prometheus at " + url_ + ": no \"data\" array in the label values answer");
+  }
+  for (auto value : data) {
+    std::string_view name;
+    if (value.get_string().get(name)) return core::Status::Error("Prometheus at " + url_ + ": a label value not a string");
+    present.emplace(name);
+  }
+  return present;
 }
 
 core::Result<RangeAnswer> PrometheusClient::QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
@@ -397,6 +538,11 @@ core::Result<RangeAnswer> PrometheusClient::QueryRange(const std::string& expr, 
     std::vector<char> body;
     const int64_t points = (chunk.end_ms - chunk.start_ms) / step_ms + 1;
     if (core::Status s = Fetch(target, status, body, AnswerBodyLimit(points)); !s.ok()) return s;
+    if (status == 401 || status == 403) {
+      return core::Status::Error("Prometheus at " + url_ + " answered HTTP " + std::to_string(status) +
+                                 (status == 401 ? " (unauthorized" : " (forbidden") +
+                                 ": check --bearer-token-file, --basic-auth-file or --header)");
+    }
     core::Result<RangeAnswer> parsed =
         ParsePadded(simdjson::padded_string_view(body.data(), body.size(), body.capacity()));
     if (!parsed.ok()) {

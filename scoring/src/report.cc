@@ -3,11 +3,14 @@
 #include "acmetrace/scoring/report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "acmetrace/core/time.h"
+#include "acmetrace/scoring/range_query.h"
 
 namespace acmetrace::scoring {
 
@@ -118,7 +121,179 @@ std::string CaughtKinds(const RuleScore& s) {
 
 std::string ForText(const RuleScore& s) { return s.source == "flag" ? "-" : FormatDuration(s.for_ms); }
 
-Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const RuleFirings* firings) {
+// The zone the cluster's people read times in: both clusters of the release are on UTC+8 (their users
+// work in Shanghai, docs/synth.md), whatever zone their files are written in.
+std::optional<int> ClusterOffsetMinutes(const std::string& cluster) {
+  if (cluster == "seren" || cluster == "kalos") return 480;
+  return std::nullopt;
+}
+
+std::string ClusterOf(const Labels& labels) {
+  auto it = labels.find("cluster");
+  return it == labels.end() ? std::string() : it->second;
+}
+
+// "2023-07-01 20:00:00+08:00" in the cluster's zone, or "" when its zone is not known.
+std::string ClusterTime(int64_t ms, const std::string& cluster) {
+  const std::optional<int> offset = ClusterOffsetMinutes(cluster);
+  return offset ? core::FormatIsoTime(ms, *offset) : std::string();
+}
+
+std::string DurationText(int64_t ms) { return FormatDuration(std::max<int64_t>(0, ms) / 1000 * 1000); }
+
+// An expression on one line: its line breaks and indentation as single spaces.
+std::string OneLine(std::string_view text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+// A look at [start, end] with half an hour either side, in whole minutes.
+struct LookWindow {
+  int64_t from_ms;
+  int64_t to_ms;
+};
+LookWindow LookAround(int64_t start_ms, int64_t end_ms) {
+  constexpr int64_t kMargin = 30 * 60'000;
+  const int64_t from = (start_ms - kMargin) / 60'000 * 60'000;
+  const int64_t to = (end_ms + kMargin + 59'999) / 60'000 * 60'000;
+  return {from, to};
+}
+
+// The server's graph page with one panel per expression over the look window (Prometheus reads
+// end_input as UTC "YYYY-MM-DD HH:MM:SS").
+std::string GraphUrl(const ReportLinks& links, const std::vector<std::string>& exprs, int64_t start_ms,
+                     int64_t end_ms) {
+  if (links.prometheus.empty() || exprs.empty()) return "";
+  const LookWindow w = LookAround(start_ms, end_ms);
+  const std::string end_input = core::FormatIsoTime(w.to_ms, 0).substr(0, 19);
+  // One unit: the graph page (2.42) reads "70m" but not "1h10m" (no resolution then, no graph).
+  const int64_t minutes = (w.to_ms - w.from_ms) / 60'000;
+  const std::string range = minutes % 60 == 0 ? std::to_string(minutes / 60) + "h" : std::to_string(minutes) + "m";
+  std::string url = links.prometheus + "/graph?";
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    const std::string g = "g" + std::to_string(i) + ".";
+    url += (i > 0 ? "&" : "") + g + "expr=" + UrlEncode(exprs[i]) + "&" + g + "tab=0&" + g +
+           "range_input=" + UrlEncode(range) + "&" + g + "end_input=" + UrlEncode(end_input);
+  }
+  return url;
+}
+
+// Grafana's Explore with the expressions as queries A, B, ... of its Prometheus data source.
+std::string ExploreUrl(const ReportLinks& links, const std::vector<std::string>& exprs, int64_t start_ms,
+                       int64_t end_ms) {
+  if (links.grafana.empty() || exprs.empty()) return "";
+  const LookWindow w = LookAround(start_ms, end_ms);
+  Json left;
+  left["datasource"] = links.grafana_datasource;
+  Json queries = Json::array();
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    queries.push_back({{"refId", std::string(1, static_cast<char>('A' + i % 26)) + (i >= 26 ? std::to_string(i) : "")},
+                       {"expr", exprs[i]},
+                       {"datasource", {{"type", "prometheus"}, {"uid", links.grafana_datasource}}}});
+  }
+  left["queries"] = queries;
+  left["range"] = {{"from", std::to_string(w.from_ms)}, {"to", std::to_string(w.to_ms)}};
+  return links.grafana + "/explore?orgId=1&left=" + UrlEncode(left.dump());
+}
+
+// Noise: how often a rule starts firing and how long it fires, per day of the window.
+struct Noise {
+  double onsets_per_day = 0;
+  double alert_minutes_per_day = 0;
+};
+Noise NoiseOf(const RuleFirings& f, int64_t from_ms, int64_t to_ms) {
+  const double days = std::max(1.0 / 1440.0, static_cast<double>(to_ms - from_ms) / 86'400'000.0);
+  double minutes = 0;
+  for (const FiringInterval& i : f.intervals) minutes += static_cast<double>(i.end_ms - i.start_ms) / 60'000.0;
+  return {static_cast<double>(f.intervals.size()) / days, minutes / days};
+}
+
+// The firing intervals of a rule that detect nothing.
+std::vector<size_t> FalseAlerts(const RuleFirings& f, const RuleScore& s) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < f.intervals.size(); ++k) {
+    if (k >= s.onset_detects.size() || s.onset_detects[k] == 0) out.push_back(k);
+  }
+  return out;
+}
+
+// The expressions of the rules speaking for an incident's kind (at most four: one graph page).
+std::vector<std::string> ExprsForIncident(const ScoreReport& report, const Incident& incident) {
+  std::vector<std::string> exprs;
+  for (const RuleFirings& f : report.firings) {
+    if (f.source != "rule" || f.expr.empty()) continue;
+    if (!f.kinds.empty() && f.kinds.count(incident.kind) == 0) continue;
+    if (std::find(exprs.begin(), exprs.end(), f.expr) != exprs.end()) continue;
+    exprs.push_back(f.expr);
+    if (exprs.size() == 4) break;
+  }
+  return exprs;
+}
+
+// A rule's score now against the baseline's.
+struct Change {
+  std::string rule;
+  std::string source;
+  const BaselineRule* before = nullptr;  // null: new since
+  const RuleScore* now = nullptr;        // null: gone since
+};
+std::vector<Change> Changes(const ScoreReport& report) {
+  std::vector<Change> out;
+  if (!report.baseline) return out;
+  const std::vector<BaselineRule>& old = report.baseline->rules;
+  std::vector<char> matched(old.size(), 0);
+  for (const RuleScore& s : report.scores) {
+    Change c{s.rule, s.source, nullptr, &s};
+    for (size_t i = 0; i < old.size(); ++i) {
+      if (!matched[i] && old[i].rule == s.rule && old[i].source == s.source) {
+        matched[i] = 1;
+        c.before = &old[i];
+        break;
+      }
+    }
+    out.push_back(c);
+  }
+  for (size_t i = 0; i < old.size(); ++i) {
+    if (!matched[i]) out.push_back({old[i].rule, old[i].source, &old[i], nullptr});
+  }
+  if (report.baseline->total) out.push_back({report.total.rule, report.total.source, &*report.baseline->total, &report.total});
+  return out;
+}
+
+std::string Delta(const std::optional<double>& before, const std::optional<double>& now) {
+  if (!before || !now) return "";
+  const double d = *now - *before;
+  if (std::abs(d) < 0.005) return "=";
+  return (d > 0 ? "+" : "") + Fixed(d, 2);
+}
+
+std::string CountDelta(int64_t before, int64_t now) {
+  const int64_t d = now - before;
+  return d == 0 ? "=" : (d > 0 ? "+" : "") + std::to_string(d);
+}
+
+// How a change reads in the table: "0.50 -> 0.75 (+0.25)".
+std::string RatioChange(const std::optional<double>& before, const std::optional<double>& now) {
+  const std::string d = Delta(before, now);
+  return Ratio(before) + " -> " + Ratio(now) + (d.empty() ? "" : " (" + d + ")");
+}
+
+/// At most this many false alerts per rule in the text table, and on the page.
+constexpr size_t kFalseAlertsInTable = 10;
+constexpr size_t kFalseAlertsOnPage = 200;
+
+Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const RuleFirings* firings, int64_t from_ms,
+               int64_t to_ms) {
   Json j;
   j["rule"] = s.rule;
   j["group"] = s.group;
@@ -126,12 +301,20 @@ Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const
   j["kinds"] = Json::array();
   for (const std::string& k : s.kinds) j["kinds"].push_back(k);
   if (firings != nullptr && s.source == "rule") {
+    j["expr"] = firings->expr;
+    j["file"] = firings->file;
+    j["line"] = firings->line;
     j["for_s"] = static_cast<double>(firings->for_ms) / 1000.0;
     j["keep_firing_for_s"] = static_cast<double>(firings->keep_firing_for_ms) / 1000.0;
     j["interval_s"] = static_cast<double>(firings->interval_ms) / 1000.0;
   }
   j["onsets"] = s.onsets;
   j["false_alerts"] = s.false_alerts();
+  if (firings != nullptr) {
+    const Noise noise = NoiseOf(*firings, from_ms, to_ms);
+    j["onsets_per_day"] = noise.onsets_per_day;
+    j["alert_minutes_per_day"] = noise.alert_minutes_per_day;
+  }
   j["precision"] = Optional(s.precision);
   j["recall"] = Optional(s.recall);
   j["caught"] = Caught(s);
@@ -194,6 +377,7 @@ std::string LabelsText(const Labels& labels) {
   return out + "}";
 }
 
+
 }  // namespace
 
 std::string FormatTable(const ScoreReport& report) {
@@ -204,10 +388,32 @@ std::string FormatTable(const ScoreReport& report) {
          FormatDuration(report.window.after_ms) + "]\n\n";
   out += Header();
   auto section = [&](const RuleScore& total, const std::string& source) {
-    for (const RuleScore& s : report.scores) {
+    for (size_t r = 0; r < report.scores.size(); ++r) {
+      const RuleScore& s = report.scores[r];
       if (s.source != source) continue;
       AppendRow(out, s, ForText(s));
       out += "    caught by kind: " + ByKind(s) + "\n";
+      if (r >= report.firings.size()) continue;
+      const RuleFirings& f = report.firings[r];
+      if (!f.expr.empty()) out += "    expr: " + TerminalSafe(OneLine(f.expr)) + "\n";
+      const Noise noise = NoiseOf(f, report.from_ms, report.to_ms);
+      out += "    noise: " + Fixed(noise.onsets_per_day, 1) + " onsets/day, " + Fixed(noise.alert_minutes_per_day, 0) +
+             " alert-minutes/day\n";
+      const std::vector<size_t> false_alerts = FalseAlerts(f, s);
+      for (size_t n = 0; n < false_alerts.size() && n < kFalseAlertsInTable; ++n) {
+        const FiringInterval& i = f.intervals[false_alerts[n]];
+        const std::string local = ClusterTime(i.start_ms, ClusterOf(i.labels));
+        out += "    false alert: " + TerminalSafe(LabelsText(i.labels)) + " " + Time(i.start_ms) + " .. " +
+               Time(i.end_ms) + (i.open ? " (still firing)" : "") + ", " + DurationText(i.end_ms - i.start_ms) +
+               (local.empty() ? "" : ", starts " + local);
+        const std::string graph = GraphUrl(report.links, {f.expr}, i.start_ms, i.end_ms);
+        if (!graph.empty()) out += "\n      " + graph;
+        out += "\n";
+      }
+      if (false_alerts.size() > kFalseAlertsInTable) {
+        out += "    ... and " + std::to_string(false_alerts.size() - kFalseAlertsInTable) +
+               " more false alerts (all in --json, " + std::to_string(kFalseAlertsOnPage) + " on the --html page)\n";
+      }
     }
     AppendRow(out, total, "");
     out += "    caught by kind: " + ByKind(total) + "\n\n";
@@ -217,6 +423,26 @@ std::string FormatTable(const ScoreReport& report) {
   if (!report.sweep.empty()) {
     out += "for: sweep\n" + Header();
     for (const SweepRow& row : report.sweep) AppendRow(out, row.score, FormatDuration(row.score.for_ms));
+    out += "\n";
+  }
+  if (report.baseline) {
+    out += "since " + TerminalSafe(report.baseline->file) + ":\n" + Pad("rule", 34) + " " + Pad("precision", 26) + " " +
+           Pad("recall", 26) + " false alerts\n";
+    for (const Change& c : Changes(report)) {
+      std::string line = Pad(TerminalSafe(c.rule), 34) + " ";
+      if (c.before == nullptr) {
+        line += "new: precision " + Ratio(c.now->precision) + ", recall " + Ratio(c.now->recall) + ", " +
+                std::to_string(c.now->false_alerts()) + " false alerts";
+      } else if (c.now == nullptr) {
+        line += "gone (was precision " + Ratio(c.before->precision) + ", recall " + Ratio(c.before->recall) + ")";
+      } else {
+        line += Pad(RatioChange(c.before->precision, c.now->precision), 26) + " " +
+                Pad(RatioChange(c.before->recall, c.now->recall), 26) + " " + std::to_string(c.before->false_alerts) +
+                " -> " + std::to_string(c.now->false_alerts()) + " (" +
+                CountDelta(c.before->false_alerts, c.now->false_alerts()) + ")";
+      }
+      out += line + "\n";
+    }
   }
   return out;
 }
@@ -230,11 +456,13 @@ std::string FormatJson(const ScoreReport& report) {
   doc["incidents_outside_window"] = report.incidents_outside;
   Json rules = Json::array();
   for (size_t i = 0; i < report.scores.size(); ++i) {
-    rules.push_back(ScoreJson(report.scores[i], report.incidents, &report.firings[i]));
+    rules.push_back(ScoreJson(report.scores[i], report.incidents, &report.firings[i], report.from_ms, report.to_ms));
   }
   doc["rules"] = rules;
-  doc["total"] = ScoreJson(report.total, report.incidents, nullptr);
-  if (report.flags_total) doc["flags_total"] = ScoreJson(*report.flags_total, report.incidents, nullptr);
+  doc["total"] = ScoreJson(report.total, report.incidents, nullptr, report.from_ms, report.to_ms);
+  if (report.flags_total) {
+    doc["flags_total"] = ScoreJson(*report.flags_total, report.incidents, nullptr, report.from_ms, report.to_ms);
+  }
   Json sweep = Json::array();
   for (const SweepRow& row : report.sweep) {
     const RuleScore& s = row.score;
@@ -251,6 +479,25 @@ std::string FormatJson(const ScoreReport& report) {
                      {"ttd_worst_s", Optional(s.ttd_worst_s)}});
   }
   doc["sweep"] = sweep;
+  if (report.baseline) {
+    Json changes = Json::array();
+    for (const Change& c : Changes(report)) {
+      Json j{{"rule", c.rule}, {"source", c.source}};
+      j["status"] = c.before == nullptr ? "new" : c.now == nullptr ? "gone" : "scored";
+      if (c.before != nullptr) {
+        j["before"] = {{"precision", Optional(c.before->precision)},
+                       {"recall", Optional(c.before->recall)},
+                       {"false_alerts", c.before->false_alerts}};
+      }
+      if (c.now != nullptr) {
+        j["now"] = {{"precision", Optional(c.now->precision)},
+                    {"recall", Optional(c.now->recall)},
+                    {"false_alerts", c.now->false_alerts()}};
+      }
+      changes.push_back(j);
+    }
+    doc["baseline"] = {{"file", report.baseline->file}, {"rules", changes}};
+  }
   doc["warnings"] = report.warnings;
   return doc.dump(2) + "\n";
 }
@@ -262,7 +509,8 @@ std::string FormatHtml(const ScoreReport& report) {
        "td,th{border:1px solid #ccc;padding:1px 6px;font-size:12px;text-align:right;white-space:nowrap}td.l,th.l{text-align:left}td.k{white-space:normal;max-width:320px}"
        "tr.total td{font-weight:bold;background:#f3f3f3}h2{margin-top:24px}.missed{color:#b00}.caught{color:#070}"
        ".legend span{display:inline-block;width:14px;height:10px;margin:0 4px 0 12px}"
-       "svg text{font-size:11px;font-family:sans-serif}\n</style></head><body>\n";
+       "svg text{font-size:11px;font-family:sans-serif}pre.expr{background:#f6f6f6;padding:4px 8px;font-size:12px;"
+       "white-space:pre-wrap;max-width:1300px}div.rule h3{margin-bottom:2px}div.rule p{margin:2px 0;font-size:13px}\n</style></head><body>\n";
   h += "<h1>acmetrace score</h1>\n<p>Window " + Escape(Time(report.from_ms)) + " .. " + Escape(Time(report.to_ms)) +
        ", " + std::to_string(report.incidents.size()) + " incidents. An alert's onset detects an incident when it "
        "falls in [start - " + FormatDuration(report.window.before_ms) + ", end + " +
@@ -270,26 +518,57 @@ std::string FormatHtml(const ScoreReport& report) {
   // The table.
   h += "<table id=\"scores\"><tr><th class=\"l\">rule</th><th class=\"l\">group</th><th>for</th><th>onsets</th>"
        "<th>false alerts</th><th>precision</th><th>caught</th><th>recall</th><th>ttd median</th><th>ttd worst</th>"
-       "<th class=\"l\">caught (by kind)</th></tr>\n";
-  auto row = [&](const RuleScore& s, bool total) {
+       "<th>onsets/day</th><th>alert-min/day</th><th class=\"l\">caught (by kind)</th></tr>\n";
+  auto row = [&](const RuleScore& s, const RuleFirings* f) {
+    const bool total = f == nullptr;
+    std::string noise = "<td></td><td></td>";
+    if (f != nullptr) {
+      const Noise n = NoiseOf(*f, report.from_ms, report.to_ms);
+      noise = "<td>" + Fixed(n.onsets_per_day, 1) + "</td><td>" + Fixed(n.alert_minutes_per_day, 0) + "</td>";
+    }
     h += std::string(total ? "<tr class=\"total\">" : "<tr>") + "<td class=\"l\">" + Escape(s.rule) +
          "</td><td class=\"l\">" + Escape(s.group) + "</td><td>" + (total ? "" : Escape(ForText(s))) + "</td><td>" +
          std::to_string(s.onsets) + "</td><td>" + std::to_string(s.false_alerts()) + "</td><td>" +
          Ratio(s.precision) + "</td><td>" + std::to_string(Caught(s)) + "/" + std::to_string(s.incidents.size()) +
          "</td><td>" + Ratio(s.recall) + "</td><td>" + Seconds(s.ttd_median_s) + "</td><td>" +
-         Seconds(s.ttd_worst_s) + "</td><td class=\"l k\">" + Escape(CaughtKinds(s)) + "</td></tr>\n";
+         Seconds(s.ttd_worst_s) + "</td>" + noise + "<td class=\"l k\">" + Escape(CaughtKinds(s)) + "</td></tr>\n";
   };
-  for (const RuleScore& s : report.scores) {
-    if (s.source == report.total.source) row(s, false);
+  auto firings_of = [&](size_t r) { return r < report.firings.size() ? &report.firings[r] : nullptr; };
+  for (size_t r = 0; r < report.scores.size(); ++r) {
+    if (report.scores[r].source == report.total.source) row(report.scores[r], firings_of(r));
   }
-  row(report.total, true);
+  row(report.total, nullptr);
   if (report.flags_total) {
-    for (const RuleScore& s : report.scores) {
-      if (s.source == "flag") row(s, false);
+    for (size_t r = 0; r < report.scores.size(); ++r) {
+      if (report.scores[r].source == "flag") row(report.scores[r], firings_of(r));
     }
-    row(*report.flags_total, true);
+    row(*report.flags_total, nullptr);
   }
   h += "</table>\n";
+  h += "<p>Times are UTC, and in the cluster's zone where it is known (seren and kalos: UTC+8). Noise: onsets and "
+       "minutes of firing per day of the window.</p>\n";
+  if (report.baseline) {
+    h += "<h2>Since the baseline</h2>\n<p>Compared with " + Escape(report.baseline->file) +
+         " (a previous <code>score --json</code>).</p>\n<table id=\"baseline\"><tr><th class=\"l\">rule</th>"
+         "<th>precision</th><th>change</th><th>recall</th><th>change</th><th>false alerts</th><th>change</th></tr>\n";
+    for (const Change& c : Changes(report)) {
+      h += "<tr><td class=\"l\">" + Escape(c.rule) + "</td>";
+      if (c.before == nullptr) {
+        h += "<td>" + Ratio(c.now->precision) + "</td><td>new</td><td>" + Ratio(c.now->recall) + "</td><td>new</td><td>" +
+             std::to_string(c.now->false_alerts()) + "</td><td>new</td></tr>\n";
+      } else if (c.now == nullptr) {
+        h += "<td>" + Ratio(c.before->precision) + "</td><td>gone</td><td>" + Ratio(c.before->recall) +
+             "</td><td>gone</td><td>" + std::to_string(c.before->false_alerts) + "</td><td>gone</td></tr>\n";
+      } else {
+        h += "<td>" + Ratio(c.before->precision) + " &rarr; " + Ratio(c.now->precision) + "</td><td>" +
+             Delta(c.before->precision, c.now->precision) + "</td><td>" + Ratio(c.before->recall) + " &rarr; " +
+             Ratio(c.now->recall) + "</td><td>" + Delta(c.before->recall, c.now->recall) + "</td><td>" +
+             std::to_string(c.before->false_alerts) + " &rarr; " + std::to_string(c.now->false_alerts()) + "</td><td>" +
+             CountDelta(c.before->false_alerts, c.now->false_alerts()) + "</td></tr>\n";
+      }
+    }
+    h += "</table>\n";
+  }
   // Which rules caught each incident (for the bands' colour and the list).
   std::vector<std::vector<std::string>> caught_by(report.incidents.size());
   for (const RuleScore& s : report.scores) {
@@ -403,19 +682,72 @@ std::string FormatHtml(const ScoreReport& report) {
     h += "</table>\n";
   }
 
+  auto links = [&](const std::vector<std::string>& exprs, int64_t start_ms, int64_t end_ms) {
+    std::string out;
+    const std::string graph = GraphUrl(report.links, exprs, start_ms, end_ms);
+    if (!graph.empty()) out += "<a class=\"graph\" href=\"" + Escape(graph) + "\">graph</a>";
+    const std::string explore = ExploreUrl(report.links, exprs, start_ms, end_ms);
+    if (!explore.empty()) out += std::string(out.empty() ? "" : " ") + "<a class=\"explore\" href=\"" + Escape(explore) + "\">explore</a>";
+    return out;
+  };
   h += "<h2>Incidents</h2>\n<table id=\"incidents\"><tr><th class=\"l\">cluster</th><th class=\"l\">kind</th>"
-       "<th class=\"l\">subject</th><th class=\"l\">start</th><th class=\"l\">end</th><th class=\"l\">caught by "
-       "(time to detect)</th></tr>\n";
+       "<th class=\"l\">subject</th><th class=\"l\">start (UTC)</th><th class=\"l\">start (cluster)</th>"
+       "<th class=\"l\">end (UTC)</th><th class=\"l\">caught by (time to detect)</th><th class=\"l\">look</th></tr>\n";
   for (size_t i = 0; i < report.incidents.size(); ++i) {
     const Incident& inc = report.incidents[i];
     std::string by;
     for (const std::string& b : caught_by[i]) by += (by.empty() ? "" : ", ") + b;
     h += "<tr><td class=\"l\">" + Escape(inc.cluster) + "</td><td class=\"l\">" + Escape(inc.kind) +
-         "</td><td class=\"l\">" + Escape(inc.subject) + "</td><td class=\"l\">" + Escape(Time(inc.start_ms)) +
-         "</td><td class=\"l\">" + Escape(Time(inc.end_ms)) + "</td><td class=\"l " +
-         (by.empty() ? "missed\">missed" : "caught\">" + Escape(by)) + "</td></tr>\n";
+         "</td><td class=\"l\">" + (inc.subject.empty() ? std::string("(any)") : Escape(inc.subject)) +
+         "</td><td class=\"l\">" + Escape(Time(inc.start_ms)) + "</td><td class=\"l\">" +
+         Escape(ClusterTime(inc.start_ms, inc.cluster)) + "</td><td class=\"l\">" + Escape(Time(inc.end_ms)) +
+         "</td><td class=\"l k " + (by.empty() ? "missed\">missed" : "caught\">" + Escape(by)) + "</td><td class=\"l\">" +
+         links(ExprsForIncident(report, inc), inc.start_ms, inc.end_ms) + "</td></tr>\n";
   }
   h += "</table>\n";
+
+  // Each rule: where it is written, its expression, its noise and its false alerts.
+  h += "<h2>Rules and their false alerts</h2>\n";
+  for (size_t r = 0; r < report.firings.size() && r < report.scores.size(); ++r) {
+    const RuleFirings& f = report.firings[r];
+    const RuleScore& s = report.scores[r];
+    const Noise noise = NoiseOf(f, report.from_ms, report.to_ms);
+    const std::vector<size_t> false_alerts = FalseAlerts(f, s);
+    h += "<div class=\"rule\" id=\"rule-" + std::to_string(r) + "\"><h3>" + Escape(f.rule) + "</h3>\n<p>";
+    if (!f.file.empty()) h += Escape(f.file + ":" + std::to_string(f.line)) + ", ";
+    h += "group " + Escape(f.group) + (f.source == "rule" ? ", for: " + Escape(FormatDuration(f.for_ms)) : "") +
+         ", kinds " + Escape(f.kinds.empty() ? std::string("(every kind)") : [&] {
+           std::string k;
+           for (const std::string& kind : f.kinds) k += (k.empty() ? "" : ", ") + kind;
+           return k;
+         }()) +
+         "; noise " + Fixed(noise.onsets_per_day, 1) + " onsets/day, " + Fixed(noise.alert_minutes_per_day, 0) +
+         " alert-minutes/day; " + std::to_string(false_alerts.size()) + " false alert" +
+         (false_alerts.size() == 1 ? "" : "s") + "</p>\n";
+    if (!f.expr.empty()) h += "<pre class=\"expr\">" + Escape(f.expr) + "</pre>\n";
+    if (false_alerts.empty()) {
+      h += "</div>\n";
+      continue;
+    }
+    h += "<table class=\"false-alerts\"><tr><th class=\"l\">labels</th><th class=\"l\">start (UTC)</th>"
+         "<th class=\"l\">start (cluster)</th><th class=\"l\">end (UTC)</th><th>duration</th><th class=\"l\">look</th>"
+         "</tr>\n";
+    for (size_t n = 0; n < false_alerts.size() && n < kFalseAlertsOnPage; ++n) {
+      const FiringInterval& i = f.intervals[false_alerts[n]];
+      const std::vector<std::string> exprs = f.expr.empty() ? std::vector<std::string>{} : std::vector<std::string>{f.expr};
+      h += "<tr class=\"false-alert\"><td class=\"l k\">" + Escape(LabelsText(i.labels)) + "</td><td class=\"l\">" +
+           Escape(Time(i.start_ms)) + "</td><td class=\"l\">" + Escape(ClusterTime(i.start_ms, ClusterOf(i.labels))) +
+           "</td><td class=\"l\">" + Escape(Time(i.end_ms)) + (i.open ? " (still firing)" : "") + "</td><td>" +
+           Escape(DurationText(i.end_ms - i.start_ms)) + "</td><td class=\"l\">" + links(exprs, i.start_ms, i.end_ms) +
+           "</td></tr>\n";
+    }
+    h += "</table>\n";
+    if (false_alerts.size() > kFalseAlertsOnPage) {
+      h += "<p>... and " + std::to_string(false_alerts.size() - kFalseAlertsOnPage) +
+           " more false alerts (all of them in --json).</p>\n";
+    }
+    h += "</div>\n";
+  }
   if (!report.warnings.empty()) {
     h += "<h2>Warnings</h2>\n<ul>\n";
     for (const std::string& w : report.warnings) h += "<li>" + Escape(w) + "</li>\n";

@@ -50,13 +50,34 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
   for (const Incident& i : report.incidents) known_kinds.insert(i.kind);
   if (!rules.alerts.empty() && querier == nullptr) return core::Status::Error("no Prometheus to query the rules with");
 
+  // The recording rules the alerts use, asked of the server once: a series that is there (recorded
+  // live, or backfilled) is no cause for a warning.
+  std::set<std::string> used_records;
+  for (const AlertRule& rule : rules.alerts) {
+    for (std::string& used : RecordingRulesUsed(rule, rules)) used_records.insert(std::move(used));
+  }
+  std::set<std::string> present;
+  std::string not_checked;
+  if (!used_records.empty()) {
+    core::Result<std::set<std::string>> got = querier->MetricNamesPresent(
+        std::vector<std::string>(used_records.begin(), used_records.end()), options.from_ms, options.to_ms);
+    if (got.ok()) {
+      present = std::move(got).value();
+    } else {
+      not_checked = " (whether it is could not be checked: " + got.status().message() + ")";
+    }
+  }
   std::vector<RuleScore> rule_scores;
   for (const AlertRule& rule : rules.alerts) {
     if (progress) progress(rule);
     for (const std::string& used : RecordingRulesUsed(rule, rules)) {
+      if (present.count(used) > 0) continue;
       report.warnings.push_back(rule.file + ":" + std::to_string(rule.line) + ": " + rule.name + " uses " + used +
-                                ", a recording rule: its series must be in Prometheus (recorded live, or backfilled: "
-                                "acmetrace backfill does the shipped ones), else the alert never fires");
+                                ", a recording rule " +
+                                (not_checked.empty() ? "with no series on the server over the window" + not_checked
+                                                     : "whose series must be on the server" + not_checked) +
+                                ": record it live, or backfill it (acmetrace backfill does the shipped ones), "
+                                "else the alert never fires");
     }
     core::Result<RangeAnswer> answer =
         querier->QueryRange(rule.expr, options.from_ms, options.to_ms, rule.interval_ms);
@@ -76,6 +97,9 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
     RuleFirings firings;
     firings.rule = rule.name;
     firings.group = rule.group;
+    firings.expr = rule.expr;
+    firings.file = rule.file;
+    firings.line = rule.line;
     firings.kinds = KindsOfRule(rule, known_kinds);
     firings.for_ms = rule.for_ms;
     firings.keep_firing_for_ms = rule.keep_firing_for_ms;

@@ -1,5 +1,6 @@
-// libFuzzer target for the incident files of `acmetrace score`: any bytes as faults.csv
-// (scoring::LoadFaultsCsv), or, first byte 'a', as an acme.anomalies file (scoring::LoadAnomalyFlags).
+// libFuzzer target for the input files of `acmetrace score`: any bytes as faults.csv
+// (scoring::LoadFaultsCsv), or, first byte 'a', as an acme.anomalies file (scoring::LoadAnomalyFlags),
+// or, first byte 'b', as a --baseline scorecard (scoring::LoadBaseline).
 // Errors are one line naming the file, of bounded size (a huge cell is echoed cut); what loads is
 // sorted, of trace times, and flags lie in the window.
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "acmetrace/core/time.h"
+#include "acmetrace/scoring/baseline.h"
 #include "acmetrace/scoring/incidents.h"
 #include "fuzz_support.h"
 
@@ -46,6 +48,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+  if (size > 0 && data[0] == 'b') {
+    const std::string path = fuzz::WriteInput("baseline.json", data + 1, size - 1);
+    core::Result<scoring::Baseline> baseline = scoring::LoadBaseline(path);
+    if (!baseline.ok()) {
+      CheckError(baseline.status().message(), "--baseline: " + path);
+      return 0;
+    }
+    for (const scoring::BaselineRule& r : baseline.value().rules) {
+      ACMETRACE_FUZZ_CHECK(!r.precision || (*r.precision >= 0 && *r.precision <= 1));
+      ACMETRACE_FUZZ_CHECK(!r.recall || (*r.recall >= 0 && *r.recall <= 1));
+      ACMETRACE_FUZZ_CHECK(r.onsets >= 0 && r.false_alerts >= 0);
+    }
+    return 0;
+  }
   const std::string path = fuzz::WriteInput("faults.csv", data, size);
   core::Result<std::vector<scoring::Incident>> incidents = scoring::LoadFaultsCsv(path);
   if (!incidents.ok()) {
@@ -56,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const scoring::Incident& i : incidents.value()) {
     ACMETRACE_FUZZ_CHECK(core::IsTraceTimeMs(i.start_ms) && core::IsTraceTimeMs(i.end_ms));
     ACMETRACE_FUZZ_CHECK(i.end_ms >= i.start_ms && i.start_ms >= last);
-    ACMETRACE_FUZZ_CHECK(!i.cluster.empty() && !i.kind.empty() && !i.subject.empty());
+    ACMETRACE_FUZZ_CHECK(!i.cluster.empty() && !i.kind.empty());  // an empty subject: unknown
     last = i.start_ms;
   }
   return 0;

@@ -365,6 +365,9 @@ TEST_F(BackfillPrometheusTest, TheShippedRulePackCatchesTheInjectedIncidents) {
   EXPECT_GE(total["total_incidents"].get<int>(), 40);
   EXPECT_GE(total["recall"].get<double>(), 0.9) << ReadFile((work_ / "score.txt").string());
   EXPECT_GE(total["precision"].get<double>(), 0.8) << ReadFile((work_ / "score.txt").string());
+  // The recording rules backfill wrote are on the server: score does not call them missing.
+  EXPECT_EQ(ReadFile((work_ / "score.txt").string()).find(", a recording rule"), std::string::npos)
+      << ReadFile((work_ / "score.txt").string());
   // The XID rules read the backfilled recording rule: they fire.
   for (const auto& rule : score["rules"]) {
     if (rule["rule"] == "DcgmGpuXidError") {

@@ -13,16 +13,19 @@
 namespace acmetrace::kafka::testing {
 namespace {
 
-// One record into one partition with a trace_ts_ms header, as the replay writes it.
-void Produce(const std::string& brokers, const std::string& topic, int partition, int64_t ts) {
-  const std::string value = "p" + std::to_string(partition) + "@" + std::to_string(ts);
+// Trace times are offsets from here: readers accept trace_ts_ms headers in the trace years only.
+constexpr int64_t kT0 = 1'688'169'600'000;  // 2023-07-01T00:00:00Z
+
+// One record into one partition with a trace_ts_ms header (kT0 + offset_ms), as the replay writes it.
+void Produce(const std::string& brokers, const std::string& topic, int partition, int64_t offset_ms) {
+  const std::string value = "p" + std::to_string(partition) + "@" + std::to_string(offset_ms);
   CommandResult r = RunCommand("printf '%s' '" + value + "' | kcat -b " + brokers + " -P -t " + topic + " -p " +
-                               std::to_string(partition) + " -H trace_ts_ms=" + std::to_string(ts));
+                               std::to_string(partition) + " -H trace_ts_ms=" + std::to_string(kT0 + offset_ms));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
 struct Read {
-  std::vector<int64_t> ts;       // trace times in the order Next handed them over
+  std::vector<int64_t> ts;       // trace times (offsets from kT0) in the order Next handed them over
   std::vector<std::string> values;
 };
 
@@ -33,7 +36,7 @@ Read ReadAll(KafkaPartitionReader& reader, size_t want, int max_polls = 200) {
     EXPECT_TRUE(e.ok()) << e.status().message();
     if (!e.ok()) break;
     if (e.value().kind != ReaderEvent::Kind::kRecord) continue;
-    out.ts.push_back(e.value().record->trace_ts_ms);
+    out.ts.push_back(e.value().record->trace_ts_ms - kT0);
     out.values.emplace_back(e.value().record->value);
   }
   return out;

@@ -127,14 +127,16 @@ TEST(KafkaRoundTripTest, APartitionKeepsItsOrderAcrossConnections) {
   ASSERT_TRUE(opened.ok()) << opened.status().message();
   KafkaSink& sink = *opened.value();
   ASSERT_TRUE(sink.DeclareStream({topic}, 60'000).ok());
-  ASSERT_TRUE(sink.Prepare(0).ok());
+  // Trace times from 2023-07-01: readers take trace_ts_ms headers in the trace years only.
+  constexpr int64_t kT0 = 1'688'169'600'000;
+  ASSERT_TRUE(sink.Prepare(kT0).ok());
   // 40 keys (nodes), a record each per 10 s of trace time for an hour; every other 10 minutes all but
   // one fall quiet, so the other partitions get progress markers between records.
   std::map<std::string, std::vector<std::string>> produced;  // by key, in order
   int64_t records = 0;
-  for (int64_t ts = 0; ts < 3'600'000; ts += 10'000) {
+  for (int64_t ts = kT0; ts < kT0 + 3'600'000; ts += 10'000) {
     for (int node = 0; node < 40; ++node) {
-      if (node > 0 && (ts / 600'000) % 2 == 1) continue;
+      if (node > 0 && ((ts - kT0) / 600'000) % 2 == 1) continue;
       OutgoingMessage m;
       const std::string key = "seren/10.140.0." + std::to_string(node);
       const std::string value = "{\"ts_ms\":" + std::to_string(ts) + "}";

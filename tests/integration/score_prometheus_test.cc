@@ -160,7 +160,7 @@ TEST(ScoreUnreachableTest, APrometheusThatIsNotThereIsAFailureNotAHang) {
   const CommandRun run = RunCommand(std::string(ACMETRACE_BINARY) + " score --prometheus " + url + " --faults " + dir +
                                     "/faults.csv");
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": connecting: Connection refused"),
+  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": Failed to connect to 127.0.0.1 port"),
             std::string::npos)
       << run.output;
   fs::remove_all(dir);
@@ -186,7 +186,7 @@ TEST(ScoreUnreachableTest, AServerThatNeverAnswersTimesOut) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::close(fd);
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": reading the answer: "), std::string::npos)
+  EXPECT_NE(run.output.find("cannot query Prometheus at " + url + ": Operation timed out after "), std::string::npos)
       << run.output;
   EXPECT_LT(seconds, 10.0);  // one request's timeout, not a hang
   fs::remove_all(dir);

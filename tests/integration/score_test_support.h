@@ -52,7 +52,11 @@ inline CommandRun RunCommand(const std::string& command) {
 // A Prometheus serving the blocks promtool makes of `openmetrics`, killed by the destructor.
 class LocalPrometheus {
  public:
-  LocalPrometheus(const std::string& dir, const std::string& openmetrics) : dir_(dir) {
+  // web_config: the contents of a --web.config.file (TLS, basic auth), and the shell command that
+  // exits 0 once such a server is ready (plain HTTP GETs /-/ready otherwise).
+  LocalPrometheus(const std::string& dir, const std::string& openmetrics, const std::string& web_config = "",
+                  const std::string& ready_command = "")
+      : dir_(dir) {
     fs::create_directories(dir);
     std::ofstream(dir + "/data.om") << openmetrics;
     std::ofstream(dir + "/prometheus.yml") << "global: {}\n";  // no scrapes: the blocks are the data
@@ -62,6 +66,7 @@ class LocalPrometheus {
       error_ = "promtool: " + blocks.output;
       return;
     }
+    if (!web_config.empty()) std::ofstream(dir + "/web.yml") << web_config;
     port_ = FreePort();
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -70,14 +75,19 @@ class LocalPrometheus {
       const std::string tsdb = "--storage.tsdb.path=" + dir + "/tsdb";
       const std::string config = "--config.file=" + dir + "/prometheus.yml";
       const std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+      const std::string web = "--web.config.file=" + dir + "/web.yml";
       ::execl("/usr/bin/prometheus", "prometheus", tsdb.c_str(), "--storage.tsdb.retention.time=100y",
-              config.c_str(), listen.c_str(), static_cast<char*>(nullptr));
+              config.c_str(), listen.c_str(), web_config.empty() ? static_cast<char*>(nullptr) : web.c_str(),
+              static_cast<char*>(nullptr));
       std::_Exit(127);
     }
     // Real components take real time to start.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (HttpStatus(port_, "/-/ready") == 200) return;
+      if (ready_command.empty() ? HttpStatus(port_, "/-/ready") == 200
+                                : RunCommand(ReplacePort(ready_command)).exit_code == 0) {
+        return;
+      }
       if (::waitpid(pid_, nullptr, WNOHANG) != 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
@@ -94,6 +104,14 @@ class LocalPrometheus {
 
   const std::string& error() const { return error_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  // command with each PORT replaced by the server's port.
+  std::string ReplacePort(std::string command) const {
+    for (size_t p = command.find("PORT"); p != std::string::npos; p = command.find("PORT", p)) {
+      command.replace(p, 4, std::to_string(port_));
+    }
+    return command;
+  }
 
  private:
   std::string dir_;

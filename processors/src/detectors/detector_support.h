@@ -88,6 +88,8 @@ class StepClock {
   }
   /// The first step time (kNoTimeMs before the first record).
   int64_t first_ms() const { return first_ms_; }
+  /// Whether a record has started the clock.
+  bool started() const { return first_ms_ != kNoTimeMs; }
 
   template <class Io, class Self>
   static void Fields(Io& io, Self& s) {

@@ -13,8 +13,9 @@
 // the ratio of users starting to end GPU jobs not failed (none such in the dedupe_s before) in the
 // window to their usual count there by the baseline's part, each with 4 users added (when higher than
 // 1); a burst adds failed jobs, not these. The cluster's
-// history starts with its first record of any kind (telemetry too): no judgement before min_history_s
-// of it.
+// history starts with its first telemetry sample or first job end: a trace cut from a longer one holds,
+// before that, only the jobs still pending or running when it begins, and no job ends, so the quiet
+// there is no usual. No judgement before min_history_s of it.
 // Every step_s, for each trailing window w of windows_s with n counted failures where the baseline
 // expects e, and n at least min_ratio x e, with r = rate_shape:
 //     score_w = n ln(n / e) - (n + r) ln((n + r) / (e + r))
@@ -152,19 +153,22 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   void Observe(const core::Record& record) override {
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) {
-      // The cluster's history starts with its first record of any kind: a quiet cluster whose first job
-      // comes an hour after its telemetry has been failing nothing for that hour (issue #14: a Kalos at
-      // scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5 hours).
+      // The cluster's history starts with its first telemetry sample or job end: a quiet cluster whose
+      // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
+      // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
+      // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
       if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
-        if (clusters_.find(sample->cluster) == clusters_.end()) {
+        const auto it = clusters_.find(sample->cluster);
+        if (it == clusters_.end() || !it->second.steps.started()) {
           clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
         }
       }
       return;
     }
+    if (job->event != core::JobEventKind::kEnd) return;
     Cluster& c = clusters_[job->cluster];
     c.steps.OnRecord(job->ts_ms, step_ms_);
-    if (job->event != core::JobEventKind::kEnd || job->gpu_num <= 0) return;
+    if (job->gpu_num <= 0) return;
     if (!StateListed(states_, job->state)) {
       c.ended.push_back({job->ts_ms, job->user});
       return;

@@ -4,6 +4,10 @@
 // open_min_gpus above it for open_for_s, closes when it has been below close_ratio x the median (or
 // within open_min_gpus / 2 of it) for close_for_s. The median keeps learning while the flag is open,
 // so a backlog that lasts for hours becomes the new normal. Subject: the cluster. Value: waiting GPUs.
+// The cluster's history starts with its first telemetry sample or first job end: a trace cut from a
+// longer one holds, before that, only the jobs still pending or running when it begins (those that
+// ended earlier are not in it), so the demand it shows there is no usual to learn from. Jobs submitted
+// earlier are waiting from their submit time all the same; no judgement before min_history_s of it.
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -113,9 +117,17 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
 
   void Observe(const core::Record& record) override {
     const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) return;
+    if (job == nullptr) {
+      if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
+        const auto it = clusters_.find(sample->cluster);
+        if (it == clusters_.end() || !it->second.steps.started()) {
+          clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
+        }
+      }
+      return;
+    }
     Cluster& c = clusters_[job->cluster];
-    c.steps.OnRecord(job->ts_ms, step_ms_);
+    if (job->event == core::JobEventKind::kEnd) c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->gpu_num <= 0) return;
     // Changes take effect at the next judgement after them (all of them are <= its time).
     c.changes.push_back({job->ts_ms, job->job_id, job->event == core::JobEventKind::kSubmit ? job->gpu_num : 0});

@@ -5,6 +5,7 @@
 #include "synth/faults.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -86,6 +87,12 @@ int MinBurstUsers(double expected_users) {
   return std::max(kMinBurstUsers, n);
 }
 
+// A cluster's rate of users starting to fail is not known to be below one an hour: the least rate a
+// burst is sized against, as the failure_burst detector's min_rate_per_h floors its baseline (issue
+// #22: where a quiet night showed one failure in 90 minutes, bursts of 5 users over 25-30 minutes
+// scored 6.8 there, under its open_score of 7).
+constexpr double kLeastOnsetRate = 1.0 / 3600;
+
 // The cluster's rate of users starting to fail at t, per second, as anyone watching it at t knows it:
 // the mean over the kOnsetRateS before t or, if higher, over the kRecentOnsetRateS before t (a
 // cluster fails 2-3x more users in the afternoon than at night, which six hours lag); both start no
@@ -121,6 +128,75 @@ void SetResources(const ClusterModel& model, Job& job) {
   }
 }
 
+// Which GPUs the schedule's jobs hold when: the incidents' own jobs go where GPUs are free, so the
+// cluster's capacity holds at every instant (a job of the trace never shares a GPU with another).
+class CapacityMap {
+ public:
+  CapacityMap(const Schedule& schedule, int64_t from_s) : busy_(static_cast<size_t>(schedule.nodes) * 8) {
+    for (const Job& job : schedule.jobs) {
+      if (job.start_s >= 0 && job.end_s > from_s) Hold(job.alloc, job.start_s, job.end_s);
+    }
+    for (auto& list : busy_) std::sort(list.begin(), list.end());
+  }
+
+  void Hold(const std::vector<NodeAlloc>& alloc, int64_t start, int64_t end) {
+    if (end <= start) return;
+    for (const NodeAlloc& a : alloc) {
+      for (int g = 0; g < 8; ++g) {
+        if (!(a.gpu_mask & (1u << g))) continue;
+        auto& list = busy_[static_cast<size_t>(a.node) * 8 + g];
+        list.insert(std::upper_bound(list.begin(), list.end(), std::make_pair(start, end)), {start, end});
+      }
+    }
+  }
+
+  /// GPUs of node free throughout [start, end), as a mask.
+  uint8_t FreeMask(int node, int64_t start, int64_t end) const {
+    uint8_t mask = 0;
+    for (int g = 0; g < 8; ++g) {
+      const auto& list = busy_[static_cast<size_t>(node) * 8 + g];
+      // Intervals of one GPU never overlap, so sorted by start they are sorted by end too.
+      auto it = std::partition_point(list.begin(), list.end(), [&](const auto& in) { return in.second <= start; });
+      if (it == list.end() || it->first >= end) mask |= static_cast<uint8_t>(1u << g);
+    }
+    return mask;
+  }
+
+  /// GPUs for `gpus` over [start, end) as the scheduler places them (whole nodes from 8 GPUs up, else the
+  /// fullest node that fits), held at once; empty if they are not free.
+  std::vector<NodeAlloc> Take(int gpus, int64_t start, int64_t end) {
+    std::vector<NodeAlloc> alloc;
+    const int nodes = static_cast<int>(busy_.size() / 8);
+    if (gpus >= 8) {
+      const int want = (gpus + 7) / 8;
+      for (int n = 0; n < nodes && static_cast<int>(alloc.size()) < want; ++n) {
+        if (FreeMask(n, start, end) == 0xFF) alloc.push_back({n, 0xFF});
+      }
+      if (static_cast<int>(alloc.size()) < want) alloc.clear();
+    } else {
+      int best = -1, best_free = 9;
+      uint8_t best_mask = 0;
+      for (int n = 0; n < nodes && best_free > gpus; ++n) {
+        const uint8_t mask = FreeMask(n, start, end);
+        const int f = std::popcount(static_cast<unsigned>(mask));
+        if (f >= gpus && f < best_free) best = n, best_free = f, best_mask = mask;
+      }
+      if (best >= 0) {
+        uint8_t mask = 0;
+        for (int g = 0, need = gpus; g < 8 && need > 0; ++g) {
+          if (best_mask & (1u << g)) mask |= static_cast<uint8_t>(1u << g), --need;
+        }
+        alloc.push_back({best, mask});
+      }
+    }
+    Hold(alloc, start, end);
+    return alloc;
+  }
+
+ private:
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> busy_;  // per GPU: [start, end), sorted
+};
+
 // A job that fails at once, as in a burst of failures (bad image, storage outage, broken driver): the
 // size, type and user follow the cluster's GPU job mix; it runs between 10 s and 10 min.
 Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng) {
@@ -134,6 +210,7 @@ Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng
   const int max_gpus = nodes == 1 ? 8 : 8 * (nodes / 2);
   Job job;
   job.type = type.type;
+  job.activity = static_cast<float>(type.activity_mean);
   job.gpus = std::min(type.sizes[PickWeighted(size_cumulative, rng.Uniform())].gpus, max_gpus);
   job.nodes = (job.gpus + 7) / 8;
   job.state = JobState::kFailed;
@@ -152,7 +229,135 @@ Job MakeFailingJob(const ClusterModel& model, int nodes, int64_t end_s, Rng& rng
   return job;
 }
 
+// Large job failures: a job of at least LargeJobGpus (the release's pretraining jobs of 256-1,024 GPUs;
+// a third of a cluster too small for those) fails (a node, a link, the collective library): hours of
+// hundreds of GPUs lost, the incident large_job_failure flags. The generator's own failed large jobs
+// come from the campaigns, about once in four days on a 0.2 Seren (issue #14: too few to measure), so
+// 2-4 a day are injected, at least half an hour apart. Where the cluster runs large jobs, running ones
+// fail (PickRunningLargeJobs); where it runs too few for the day's count (a small cluster's campaigns
+// are narrower than a third of it), every one is a new failing large job that waits for room in the
+// scheduler's queue like any other job (PlanLargeJobs), since whole free nodes for a third of a
+// cluster are rare unless the scheduler drains them. Both from generators of their own.
+struct LargeFailure {
+  size_t job;               // index into Schedule::jobs of the running job made to fail
+  int64_t fail_s;
+  int64_t restart_s;        // its campaign resubmits the run on the same GPUs 1-3 minutes later...
+  int64_t restart_submit_s;  // ...if at least 5 minutes of it were left
+};
+
+// A large job running at a time drawn in the window, at least 30 minutes into its run and not ending
+// within 10 minutes, ends FAILED there, and its campaign resubmits the run on the same nodes 1-3 minutes
+// later (a restart after a failure is automatic), holding them until the failed job would have ended,
+// with its outcome. The GPUs are the job's, so the cluster's capacity holds and the telemetry shows the
+// failure as it is: the GPUs idle between the two jobs. `wanted`: how many the window should have; the
+// result may hold fewer, and holds none of the `planned` ones' times (PlanLargeJobs's, in the schedule).
+std::vector<LargeFailure> PickRunningLargeJobs(const Schedule& schedule, uint64_t noise_key, int& wanted,
+                                               const std::vector<int64_t>& planned = {}) {
+  std::vector<LargeFailure> picks;
+  const int64_t ws = schedule.window_start_s, we = schedule.window_end_s;
+  const int64_t lo = ws + kLeadInS, hi = we - kTailS;
+  const int days = static_cast<int>((we - ws + 86399) / 86400);
+  Rng large_rng(MixKey(noise_key, 0x1A76E));
+  const int least = LargeJobGpus(8 * schedule.nodes);
+  Spans failing;
+  for (const int64_t t : planned) failing.Add(t, t);
+  std::set<size_t> picked;
+  wanted = CountFor(large_rng, days);
+  for (int n = wanted - static_cast<int>(planned.size()); n > 0; --n) {
+    for (int tries = 0; tries < kMaxTries; ++tries) {
+      const int64_t fail_s = Uniform(large_rng, lo, hi);
+      if (!failing.Free(fail_s, fail_s, kClusterApartS)) continue;
+      std::vector<size_t> candidates;
+      for (size_t j = 0; j < schedule.jobs.size(); ++j) {
+        const Job& job = schedule.jobs[j];
+        if (!job.in_trace || job.gpus < least || job.start_s < 0 || job.alloc.empty()) continue;
+        if (IsFailed(job.state) || job.xid != 0 || picked.count(j)) continue;
+        if (job.start_s > fail_s - 1800 || job.end_s < fail_s + 600) continue;
+        candidates.push_back(j);
+      }
+      if (candidates.empty()) continue;
+      const size_t j = candidates[large_rng.Below(candidates.size())];
+      failing.Add(fail_s, fail_s);
+      LargeFailure f{j, fail_s, fail_s + Uniform(large_rng, 60, 180), 0};
+      if (schedule.jobs[j].end_s - f.restart_s >= 300) {
+        f.restart_submit_s = f.restart_s - static_cast<int64_t>(large_rng.Below(20));
+      }
+      picked.insert(j);
+      picks.push_back(f);
+      break;
+    }
+  }
+  return picks;
+}
+
+// Keys of the failing large jobs PlanLargeJobs may add to a window of `days` days.
+std::vector<uint64_t> PlannedLargeKeys(uint64_t noise_key, int days) {
+  std::vector<uint64_t> keys;
+  for (int i = 0; i < 4 * days; ++i) keys.push_back(MixKey(noise_key, 0x1A7F000 + static_cast<uint64_t>(i)));
+  return keys;
+}
+
+uint64_t FaultNoiseKey(const ClusterModel& model, uint64_t seed) { return MixKey(MixKey(seed, HashName(model.name)), 0xFA17); }
+
 }  // namespace
+
+std::vector<Job> FaultPlan::PlanLargeJobs(const ClusterModel& model, const Schedule& schedule, uint64_t seed) {
+  const int64_t ws = schedule.window_start_s, we = schedule.window_end_s;
+  if (we - kTailS - (ws + kLeadInS) < 3600) return {};
+  const uint64_t noise_key = FaultNoiseKey(model, seed);
+  int wanted = 0;
+  if (static_cast<int>(PickRunningLargeJobs(schedule, noise_key, wanted).size()) >= wanted) return {};
+  // A pretraining job (a pretraining team's user, whole nodes) of a third to 0.4 of the cluster (at most
+  // 1,024 GPUs, as the release's largest), submitted from an hour into the window to 8 hours before its
+  // end, at least an hour apart, so that after its wait for room it fails within the window, 30 minutes
+  // to 4 hours into its run.
+  const int nodes = schedule.nodes;
+  const int least_nodes = std::min(nodes, (LargeJobGpus(8 * nodes) + 7) / 8);
+  const int most_nodes = std::clamp(static_cast<int>(0.4 * nodes), least_nodes, std::max(least_nodes, 128));
+  const GpuTypeModel* pretrain = nullptr;
+  for (const auto& t : model.gpu_types) {
+    if (t.type == JobType::kPretrain) pretrain = &t;
+  }
+  Rng rng(MixKey(noise_key, 0x1A7E5));
+  const int64_t first = ws + kLeadInS, last = std::max(first, we - 8 * 3600);
+  // Submitted where its nodes are free for its run in the schedule simulated without it, if there is
+  // such a time (the simulation with it is the same up to there, so it starts at once), else at a time
+  // drawn, and queued ahead of the workload (a pretraining team's priority): it starts when running
+  // jobs have left it room, or is dropped if that is more than 4 hours away or too late for it to fail
+  // in the window, and running large jobs fail instead. In FIFO order behind a full small cluster's
+  // other large jobs it waited days (a 0.2 Kalos queued 1,000 GPUs of them for the whole day, against
+  // which every backlog was measured, and their failures fell after the window).
+  CapacityMap capacity(schedule, ws - 86400);
+  Spans submits;
+  std::vector<Job> jobs;
+  const std::vector<uint64_t> keys = PlannedLargeKeys(noise_key, static_cast<int>((we - ws + 86399) / 86400));
+  for (int i = 0; i < wanted && i < static_cast<int>(keys.size()); ++i) {
+    Job job;
+    job.type = JobType::kPretrain;
+    job.activity = pretrain != nullptr ? static_cast<float>(pretrain->activity_mean) : 0.0f;
+    job.nodes = least_nodes + static_cast<int>(rng.Below(static_cast<uint64_t>(most_nodes - least_nodes + 1)));
+    job.gpus = 8 * job.nodes;
+    job.state = JobState::kFailed;
+    job.user = static_cast<int>(rng.Below(static_cast<uint64_t>(std::max(1, std::min(8, model.users)))));
+    job.run_s = std::llround(std::exp(std::log(1800.0) + rng.Uniform() * std::log(8.0)));
+    const int64_t queued_s = static_cast<int64_t>(rng.Below(120));
+    for (int tries = 0; tries < 4 * kMaxTries && job.alloc.empty(); ++tries) {
+      const int64_t submit = Uniform(rng, first, last);
+      if (!submits.Free(submit, submit, 3600)) continue;
+      job.alloc = capacity.Take(job.gpus, submit + queued_s, submit + queued_s + job.run_s);
+      job.submit_s = submit;
+    }
+    if (!submits.Free(job.submit_s, job.submit_s, 3600)) continue;
+    submits.Add(job.submit_s, job.submit_s);
+    job.alloc.clear();  // the scheduler places it
+    job.eligible_s = job.submit_s + queued_s;
+    job.key = keys[static_cast<size_t>(i)];
+    job.ahead = true;
+    SetResources(model, job);
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
 
 std::string_view FaultKindName(FaultKind kind) {
   switch (kind) {
@@ -173,7 +378,7 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   FaultPlan plan;
   plan.nodes_ = schedule.nodes;
   plan.window_start_s_ = schedule.window_start_s;
-  plan.noise_key_ = MixKey(MixKey(seed, HashName(model.name)), 0xFA17);
+  plan.noise_key_ = FaultNoiseKey(model, seed);
   Rng rng(plan.noise_key_);
   const int64_t ws = schedule.window_start_s, we = schedule.window_end_s;
   const int64_t lo = ws + kLeadInS, hi = we - kTailS;
@@ -185,61 +390,69 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   std::vector<Spans> node_spans(nodes);
 
   std::vector<Job> extra;  // jobs the incidents add to the trace
-  std::vector<std::pair<int, int64_t>> burst_onsets;  // (user, end) of the failed jobs of a burst's new users
-  // Large job failures: a pretraining job of at least LargeJobGpus (the release's 256-1,024; a third of a
-  // cluster too small for those) fails hours into its run (a node, a link, the collective library):
-  // hours of hundreds of GPUs lost, the incident large_job_failure flags. The generator's own failed
-  // large jobs come from the campaigns, about once in four days on a 0.2 Seren (issue #14: 2 in 16
-  // days, too few to measure), so a few a day are injected, shaped like the campaigns' jobs: type
-  // Pretrain, whole nodes, a size from the pretraining distribution (narrowed to half the cluster as
-  // the scheduler narrows them at small scales), a pretraining team's user, submitted in the window and
-  // started within two minutes, FAILED 30 minutes to 4 hours after it started. One at a time. Like the
-  // bursts' and backlogs' jobs they are in the job trace only: placing them on GPUs would reschedule
-  // the whole day and move every other incident. From a generator of their own, so that the incidents
-  // of the other kinds of a seed stay as they were.
-  std::set<uint64_t> injected_large;  // keys of the injected jobs
-  {
-    Rng large_rng(MixKey(plan.noise_key_, 0x1A76E));
-    const GpuTypeModel* pretrain = nullptr;
-    for (const auto& t : model.gpu_types) {
-      if (t.type == JobType::kPretrain) pretrain = &t;
-    }
-    const int least = (LargeJobGpus(8 * nodes) + 7) / 8 * 8, widest = std::max(8, 8 * (nodes / 2));
-    std::vector<int> sizes;
-    std::vector<double> cumulative;
-    double sum = 0;
-    for (const auto& sw : pretrain != nullptr ? pretrain->sizes : std::vector<SizeWeight>{}) {
-      if (sw.gpus < kLargeJobGpus) continue;
-      sizes.push_back(std::clamp(sw.gpus, std::min(least, widest), widest));
-      cumulative.push_back(sum += sw.weight);
-    }
-    Spans running;
-    for (int n = sizes.empty() ? 0 : CountFor(large_rng, days); n > 0; --n) {
-      for (int tries = 0; tries < kMaxTries; ++tries) {
-        const int64_t fail_s = Uniform(large_rng, lo, hi);
-        const int64_t longest = std::min<int64_t>(4 * 3600, fail_s - ws - 120);
-        const int64_t run_s =  // log-uniform in [30 min, longest]
-            std::llround(std::exp(std::log(1800.0) + large_rng.Uniform() * std::log(longest / 1800.0)));
-        if (!running.Free(fail_s - run_s, fail_s, 0)) continue;
-        running.Add(fail_s - run_s, fail_s);
-        Job job = MakeFailingJob(model, nodes, fail_s, large_rng);
-        job.type = JobType::kPretrain;
-        job.gpus = sizes[PickWeighted(cumulative, large_rng.Uniform())];
-        job.nodes = job.gpus / 8;
-        job.user = static_cast<int>(large_rng.Below(static_cast<uint64_t>(std::min(8, model.users))));
-        job.run_s = run_s;
-        job.start_s = fail_s - run_s;
-        job.submit_s = job.start_s - static_cast<int64_t>(large_rng.Below(120));
-        job.eligible_s = job.submit_s;
-        SetResources(model, job);
-        job.key = MixKey(plan.noise_key_, 0x1A70000 + extra.size());
-        job.in_trace = true;
-        injected_large.insert(job.key);
-        extra.push_back(std::move(job));
-        break;
-      }
+  // (user, burst start, end) of the failed jobs of a burst's new users
+  std::vector<std::tuple<int, int64_t, int64_t>> burst_onsets;
+  // Large job failures (PickRunningLargeJobs, PlanLargeJobs): running large jobs made to fail, or the
+  // failing large jobs planned before the simulation, which the scheduler placed like any other job.
+  std::set<uint64_t> injected_large;  // keys of the jobs made to fail
+  std::vector<int64_t> planned_ends;    // of the planned ones, which the running ones make up to the count
+  for (const uint64_t key : PlannedLargeKeys(plan.noise_key_, days)) {
+    for (const Job& j : schedule.jobs) {
+      if (j.key != key) continue;
+      injected_large.insert(key);
+      planned_ends.push_back(j.end_s);
     }
   }
+  {
+    int wanted = 0;
+    std::vector<Job> restarts;
+    for (const LargeFailure& f : PickRunningLargeJobs(schedule, plan.noise_key_, wanted, planned_ends)) {
+      Job& job = schedule.jobs[f.job];
+      if (job.end_s - f.restart_s >= 300) {
+        Job again = job;
+        again.submit_s = f.restart_submit_s;
+        again.eligible_s = again.submit_s;
+        again.start_s = f.restart_s;
+        again.run_s = job.end_s - f.restart_s;
+        again.key = MixKey(plan.noise_key_, 0x1A70000 + restarts.size());
+        again.in_trace = IsInTrace(again, ws, we);
+        restarts.push_back(std::move(again));
+      }
+      job.state = JobState::kFailed;
+      job.end_s = f.fail_s;
+      job.run_s = f.fail_s - job.start_s;
+      job.xid = 0;
+      injected_large.insert(job.key);
+    }
+    for (Job& job : restarts) schedule.jobs.push_back(std::move(job));
+  }
+  // The incidents' own jobs take GPUs nobody holds (a backlog's jobs wait until there are some).
+  CapacityMap capacity(schedule, ws - 86400);
+  // Puts a failing job of a burst on free GPUs, ending in [from, to): at its drawn end if it fits, else at
+  // other ends in the span, else smaller (a cluster's job mix has smaller jobs failing too). False if the
+  // cluster has no GPU free there at all.
+  Rng place_rng(MixKey(plan.noise_key_, 0x91ACE));
+  auto place_failing = [&](Job& job, int64_t from, int64_t to) {
+    for (int gpus = job.gpus; gpus >= 1; gpus = gpus > 8 ? std::max(8, gpus / 16 * 8) : gpus / 2) {
+      for (int attempt = 0; attempt < 16; ++attempt) {
+        const int64_t end = attempt == 0 ? job.end_s : Uniform(place_rng, from, to - 1);
+        // Then a job that dies within a minute of its start, which fits where GPUs free up briefly.
+        const int64_t run = attempt < 8 ? job.run_s : std::min(job.run_s, Uniform(place_rng, 10, 60));
+        std::vector<NodeAlloc> alloc = capacity.Take(gpus, end - run, end);
+        if (alloc.empty()) continue;
+        const int64_t shift = end - job.end_s;
+        job.submit_s += shift, job.eligible_s += shift, job.start_s += shift, job.end_s = end;
+        job.start_s = end - run;
+        job.run_s = run;
+        job.gpus = gpus;
+        job.nodes = (gpus + 7) / 8;
+        job.alloc = std::move(alloc);
+        SetResources(model, job);
+        return true;
+      }
+    }
+    return false;
+  };
   // Failure bursts: 3-10x the cluster's own rate of failed GPU jobs for 10-30 minutes, as extra FAILED
   // jobs, of many users: a cluster's incident (storage, network, a bad driver roll-out) fails many
   // users' jobs at once, while a user's sweep failing on one bug is that user's problem. The jobs' users
@@ -257,13 +470,10 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   std::vector<std::pair<int64_t, int>> failures;  // (end, user) of the failed GPU jobs
   for (const Job& job : schedule.jobs) {
     if (!job.in_trace || job.gpus <= 0 || !IsFailed(job.state) || job.end_s < ws || job.end_s >= we) continue;
-    ++failed;
+    // The injected large job failures are failures the cluster shows before a burst too, not part of the
+    // rate the bursts multiply, which is the workload's own.
+    if (!injected_large.count(job.key)) ++failed;
     failures.emplace_back(job.end_s, job.user);
-  }
-  // The injected large job failures are failures the cluster shows before a burst too (not part of the
-  // rate the bursts multiply, which is the workload's own).
-  for (const Job& job : extra) {
-    if (job.end_s < we) failures.emplace_back(job.end_s, job.user);
   }
   const double failure_rate_s = failed / static_cast<double>(we - ws);
   // A burst's users, like any failing users, are part of the rate the cluster has shown to a burst after
@@ -293,9 +503,10 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
       }
       for (int64_t k = 0; k < jobs; ++k) {
         Job job = MakeFailingJob(model, nodes, Uniform(rng, start, start + duration - 1), rng);
+        if (!place_failing(job, start, start + duration)) continue;
         job.key = MixKey(plan.noise_key_, 0xB000000 + extra.size());
         job.in_trace = job.submit_s >= ws && job.submit_s < we;
-        if (!b.failing.count(job.user)) b.starting.insert(job.user), burst_onsets.emplace_back(job.user, job.end_s);
+        if (!b.failing.count(job.user)) b.starting.insert(job.user), burst_onsets.emplace_back(job.user, start, job.end_s);
         extra.push_back(std::move(job));
       }
       b.end_job = extra.size();
@@ -317,31 +528,35 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
         it->second = end;
       }
     }
-    const double expected_users = ClusterOnsetRate(onsets, ws, b.start) * static_cast<double>(b.duration);
+    const double expected_users =
+        std::max(ClusterOnsetRate(onsets, ws, b.start), kLeastOnsetRate) * static_cast<double>(b.duration);
     const size_t want = model.users < kMinBurstUsers
                             ? 0
                             : static_cast<size_t>(std::min<int64_t>(
                                   static_cast<int64_t>(model.users - b.failing.size()), MinBurstUsers(expected_users)));
     for (size_t j = b.first_job; j < b.end_job; ++j) shown.emplace_back(extra[j].end_s, extra[j].user);
     Rng more_rng(MixKey(plan.noise_key_, 0xB0B0000 + static_cast<uint64_t>(b.start)));
-    while (b.starting.size() < want) {
+    for (size_t tries = 0; b.starting.size() < want && tries < 20 * want; ++tries) {
       Job job = MakeFailingJob(model, nodes, Uniform(more_rng, b.start, b.start + b.duration - 1), more_rng);
       while (b.starting.count(job.user) || b.failing.count(job.user)) {
         job.user = static_cast<int>(more_rng.Below(static_cast<uint64_t>(model.users)));
       }
+      if (!place_failing(job, b.start, b.start + b.duration)) continue;
       job.key = MixKey(plan.noise_key_, 0xB000000 + extra.size());
       job.in_trace = job.submit_s >= ws && job.submit_s < we;
       b.starting.insert(job.user);
-      burst_onsets.emplace_back(job.user, job.end_s);
+      burst_onsets.emplace_back(job.user, b.start, job.end_s);
       shown.emplace_back(job.end_s, job.user);
       extra.push_back(std::move(job));
     }
   }
   // Queue backlogs: a team submits a sweep of 8-64-GPU jobs, 320-1,024 GPUs in all, within five
   // minutes, and it waits 45-90 minutes (a maintenance reservation, a large job draining the
-  // partition) before it starts, briefly: the GPUs waiting far exceed the cluster's usual (a few dozen,
-  // at most ~150 on a synthetic day). Drawn from a generator of their own, so that the incidents of the
-  // other kinds of a seed stay as they were.
+  // partition) before it may start: the GPUs waiting far exceed the cluster's usual (a few dozen, at
+  // most ~150 on a synthetic day). Then each job starts as soon as GPUs are free for it and runs
+  // briefly, so a sweep larger than the free GPUs drains over a while, as a queue does. On a small
+  // cluster a sweep asks for at most twice its GPUs, in jobs of at most a quarter of it. Drawn from a
+  // generator of their own, so that the incidents of the other kinds of a seed stay as they were.
   {
     Rng backlog_rng(MixKey(plan.noise_key_, 0xBAC));
     Spans backlogs;
@@ -351,12 +566,13 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
         const int64_t start = Uniform(backlog_rng, lo, hi - duration);
         if (!backlogs.Free(start, start + duration, kClusterApartS)) continue;
         backlogs.Add(start, start + duration);
-        const int64_t want = Uniform(backlog_rng, 320, 1024);
+        const int64_t want = std::min<int64_t>(Uniform(backlog_rng, 320, 1024), 2 * 8 * nodes);
+        const int widest = 8 * std::max(1, nodes / 4);
         int64_t gpus = 0;
         int user = -1;
         while (gpus < want) {
           Job job = MakeFailingJob(model, nodes, start + duration, backlog_rng);
-          job.gpus = std::min(8 << backlog_rng.Below(4), 8 * nodes);
+          job.gpus = std::min(8 << backlog_rng.Below(4), widest);
           job.nodes = job.gpus / 8;
           SetResources(model, job);
           job.state = JobState::kCompleted;
@@ -364,8 +580,13 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
           job.user = user;
           job.submit_s = start + static_cast<int64_t>(backlog_rng.Below(300));
           job.eligible_s = job.submit_s;
-          job.start_s = start + duration;
           job.run_s = Uniform(backlog_rng, 60, 600);
+          // The first minute from the release at which its GPUs are free for its run (a month on: the
+          // schedule holds nothing that far, so it always ends).
+          for (job.start_s = start + duration; job.alloc.empty() && job.start_s < we + 30 * 86400; job.start_s += 60) {
+            job.alloc = capacity.Take(job.gpus, job.start_s, job.start_s + job.run_s);
+            if (!job.alloc.empty()) break;
+          }
           job.end_s = job.start_s + job.run_s;
           job.key = MixKey(plan.noise_key_, 0xBAC0000 + extra.size());
           job.in_trace = job.submit_s >= ws && job.submit_s < we;
@@ -377,11 +598,9 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
       }
     }
   }
-  if (!extra.empty()) {
-    for (Job& job : extra) schedule.jobs.push_back(std::move(job));
-    std::stable_sort(schedule.jobs.begin(), schedule.jobs.end(),
-                     [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
-  }
+  for (Job& job : extra) schedule.jobs.push_back(std::move(job));
+  std::stable_sort(schedule.jobs.begin(), schedule.jobs.end(),
+                   [](const Job& a, const Job& b) { return a.submit_s < b.submit_s; });
 
   // Node failures: a node dies under a running GPU job, which ends NODE_FAIL there and then. Jobs on
   // more nodes are more exposed.
@@ -397,10 +616,13 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
         const Job& job = jobs[j];
         if (!job.in_trace || job.gpus == 0 || job.start_s < 0 || job.alloc.empty() || taken[j]) continue;
         if (IsFailed(job.state) || job.xid != 0 || job.start_s > t - 120 || job.end_s < t + 60) continue;
-        // Not the job of a user a burst starts failing within the half hour after: that user would be
-        // failing already, and the burst one user short (issue #14, a 0.2 Kalos at 23:10).
+        // Not the job of a user a burst starts failing, from half an hour before the burst (or the user's
+        // job in it) until that job ends: that user would be failing already, and the burst one user
+        // short (issue #14, a 0.2 Kalos at 23:10; a failure 25 minutes before the burst but 30 before
+        // the user's job in it counts too).
         const bool burst_user = std::any_of(burst_onsets.begin(), burst_onsets.end(), [&](const auto& b) {
-          return b.first == job.user && b.second >= t && b.second - t < kFailingForS;
+          const auto& [user, burst_start, end] = b;
+          return user == job.user && t < end && t >= std::min(burst_start, end) - kFailingForS;
         });
         if (burst_user) continue;
         candidates.push_back(static_cast<int>(j));

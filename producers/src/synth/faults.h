@@ -77,10 +77,17 @@ class FaultPlan {
  public:
   FaultPlan() = default;
 
-  /// Plans the faults of one cluster. Job faults change schedule at once: failure bursts add FAILED
-  /// jobs, queue backlogs jobs that wait (both re-sorted by submit time), node failures end running
+  /// Plans the faults of one cluster. Job faults change schedule at once, within its capacity: large
+  /// job failures end running large jobs FAILED (their campaign restarts them on the same GPUs) unless
+  /// PlanLargeJobs's jobs are in it, failure bursts add FAILED jobs on free GPUs, queue backlogs jobs
+  /// that wait, then start as GPUs free up (all re-sorted by submit time), node failures end running
   /// jobs NODE_FAIL early. Failed jobs of at least LargeJobGpus are listed as large job failures.
   static FaultPlan Inject(const ClusterModel& model, Schedule& schedule, uint64_t seed);
+  /// The failing large jobs to add to the cluster's workload (SimulationParams::extra_jobs) before the
+  /// schedule given to Inject is simulated: none when `schedule`, simulated without them, runs large
+  /// jobs enough for the window's large job failures; else all of them, each waiting for room in the
+  /// scheduler's queue like any other job. Inject then lists them.
+  static std::vector<Job> PlanLargeJobs(const ClusterModel& model, const Schedule& schedule, uint64_t seed);
 
   // ---- Telemetry hooks --------------------------------------------------------------------------
   /// Called once with the XIDs the generator puts on GPUs by itself: notes them as ground truth and

@@ -221,10 +221,17 @@ ClusterModel MakeClusterModel(std::string_view name, bool load_from_util) {
   const double trace_gpu_rate = s.Get("gpu_job_num") / m.trace_days;
   const double gpus = m.full_nodes * 8.0;
   if (load_from_util) {
-    // Unallocated GPUs read 0 in FB_USED: the published share of FB_USED samples at 0 is the share of
-    // GPU time nobody had allocated. Arrivals are set so that the rest is allocated on average.
+    // Unallocated GPUs read 0 in FB_USED and in GPU_UTIL (free GPUs do not compute), so each published
+    // share of samples at 0 bounds the GPU time nobody had allocated from above; allocated GPUs read
+    // GPU_UTIL 0 too (start-up, checkpoints, waiting on I/O). Arrivals are set so that the lower of
+    // 1 - FB_USED's zero share and 1 - GPU_UTIL's zero share + kAllocatedAtZero is allocated on
+    // average. On Seren GPU_UTIL's decides (FB_USED alone allowed 0.76, above the 0.6-0.7 its job trace
+    // implies, and a day then held its GPU_UTIL zeros mostly on allocated GPUs, so the cluster's
+    // utilization did not follow its allocation); on Kalos FB_USED's does, as before (docs/synth.md).
+    constexpr double kAllocatedAtZero = 0.045;
     const double unallocated = QuantileTable::ForMetric(m.name, "FB_USED_PCT").CdfAt(0.0);
-    m.target_allocation = 1.0 - unallocated;
+    const double util_zero = QuantileTable::ForMetric(m.name, "GPU_UTIL").CdfAt(0.0);
+    m.target_allocation = std::min(1.0 - unallocated, 1.0 - util_zero + kAllocatedAtZero);
     // GPU time per day is lumpy (a few large, long jobs): a typical few-day window is about 5% less
     // busy than the long-run mean. The rate aims the typical window at the target.
     constexpr double kTypicalWindowCorrection = 1.05;

@@ -30,11 +30,13 @@ struct Job {
   float shared_mem_gb = 0;
   JobType type = JobType::kOther;
   JobState state = JobState::kCompleted;
-  bool in_trace = false;   // submitted inside the window: written to the job trace
+  bool in_trace = false;   // written to the job trace (IsInTrace)
   uint16_t xid = 0;        // XID left on one of its GPUs when it ends (0: none)
   float activity = 0;      // job-level GPU activity in normal units (telemetry)
   uint64_t key = 0;        // seeds this job's telemetry noise
   int32_t campaign = -1;   // pretraining campaign it belongs to (-1: none)
+  bool ahead = false;      // queued ahead of the jobs without (a pretraining team's priority)...
+  bool dropped = false;    // ...and not submitted, as it could not start soon enough
   std::vector<NodeAlloc> alloc;
 };
 
@@ -52,7 +54,15 @@ struct SimulationParams {
   int64_t window_start_s = 0;
   int days = 1;
   int warmup_days = 5;  // jobs submitted before the window still hold GPUs when it opens
+  // Jobs added to the generated ones, scheduled like them (they wait for room in the queue): the
+  // injected incidents' jobs that need GPUs the cluster would not otherwise free (FaultPlan).
+  std::vector<Job> extra_jobs;
 };
+
+/// Whether a job belongs in the trace of [window_start_s, window_end_s): submitted in the window, or
+/// before it and still pending or running when it opens (as a slice of the release shows the jobs
+/// alive in it), so the jobs of the trace hold every GPU the telemetry shows in use.
+bool IsInTrace(const Job& job, int64_t window_start_s, int64_t window_end_s);
 
 /// Number of 8-GPU nodes of the cluster at this scale (at least 1).
 int NodeCount(const ClusterModel& model, double scale);

@@ -93,7 +93,12 @@ core::Result<SynthReport> WriteSynthetic(const SynthOptions& options) {
     params.days = options.days;
     synth::Schedule schedule = synth::SimulateCluster(model, params);
     synth::FaultPlan faults;
-    if (options.inject_faults) faults = synth::FaultPlan::Inject(model, schedule, options.seed);
+    if (options.inject_faults) {
+      // Large jobs that must wait for room change the whole schedule after them: simulated again.
+      params.extra_jobs = synth::FaultPlan::PlanLargeJobs(model, schedule, options.seed);
+      if (!params.extra_jobs.empty()) schedule = synth::SimulateCluster(model, params);
+      faults = synth::FaultPlan::Inject(model, schedule, options.seed);
+    }
     const synth::ClusterLayout layout = synth::MakeLayout(model, schedule.nodes);
     const std::vector<std::string> ids = synth::MakeJobIds(model, schedule, options.seed);
     report.nodes += schedule.nodes;

@@ -40,9 +40,12 @@ std::vector<std::string> MakeJobIds(const ClusterModel& model, const Schedule& s
     ids[i] = std::to_string(id);
     id += 1 + (gaps.Uniform() < 0.15 ? 1 + static_cast<int64_t>(gaps.Below(6)) : 0);
   }
+  // Jobs submitted before the window count down from it on a stream of their own, so their ids do not
+  // depend on how many jobs the window holds (the first day of a longer run is the same trace).
+  Rng back_gaps(MixKey(MixKey(seed, HashName(model.name)), 0x1D7));
   id = base;
   for (size_t i = first; i-- > 0;) {
-    id -= 1 + (gaps.Uniform() < 0.15 ? 1 + static_cast<int64_t>(gaps.Below(6)) : 0);
+    id -= 1 + (back_gaps.Uniform() < 0.15 ? 1 + static_cast<int64_t>(back_gaps.Below(6)) : 0);
     ids[i] = std::to_string(std::max<int64_t>(1, id));
   }
   return ids;

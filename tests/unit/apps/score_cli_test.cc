@@ -79,7 +79,7 @@ TEST(ScoreCliTest, UsageErrorsExitTwoWithOneLine) {
   const Case cases[] = {
       {"--faults " + faults, "give --prometheus"},
       {"--faults " + faults + " --prometheus http://127.0.0.1:9090 --rules " + rules, rules + ":6: for: not a duration"},
-      {"--faults " + faults + " --prometheus localhost:9090", "--prometheus: \"localhost:9090\": not an http:// URL"},
+      {"--faults " + faults + " --prometheus localhost:9090", "--prometheus: \"localhost:9090\": not an http:// or https:// URL"},
       {"--faults " + faults + " --anomalies " + faults + " --sweep-for 1m,x", "--sweep-for: not a duration"},
       {"--faults " + faults + " --anomalies " + faults + " --from yesterday", "--from: not a time"},
       {"--faults " + rules + " --anomalies " + faults, rules + ":1: row:"},
@@ -99,6 +99,54 @@ void ExpectUsageError(const std::string& args, const std::string& message, int e
   EXPECT_EQ(run.exit_code, exit_code) << args << "\n" << run.out;
   EXPECT_NE(run.out.find(message), std::string::npos) << args << "\n" << run.out;
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << args << "\n" << run.out;
+}
+
+TEST(ScoreCliTest, ConnectionFlagsAreCheckedBeforeAnyQueryAndNeverEchoASecret) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  const std::string prometheus = " --faults " + faults + " --prometheus http://127.0.0.1:9";
+  const std::string token = WriteFile(dir, "token", "tok3n-s3cret\nmore\n");
+  const std::string auth = WriteFile(dir, "auth", "no-colon-s3cret\n");
+  ExpectUsageError(prometheus + " --bearer-token-file " + dir + "/none",
+                   "--bearer-token-file: " + dir + "/none: cannot open: No such file or directory");
+  ExpectUsageError(prometheus + " --bearer-token-file " + token, "--bearer-token-file: " + token + ": holds a line break");
+  ExpectUsageError(prometheus + " --basic-auth-file " + auth, "--basic-auth-file: " + auth + ": expected one line user:password");
+  ExpectUsageError(prometheus + " --header 'X-Scope-OrgID team-s3cret'", "--header: no ':'");
+  ExpectUsageError(prometheus + " --header 'X-Ok: a' --header 'Bad Name: s3cret'", "is not an HTTP header name");
+  ExpectUsageError(prometheus + " --ca-file " + dir + "/none.pem", "--ca-file: " + dir + "/none.pem: cannot open");
+  ExpectUsageError(" --faults " + faults + " --anomalies " + faults + " --bearer-token-file " + token,
+                   "--bearer-token-file needs --prometheus");
+  ExpectUsageError(prometheus + " --grafana 'javascript:alert(1)'", "--grafana: 'javascript:alert(1)': not an http://");
+  const std::string good_token = WriteFile(dir, "token1", "tok3n-s3cret\n");
+  ExpectUsageError(prometheus + " --bearer-token-file " + good_token + " --header 'Authorization: Basic s3cret'",
+                   "give one of --bearer-token-file, --basic-auth-file and --header 'Authorization: ...'");
+  // Whatever failed, no secret reached the output.
+  for (const std::string& args : {prometheus + " --bearer-token-file " + token, prometheus + " --basic-auth-file " + auth,
+                                  prometheus + " --header 'Bad Name: s3cret'",
+                                  prometheus + " --bearer-token-file " + good_token + " --timeout-s 1"}) {
+    const ShellOutput run = Score(args);
+    EXPECT_NE(run.exit_code, 0) << run.out;
+    EXPECT_EQ(run.out.find("s3cret"), std::string::npos) << args << "\n" << run.out;
+  }
+}
+
+TEST(ScoreCliTest, ABaselineShowsWhatChangedSinceAndABadOneIsAUsageError) {
+  const std::string dir = TestDir();
+  const std::string faults = WriteFile(dir, "faults.csv", kFaults);
+  const std::string anomalies = WriteFile(dir, "anomalies.jsonl", kAnomalies);
+  // The first scorecard saw only the overheat's flags; the second sees the false xid flag too.
+  const std::string first_flags = WriteFile(dir, "first.jsonl", std::string(kAnomalies).substr(0, std::string(kAnomalies).rfind("{\"v\"")));
+  ShellOutput run = Score("--faults " + faults + " --anomalies " + first_flags + " --json " + dir + "/old.json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  run = Score("--faults " + faults + " --anomalies " + anomalies + " --baseline " + dir + "/old.json --html " + dir +
+              "/s.html");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("since " + dir + "/old.json:"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("flag:xid_error"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("new: precision 0.00, recall 0.00, 1 false alerts"), std::string::npos) << run.out;
+  EXPECT_NE(ReadAll(dir + "/s.html").find("<table id=\"baseline\">"), std::string::npos);
+  ExpectUsageError("--faults " + faults + " --anomalies " + anomalies + " --baseline " + faults,
+                   "--baseline: " + faults + ": not a score --json document: not a JSON object");
 }
 
 TEST(ScoreCliTest, ARuleFileKeyThatIsNoNameIsAUsageErrorNotAnAbort) {

@@ -185,6 +185,7 @@ Script QueueBacklog() {
   for (int k = 0; k < 24; ++k, t += 300) {
     s.Feed(Job(core::JobEventKind::kSubmit, std::to_string(++id), t, 8));
     s.Feed(Job(core::JobEventKind::kStart, std::to_string(id), t + 40, 8));
+    s.Feed(End(std::to_string(id), t + 200, 8, "COMPLETED"));  // the first end starts the history
   }
   const int64_t big = t;
   s.Feed(Job(core::JobEventKind::kSubmit, "big", big, 512));

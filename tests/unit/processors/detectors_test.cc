@@ -713,6 +713,25 @@ TEST(FailureBurstTest, ABurstDoesNotRaiseTheRateItIsJudgedAgainst) {
   EXPECT_LE(h.events()[0].threshold, 0.5 + 1e-9);  // the floor, 1 an hour, over at most 30 minutes
 }
 
+TEST(FailureBurstTest, JobsSubmittedBeforeATraceCutFromALongerOneBeginsAreNoQuietHistory) {
+  // Issue #22: a day cut from the release (synth's twin too) holds the jobs submitted before it that
+  // are still pending or running when it begins, and none that ended before. Read from the first
+  // submit, those six hours fail nothing, and the day's ordinary failures (three users' jobs within a
+  // minute every half hour, as ever) were bursts against them.
+  Harness h("failure_burst");
+  for (int k = 0; k < 36; ++k) h.Feed(Job(core::JobEventKind::kSubmit, "early" + std::to_string(k), kT0 - 6 * 3600 + 600 * k, 8));
+  int id = 0;
+  for (int64_t t = kT0; t < kT0 + 4 * 3600; t += 1800) {
+    for (int k = 0; k < 3; ++k, ++id) h.Feed(End(std::to_string(id), t + 20 * k, 8, "FAILED", "u" + std::to_string(id % 12)));
+    for (int k = 0; k < 3; ++k) h.Feed(End("c" + std::to_string(id + k), t + 900 + 20 * k, 8, "COMPLETED", "w" + std::to_string(k)));
+  }
+  h.AdvanceSeconds(kT0 + 4 * 3600);
+  for (const core::AnomalyEvent& e : h.events()) {
+    ADD_FAILURE() << (e.open ? "open" : "close") << " at " << (e.ts_ms / 1000 - kT0) << " s: " << e.value
+                  << " failures where " << e.threshold << " were expected";
+  }
+}
+
 TEST(FailureBurstTest, FailuresAsManyAsTheAfternoonsRateAreNoBurstThoughTheMorningWasQuieter) {
   // Issue #14: a cluster fails more users' jobs in the afternoon than at night (synth's working-hours
   // rhythm, 2-3x); the six-hour baseline still holds the morning, so a clump that is ordinary for the
@@ -835,6 +854,7 @@ TEST(QueueBacklogTest, OpensWhenWaitingDemandStaysHighAndClosesWhenTheJobsStart)
   Harness h("queue_backlog");
   int64_t t = kT0;
   int id = 0;
+  h.Feed(Util("10.140.0.1", t, {{"GPU_UTIL", Eight(90)}}));  // the cluster's history starts here
   for (int k = 0; k < 24; ++k, t += 300) {  // two hours of jobs that start within a minute
     h.Feed(Job(core::JobEventKind::kSubmit, std::to_string(++id), t, 8));
     h.Feed(Job(core::JobEventKind::kStart, std::to_string(id), t + 40, 8));
@@ -851,6 +871,24 @@ TEST(QueueBacklogTest, OpensWhenWaitingDemandStaysHighAndClosesWhenTheJobsStart)
   EXPECT_EQ(h.Closes(), 0);
   h.AdvanceSeconds(big + 3000 + 700);
   EXPECT_EQ(h.Closes(), 1);
+}
+
+TEST(QueueBacklogTest, JobsWaitingWhenATraceCutFromALongerOneBeginsAreNoBacklog) {
+  // A day cut from the release (synth's twin too) holds the jobs submitted before it that are still
+  // pending when it begins, and none of those that started and ended before: a few from hours ago,
+  // many from its last hour. Read from the first submit, that queue of survivors is quiet for hours
+  // and then steep: 768 GPUs against a median of 128 opened the flag at the day's start. Its history
+  // starts with the day's telemetry (or first job end), where the queue is what it is.
+  Harness h("queue_backlog");
+  h.Feed(Job(core::JobEventKind::kSubmit, "early0", kT0 - 6 * 3600, 64));
+  h.Feed(Job(core::JobEventKind::kSubmit, "early1", kT0 - 5 * 3600, 64));
+  for (int k = 0; k < 10; ++k) h.Feed(Job(core::JobEventKind::kSubmit, "late" + std::to_string(k), kT0 - 3000 + 240 * k, 64));
+  int64_t t = kT0;
+  h.Feed(Util("10.140.0.1", t, {{"GPU_UTIL", Eight(90)}}));
+  t += 1800;
+  for (int k = 0; k < 10; ++k, t += 600) h.Feed(Job(core::JobEventKind::kStart, "late" + std::to_string(k), t, 64));
+  h.AdvanceSeconds(t + 3600);
+  EXPECT_EQ(h.Opens(), 0);
 }
 
 // ---- large_job_failure and node_failure ------------------------------------------------------------

@@ -342,7 +342,12 @@ void CheckTelemetry(const std::string& cluster) {
     // The share at zero (idle GPUs, idle links) follows how busy the window was: within 8 points.
     const double zero = static_cast<double>(std::upper_bound(cells.begin(), cells.end(), 0.0) - cells.begin()) /
                         static_cast<double>(cells.size());
-    if (cdf.AtOrBelow(0.0) > 0.05) {
+    if (std::string(m.file) == "FB_USED" && cluster == "seren") {
+      // Free GPUs hold no memory, so FB_USED's share at 0 is the share of GPUs nobody holds, which Seren's
+      // GPU_UTIL zero share (31%) bounds: its published 24% would need more allocated GPUs than its job
+      // trace and GPU_UTIL allow (docs/synth.md, "The load question"). Within 8 points of GPU_UTIL's.
+      EXPECT_NEAR(zero, Cdf(cluster, "GPU_UTIL").AtOrBelow(0.0), 0.08) << "share at 0";
+    } else if (cdf.AtOrBelow(0.0) > 0.05) {
       EXPECT_NEAR(zero, cdf.AtOrBelow(0.0), 0.08) << "share at 0";
     }
     for (double q : {0.25, 0.5, 0.75, 0.9}) ExpectQuantileNear(cells, cdf, q, 0.08, m.file);

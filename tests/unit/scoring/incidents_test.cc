@@ -27,6 +27,30 @@ TEST(FaultsCsvTest, ReadsSynthsFaultsSortedByStart) {
   EXPECT_EQ(got.value()[2].end_ms, 1'688'173'800'000);
 }
 
+TEST(FaultsCsvTest, ASpreadsheetsFileReadsTheSame) {
+  // Saved from a spreadsheet: a UTF-8 BOM, CRLF line ends, every cell quoted, a quote and a comma
+  // inside a cell; and a node failure whose node is not known (an empty subject).
+  const std::string path = WriteFile(TestDir(), "faults.csv",
+                                     "\xEF\xBB\xBF\"cluster\",\"kind\",\"subject\",\"start\",\"end\"\r\n"
+                                     "\"seren\",\"gpu_overheat\",\"10.140.1.10-3\",\"1688173200\",\"1688173800\"\r\n"
+                                     "\"seren\",\"node_failure\",\"\",\"1688170000\",\"1688170900\"\r\n"
+                                     "kalos,util_drop,\"a \"\"quoted\"\", subject\",1688171000,1688171100\r\n");
+  core::Result<std::vector<Incident>> got = LoadFaultsCsv(path);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got.value().size(), 3u);
+  EXPECT_EQ(got.value()[0].cluster, "seren");
+  EXPECT_EQ(got.value()[0].kind, "node_failure");
+  EXPECT_EQ(got.value()[0].subject, "");
+  EXPECT_EQ(got.value()[1].subject, "a \"quoted\", subject");
+  EXPECT_EQ(got.value()[2].subject, "10.140.1.10-3");
+  EXPECT_EQ(got.value()[2].end_ms, 1'688'173'800'000);
+  // An unclosed quote is an error on its line, not the rest of the file swallowed.
+  const std::string bad = WriteFile(TestDir(), "unclosed.csv", "seren,gpu_overheat,\"g,1688173200,1688173800\n");
+  got = LoadFaultsCsv(bad);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message().rfind(bad + ":1: row: unbalanced quote", 0), 0u) << got.status().message();
+}
+
 TEST(FaultsCsvTest, BadRowsNameFileLineAndField) {
   const std::string dir = TestDir();
   const std::pair<const char*, const char*> cases[] = {

@@ -52,6 +52,21 @@ TEST(MatcherTest, LabelsMustAgree) {
   EXPECT_TRUE(Detects({}, onset, {}, kOverheat, w));
 }
 
+TEST(MatcherTest, AnIncidentOfUnknownSubjectIsDetectedOnAnySubjectOfItsKindAndCluster) {
+  const MatchWindow w;
+  // A node failure seen in the job trace: which node is not known.
+  const Incident unknown{"seren", "node_failure", "", kT0 + 60 * kMin, kT0 + 70 * kMin};
+  const int64_t onset = unknown.start_ms + kMin;
+  EXPECT_TRUE(Detects({{"cluster", "seren"}, {"kind", "node_failure"}, {"subject", "10.140.1.10"}}, onset, {}, unknown, w));
+  EXPECT_TRUE(Detects({{"cluster", "seren"}, {"Hostname", "10.140.1.99"}, {"gpu", "5"}}, onset, {"node_failure"},
+                      unknown, w));
+  // Still its kind, its cluster and its time.
+  EXPECT_FALSE(Detects({{"cluster", "kalos"}, {"subject", "n"}}, onset, {"node_failure"}, unknown, w));
+  EXPECT_FALSE(Detects({{"cluster", "seren"}, {"kind", "gpu_overheat"}, {"subject", "n"}}, onset, {}, unknown, w));
+  EXPECT_FALSE(Detects({{"cluster", "seren"}, {"subject", "n"}}, onset, {"gpu_overheat"}, unknown, w));
+  EXPECT_FALSE(Detects({{"cluster", "seren"}, {"subject", "n"}}, unknown.end_ms + 11 * kMin, {}, unknown, w));
+}
+
 RuleFirings Firings(std::vector<std::pair<int64_t, int64_t>> spans_min, Labels labels = GpuAlert()) {
   RuleFirings f;
   f.rule = "R";

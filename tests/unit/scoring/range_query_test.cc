@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <string>
+#include <fstream>
+#include <mutex>
 #include <thread>
 
 namespace acmetrace::scoring {
@@ -194,6 +196,10 @@ class HostileServer {
         if (n <= 0) break;
         request.append(buf, static_cast<size_t>(n));
       }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        request_ = request;
+      }
       bool ok = ::send(fd, head.data(), head.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(head.size());
       for (size_t sent = 0; ok && !chunk.empty() && sent < max_bytes; sent += chunk.size()) {
         ok = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(chunk.size());
@@ -209,8 +215,15 @@ class HostileServer {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   size_t sent() const { return sent_; }
+  // The request's head as received.
+  std::string request() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return request_;
+  }
 
  private:
+  std::mutex mutex_;
+  std::string request_;
   int listener_ = -1;
   int port_ = 0;
   std::thread thread_;
@@ -274,8 +287,9 @@ TEST(PrometheusUrlTest, ParsesHostPortAndPrefix) {
 }
 
 TEST(PrometheusUrlTest, MalformedUrlsAreErrorsThatSayWhy) {
-  for (const char* bad : {"127.0.0.1:9090", "https://prom:9090", "http://", "http://:9090", "http://h:port",
-                          "http://h:99999", "http://h:0", "http://u@h:9090", "http://h:9090/?q=1", "http://[::1"}) {
+  for (const char* bad : {"127.0.0.1:9090", "ftp://prom:9090", "http://", "http://:9090", "http://h:port",
+                          "http://h:99999", "http://h:0", "http://u@h:9090", "https://u:p@h", "http://h:9090/?q=1",
+                          "http://[::1", "http://h h:9090", "http://h:9090/a b"}) {
     core::Result<PrometheusUrl> url = ParsePrometheusUrl(bad);
     ASSERT_FALSE(url.ok()) << bad;
     EXPECT_EQ(url.status().message().rfind("--prometheus: \"" + std::string(bad) + "\": ", 0), 0u)
@@ -283,9 +297,123 @@ TEST(PrometheusUrlTest, MalformedUrlsAreErrorsThatSayWhy) {
   }
 }
 
-TEST(PrometheusUrlTest, HttpsIsRefusedBySaying) {
-  EXPECT_NE(ParsePrometheusUrl("https://prom:9090").status().message().find("https is not supported"),
-            std::string::npos);
+TEST(PrometheusUrlTest, HttpsIsAcceptedOnPort443ByDefault) {
+  core::Result<PrometheusUrl> url = ParsePrometheusUrl("https://mimir.example/prometheus");
+  ASSERT_TRUE(url.ok()) << url.status().message();
+  EXPECT_EQ(url.value().scheme, "https");
+  EXPECT_EQ(url.value().port, "443");
+  EXPECT_EQ(url.value().Base(), "https://mimir.example:443/prometheus");
+  EXPECT_EQ(ParsePrometheusUrl("http://[::1]:9090/").value().Base(), "http://[::1]:9090");
+}
+
+TEST(ClientFlagsTest, HeadersAreNameColonValueAndTheirValuesAreNeverEchoed) {
+  auto got = ParseHeaderFlag("X-Scope-OrgID:  team-a ");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), (std::pair<std::string, std::string>{"X-Scope-OrgID", "team-a"}));
+  EXPECT_EQ(ParseHeaderFlag("Authorization: Bearer a:b").value().second, "Bearer a:b");
+  const std::pair<const char*, const char*> bad[] = {
+      {"X-Scope-OrgID team-a", "no ':'"},
+      {": secret", "no header name"},
+      {"X Scope: secret", "is not an HTTP header name"},
+      {"X-Key: sec\r\nX-Injected: ret", "holds a control character"},
+      {"X-Key:   ", "is empty"},
+      {"Host: other", "set by the client"},
+  };
+  for (const auto& [text, why] : bad) {
+    got = ParseHeaderFlag(text);
+    ASSERT_FALSE(got.ok()) << text;
+    EXPECT_EQ(got.status().message().rfind("--header: ", 0), 0u) << got.status().message();
+    EXPECT_NE(got.status().message().find(why), std::string::npos) << got.status().message();
+    EXPECT_EQ(got.status().message().find("secret"), std::string::npos) << got.status().message();
+    EXPECT_EQ(got.status().message().find("ret"), std::string::npos) << got.status().message();
+  }
+}
+
+TEST(ClientFlagsTest, SecretFilesAreOneLineAndTheirErrorsNameTheFileNotTheSecret) {
+  const std::string dir = testing::TempDir();
+  const std::string token = dir + "/token";
+  std::ofstream(token) << "s3cr3t-token\n";
+  EXPECT_EQ(ReadBearerTokenFile(token).value(), "s3cr3t-token");
+  const std::string auth = dir + "/auth";
+  std::ofstream(auth) << "scorer:pa:ss\r\n";
+  core::Result<BasicAuth> basic = ReadBasicAuthFile(auth);
+  ASSERT_TRUE(basic.ok()) << basic.status().message();
+  EXPECT_EQ(basic.value().user, "scorer");
+  EXPECT_EQ(basic.value().password, "pa:ss");
+
+  EXPECT_EQ(ReadBearerTokenFile(dir + "/missing").status().message(),
+            "--bearer-token-file: " + dir + "/missing: cannot open: No such file or directory");
+  EXPECT_EQ(ReadBearerTokenFile(dir).status().message(), "--bearer-token-file: " + dir + ": not a regular file");
+  std::ofstream(token, std::ios::trunc) << "\n";
+  EXPECT_EQ(ReadBearerTokenFile(token).status().message(), "--bearer-token-file: " + token + ": empty");
+  std::ofstream(token, std::ios::trunc) << "s3cr3t\nsecond line\n";
+  EXPECT_EQ(ReadBearerTokenFile(token).status().message(),
+            "--bearer-token-file: " + token + ": holds a line break or control character (one line expected)");
+  std::ofstream(auth, std::ios::trunc) << "s3cr3t\n";
+  EXPECT_EQ(ReadBasicAuthFile(auth).status().message(),
+            "--basic-auth-file: " + auth + ": expected one line user:password");
+}
+
+TEST(PrometheusClientTest, CredentialsAndHeadersGoWithEachRequest) {
+  const std::string json = R"({"status":"success","data":{"resultType":"matrix","result":[]}})";
+  const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(json.size()) + "\r\n\r\n" + json;
+  {
+    HostileServer server(answer, "", 0);
+    ClientOptions options;
+    options.timeout_ms = 10'000;
+    options.bearer_token = "s3cr3t";
+    options.headers = {{"X-Scope-OrgID", "team-a"}};
+    auto client = PrometheusClient::Create(server.url() + "/prefix", options);
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    ASSERT_TRUE(client.value()->QueryRange("up", kT0, kT0 + 60'000, 60'000).ok());
+    const std::string request = server.request();
+    EXPECT_EQ(request.rfind("GET /prefix/api/v1/query_range?query=up&", 0), 0u) << request;
+    EXPECT_NE(request.find("\r\nAuthorization: Bearer s3cr3t\r\n"), std::string::npos) << request;
+    EXPECT_NE(request.find("\r\nX-Scope-OrgID: team-a\r\n"), std::string::npos) << request;
+  }
+  {
+    HostileServer server(answer, "", 0);
+    ClientOptions options;
+    options.basic = true;
+    options.basic_user = "scorer";
+    options.basic_password = "pa:ss";
+    auto client = PrometheusClient::Create(server.url(), options);
+    ASSERT_TRUE(client.ok());
+    ASSERT_TRUE(client.value()->QueryRange("up", kT0, kT0 + 60'000, 60'000).ok());
+    // base64("scorer:pa:ss")
+    EXPECT_NE(server.request().find("\r\nAuthorization: Basic c2NvcmVyOnBhOnNz\r\n"), std::string::npos)
+        << server.request();
+  }
+  ClientOptions both;
+  both.bearer_token = "a";
+  both.headers = {{"authorization", "Basic x"}};
+  EXPECT_FALSE(PrometheusClient::Create("http://127.0.0.1:9", both).ok());
+}
+
+TEST(PrometheusClientTest, AnUnauthorizedAnswerSaysWhichFlagsGiveCredentials) {
+  HostileServer server("HTTP/1.1 401 Unauthorized\r\nContent-Length: 13\r\n\r\nUnauthorized\n", "", 0);
+  auto client = PrometheusClient::Create(server.url(), 10'000);
+  ASSERT_TRUE(client.ok());
+  core::Result<RangeAnswer> got = client.value()->QueryRange("up", kT0, kT0 + 60'000, 60'000);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("answered HTTP 401 (unauthorized: check --bearer-token-file"),
+            std::string::npos)
+      << got.status().message();
+}
+
+TEST(PrometheusClientTest, MetricNamesPresentAsksTheLabelValuesOfTheWindow) {
+  const std::string json = R"({"status":"success","data":["job:gpu_util:avg"]})";
+  HostileServer server("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(json.size()) + "\r\n\r\n" + json, "", 0);
+  auto client = PrometheusClient::Create(server.url(), 10'000);
+  ASSERT_TRUE(client.ok());
+  auto got = client.value()->MetricNamesPresent({"job:gpu_util:avg", "cluster:jobs:sum"}, kT0, kT0 + 3'600'000);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), std::set<std::string>{"job:gpu_util:avg"});
+  EXPECT_EQ(server.request().rfind("GET /api/v1/label/__name__/values?match%5B%5D=%7B__name__%3D~%22job%3Agpu_util%3Aavg"
+                                   "%7Ccluster%3Ajobs%3Asum%22%7D&start=1688169600&end=1688173201 ",
+                                   0),
+            0u)
+      << server.request();
 }
 
 TEST(PrometheusUrlTest, EncodesQueryValues) {

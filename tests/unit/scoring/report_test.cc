@@ -1,6 +1,8 @@
 // The three views of a run: the JSON shape the issue fixes, the table, and the self-contained page.
 #include "acmetrace/scoring/report.h"
 
+#include "acmetrace/scoring/baseline.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +22,9 @@ ScoreReport Report() {
   RuleFirings hot;
   hot.rule = "GpuHot";
   hot.group = "dcgm-gpu";
+  hot.expr = "max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85";
+  hot.file = "rules.yml";
+  hot.line = 7;
   hot.for_ms = kMin;
   hot.interval_ms = kMin;
   hot.intervals = {{{{"cluster", "seren"}, {"Hostname", "10.140.1.10"}, {"gpu", "3"}}, kT0 + 62 * kMin,
@@ -115,6 +120,155 @@ TEST(ReportTest, HtmlIsSelfContainedAndShowsEveryRuleAndIncident) {
   for (const char* external : {"<script", "<link", "src=", "url(", "@import"}) {
     EXPECT_EQ(html.find(external), std::string::npos) << external;
   }
+}
+
+// The false alert of GpuHot: 10.140.1.12 GPU 0 from 06:40 UTC (14:40 in seren's UTC+8) to the end.
+TEST(ReportTest, FalseAlertsAreListedWithTheirLabelsTimesAndDuration) {
+  const std::string table = FormatTable(Report());
+  EXPECT_NE(table.find("    false alert: {Hostname=\"10.140.1.12\", cluster=\"seren\", gpu=\"0\"} "
+                       "2023-07-01 06:40:00+00:00 .. 2023-07-01 10:00:00+00:00 (still firing), 3h20m, "
+                       "starts 2023-07-01 14:40:00+08:00"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("    expr: max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85"), std::string::npos);
+  // Two onsets in ten hours, 9 + 200 minutes of firing.
+  EXPECT_NE(table.find("    noise: 4.8 onsets/day, 502 alert-minutes/day"), std::string::npos) << table;
+  // The caught one is not a false alert.
+  EXPECT_EQ(table.find("false alert: {Hostname=\"10.140.1.10\""), std::string::npos);
+
+  const std::string html = FormatHtml(Report());
+  EXPECT_NE(html.find("<tr class=\"false-alert\"><td class=\"l k\">{Hostname=&quot;10.140.1.12&quot;, "
+                      "cluster=&quot;seren&quot;, gpu=&quot;0&quot;}</td><td class=\"l\">2023-07-01 06:40:00+00:00</td>"
+                      "<td class=\"l\">2023-07-01 14:40:00+08:00</td><td class=\"l\">2023-07-01 10:00:00+00:00 "
+                      "(still firing)</td><td>3h20m</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<pre class=\"expr\">max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) &gt;= 85</pre>"),
+            std::string::npos);
+  EXPECT_NE(html.find("rules.yml:7"), std::string::npos);
+  const nlohmann::json doc = nlohmann::json::parse(FormatJson(Report()));
+  EXPECT_EQ(doc["rules"][0]["expr"], "max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) >= 85");
+  EXPECT_NEAR(doc["rules"][0]["onsets_per_day"].get<double>(), 4.8, 1e-9);
+  EXPECT_NEAR(doc["rules"][0]["alert_minutes_per_day"].get<double>(), 209 * 2.4, 1e-9);
+}
+
+TEST(ReportTest, LinksOpenThePrometheusGraphAndGrafanaExploreAroundEachEvent) {
+  ScoreReport report = Report();
+  report.links.prometheus = "https://prom.example:9090/prom";
+  report.links.grafana = "http://127.0.0.1:3000";
+  const std::string html = FormatHtml(report);
+  // The false alert, 06:40 to 10:00, seen from 06:10 to 10:30: 260 minutes ending 10:30 UTC.
+  const std::string graph =
+      "https://prom.example:9090/prom/graph?g0.expr=max%20by%20%28cluster%2C%20Hostname%2C%20gpu%29%20"
+      "%28DCGM_FI_DEV_GPU_TEMP%29%20%3E%3D%2085&amp;g0.tab=0&amp;g0.range_input=260m&amp;"
+      "g0.end_input=2023-07-01%2010%3A30%3A00";
+  EXPECT_NE(html.find("<a class=\"graph\" href=\"" + graph + "\">graph</a>"), std::string::npos) << html;
+  // Each incident links to the rules of its kinds (GpuHot speaks for every kind here).
+  const std::string incident_graph = "g0.range_input=70m&amp;g0.end_input=2023-07-01%2001%3A40%3A00";
+  EXPECT_NE(html.find(incident_graph), std::string::npos);
+  const size_t explore = html.find("<a class=\"explore\" href=\"http://127.0.0.1:3000/explore?orgId=1&amp;left=");
+  ASSERT_NE(explore, std::string::npos);
+  // The Explore state is JSON, URL-encoded: the expression and the range in milliseconds.
+  EXPECT_NE(html.find("%22expr%22%3A%22max%20by", explore), std::string::npos);
+  EXPECT_NE(html.find("%22from%22%3A%221688171400000%22", explore), std::string::npos);
+  // Without --prometheus URL or --grafana, no link.
+  EXPECT_EQ(FormatHtml(Report()).find("<a "), std::string::npos);
+}
+
+TEST(ReportTest, HostileNamesLabelsAndExpressionsAreEscapedInThePageAndTheLinks) {
+  ScoreReport report = Report();
+  report.links.prometheus = "http://prom:9090";
+  report.links.grafana = "http://grafana:3000";
+  report.firings[0].rule = "<script>alert(1)</script>";
+  report.firings[0].expr = "up{a=\"\\\"><img src=x onerror=alert(1)>\"} > 0 & x' \" #";
+  report.firings[0].intervals[1].labels["evil"] = "\"><script>x</script>";
+  report.scores[0].rule = report.firings[0].rule;
+  const std::string html = FormatHtml(report);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("onerror=alert"), html.find("onerror=alert(1)&gt;"));  // only as escaped text
+  // Inside href the expression is percent-encoded: no quote ends the attribute.
+  for (size_t p = html.find("href=\""); p != std::string::npos; p = html.find("href=\"", p + 1)) {
+    const size_t end = html.find('"', p + 6);
+    const std::string href = html.substr(p + 6, end - p - 6);
+    EXPECT_EQ(href.find_first_of("<> '"), std::string::npos) << href;
+    EXPECT_TRUE(href.rfind("http://prom:9090/graph?", 0) == 0 || href.rfind("http://grafana:3000/explore?", 0) == 0)
+        << href;
+  }
+}
+
+TEST(ReportTest, ABaselineShowsWhatChangedPerRule) {
+  ScoreReport report = Report();
+  Baseline baseline;
+  baseline.file = "old<score>.json";
+  BaselineRule hot;
+  hot.rule = "GpuHot";
+  hot.onsets = 5;
+  hot.false_alerts = 4;
+  hot.precision = 0.2;
+  hot.recall = 0.5;
+  BaselineRule gone;
+  gone.rule = "Removed";
+  gone.precision = 1.0;
+  gone.recall = 0.25;
+  baseline.rules = {hot, gone};
+  report.baseline = baseline;
+  const std::string table = FormatTable(report);
+  EXPECT_NE(table.find("since old<score>.json:"), std::string::npos) << table;
+  // GpuHot: precision 0.20 -> 0.50, recall unchanged, false alerts 4 -> 1.
+  EXPECT_NE(table.find("0.20 -> 0.50 (+0.30)"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.50 -> 0.50 (=)"), std::string::npos) << table;
+  EXPECT_NE(table.find("4 -> 1 (-3)"), std::string::npos) << table;
+  EXPECT_NE(table.find("gone (was precision 1.00, recall 0.25)"), std::string::npos) << table;
+  EXPECT_NE(table.find("new: precision -, recall 0.00, 0 false alerts"), std::string::npos) << table;  // Quiet<&>
+  const std::string html = FormatHtml(report);
+  EXPECT_NE(html.find("<table id=\"baseline\">"), std::string::npos);
+  EXPECT_NE(html.find("old&lt;score&gt;.json"), std::string::npos);
+  EXPECT_NE(html.find("<td>4 &rarr; 1</td><td>-3</td>"), std::string::npos) << html;
+  const nlohmann::json doc = nlohmann::json::parse(FormatJson(report));
+  ASSERT_EQ(doc["baseline"]["rules"].size(), 3u);
+  EXPECT_EQ(doc["baseline"]["rules"][0]["before"]["false_alerts"], 4);
+  EXPECT_EQ(doc["baseline"]["rules"][0]["now"]["false_alerts"], 1);
+  EXPECT_EQ(doc["baseline"]["rules"][2]["status"], "gone");
+}
+
+TEST(ReportTest, AScorecardIsItsOwnBaseline) {
+  const std::string json = FormatJson(Report());
+  core::Result<Baseline> baseline = ParseBaseline(json, "old.json");
+  ASSERT_TRUE(baseline.ok()) << baseline.status().message();
+  ASSERT_EQ(baseline.value().rules.size(), 2u);
+  EXPECT_EQ(baseline.value().rules[0].rule, "GpuHot");
+  EXPECT_EQ(baseline.value().rules[0].false_alerts, 1);
+  EXPECT_DOUBLE_EQ(*baseline.value().rules[0].precision, 0.5);
+  EXPECT_FALSE(baseline.value().rules[1].precision.has_value());
+  ASSERT_TRUE(baseline.value().total.has_value());
+  ScoreReport report = Report();
+  report.baseline = baseline.value();
+  const std::string table = FormatTable(report);
+  EXPECT_NE(table.find("1 -> 1 (=)"), std::string::npos) << table;
+}
+
+TEST(BaselineTest, WhatIsNotAScorecardIsRefusedSayingWhy) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "not JSON"},
+      {"[1,2]", "not a JSON object"},
+      {"{\"window\":{}}", "no \"rules\" array"},
+      {"{\"rules\":{}}", "\"rules\" is not an array"},
+      {"{\"rules\":[{\"onsets\":1}]}", "a rule without \"rule\""},
+      {"{\"rules\":[{\"rule\":\"a\",\"precision\":1.5}]}", "\"precision\" of a rule is not a ratio in 0-1 or null"},
+      {"{\"rules\":[{\"rule\":\"a\",\"false_alerts\":-1}]}", "\"false_alerts\" of a rule is not a count"},
+      {"{\"rules\":[{\"rule\":7}]}", "\"rule\" is not a string"},
+      {"{\"rules\":[{\"rule\":\"a\"", "not a JSON object ("},
+  };
+  for (const auto& [json, why] : cases) {
+    core::Result<Baseline> got = ParseBaseline(json, "old.json");
+    ASSERT_FALSE(got.ok()) << json;
+    EXPECT_EQ(got.status().message().rfind("--baseline: old.json: not a score --json document: " + std::string(why), 0),
+              0u)
+        << json << ": " << got.status().message();
+  }
+  EXPECT_EQ(LoadBaseline("/nonexistent/old.json").status().message().rfind("--baseline: /nonexistent/old.json: cannot open", 0),
+            0u);
 }
 
 }  // namespace

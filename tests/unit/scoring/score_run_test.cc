@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <set>
 
 #include "acmetrace/core/time.h"
 
@@ -22,6 +24,19 @@ class ScriptedPrometheus : public RangeQuerier {
   std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> calls;
 
   std::map<std::string, RangeAnswer> forged;  // answers given as they are, by expression
+  std::optional<std::set<std::string>> names;  // the metric names the server has (none: it cannot say)
+  std::vector<std::vector<std::string>> names_asked;
+
+  core::Result<std::set<std::string>> MetricNamesPresent(const std::vector<std::string>& asked, int64_t,
+                                                         int64_t) override {
+    names_asked.push_back(asked);
+    if (!names) return core::Status::Error("HTTP 404");
+    std::set<std::string> out;
+    for (const std::string& n : asked) {
+      if (names->count(n) > 0) out.insert(n);
+    }
+    return out;
+  }
 
   core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
                                        int64_t step_ms) override {
@@ -198,6 +213,36 @@ TEST_F(ScoreRunTest, SamplesLeftOutOfAnAnswerAreCountedAndSaidOnce) {
   EXPECT_EQ(run.value().warnings[0],
             "rules.yml:1: Forged: 3 samples of Prometheus's answers left out, their time being no evaluation time "
             "(first: time '1e308' is outside the accepted years 2000-2099)");
+}
+
+TEST_F(ScoreRunTest, ARecordingRuleOnTheServerIsNotReportedMissing) {
+  // Two alerts on recording rules: one backfilled (on the server), one not.
+  rules_.records.push_back({"job:gpu_util:avg", "rec", "rules.yml", 2});
+  rules_.records.push_back({"cluster:jobs:sum", "rec", "rules.yml", 3});
+  AlertRule on_backfilled = Rule("OnBackfilled");
+  on_backfilled.expr = "job:gpu_util:avg < 0.1";
+  AlertRule on_missing = Rule("OnMissing");
+  on_missing.expr = "cluster:jobs:sum > 5";
+  prometheus_.present[on_backfilled.expr] = [](int64_t) { return false; };
+  prometheus_.present[on_missing.expr] = [](int64_t) { return false; };
+  rules_.alerts = {on_backfilled, on_missing};
+  prometheus_.names = std::set<std::string>{"job:gpu_util:avg"};
+  core::Result<ScoreReport> run = ScoreRules(rules_, &prometheus_, {}, Incidents(), options_);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(prometheus_.names_asked.size(), 1u);  // one question for all of them
+  EXPECT_EQ(prometheus_.names_asked[0], (std::vector<std::string>{"cluster:jobs:sum", "job:gpu_util:avg"}));
+  ASSERT_EQ(run.value().warnings.size(), 1u);
+  EXPECT_EQ(run.value().warnings[0].rfind("rules.yml:1: OnMissing uses cluster:jobs:sum, a recording rule with no "
+                                          "series on the server over the window",
+                                          0),
+            0u)
+      << run.value().warnings[0];
+  // A server that cannot say: the warning says it was not checked.
+  prometheus_.names.reset();
+  run = ScoreRules(rules_, &prometheus_, {}, Incidents(), options_);
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run.value().warnings.size(), 2u);
+  EXPECT_NE(run.value().warnings[0].find("could not be checked: HTTP 404"), std::string::npos) << run.value().warnings[0];
 }
 
 TEST(ScoreWindowTest, TheWindowIsCheckedAgainstTheTracesYearsAndEachRulesEvaluations) {

@@ -61,7 +61,9 @@ struct SynthReport {
 /// 4: issue #14, failure bursts sized in time order against the earlier bursts too, and against a
 /// negative binomial chance (--inject-faults data only).
 /// 5: issue #14, a computing GPU's GPU_UTIL within a few points of its job's (every data set).
-inline constexpr int kSynthGeneration = 5;
+/// 6: issue #22, one cluster behind trace and telemetry: jobs alive when the window opens are in the
+/// trace, the incidents' jobs take free GPUs, Seren's load set by its GPU_UTIL zero share (every data set).
+inline constexpr int kSynthGeneration = 6;
 
 /// Generates the data set described by options. Deterministic: the same options give the same bytes.
 /// Not thread-safe with respect to its output directory; otherwise reentrant.

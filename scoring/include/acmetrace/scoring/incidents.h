@@ -12,7 +12,7 @@
 namespace acmetrace::scoring {
 
 /// One incident of faults.csv: [start_ms, end_ms] of kind on subject (a GPU "node-index", a node, a
-/// job id or the cluster). Value type.
+/// job id or the cluster; empty: unknown, any subject of that kind and cluster). Value type.
 struct Incident {
   std::string cluster;
   std::string kind;
@@ -25,7 +25,8 @@ struct Incident {
 inline constexpr size_t kMaxFaultsLineBytes = 64 * 1024;
 
 /// Reads faults.csv ("cluster,kind,subject,start,end", header optional; times in unix seconds or ISO
-/// 8601 with an offset), sorted by start. A bad row is an error "FILE:LINE: field: reason" (the
+/// 8601 with an offset), sorted by start. RFC 4180 quoted cells, a UTF-8 BOM and CRLF line ends are
+/// read (core::CsvReader); an empty subject is an incident whose subject is unknown. A bad row is an error "FILE:LINE: field: reason" (the
 /// value echoed cut, core::QuotedValue); a directory or an empty file is an error too (a header
 /// alone is a file of no incident).
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path);

@@ -25,6 +25,9 @@ struct RuleFirings {
   std::string rule;
   std::string group;
   std::string source = "rule";  // "rule" (Prometheus alerting rule) or "flag" (acmetrace's anomaly flags)
+  std::string expr;             // the rule's expression (empty for flags)
+  std::string file;             // where the rule is written (empty for flags)
+  int line = 0;
   std::set<std::string> kinds;  // the incident kinds it speaks for; empty: every kind
   int64_t for_ms = 0;
   int64_t keep_firing_for_ms = 0;
@@ -40,7 +43,8 @@ std::string AlertSubject(const Labels& labels);
 /// onset_ms, detects the incident: onset in [start - before, end + after]; `cluster` equal if the
 /// alert has one; `kind` equal if the alert has one, else the incident's kind among rule_kinds
 /// (unless empty); the subject equal to the incident's, or the alert's node equal to it (a node
-/// incident seen on one of its GPUs), if the alert names a subject.
+/// incident seen on one of its GPUs), if the alert names a subject and the incident has one (an
+/// incident of unknown subject is detected by an alert on any subject).
 bool Detects(const Labels& labels, int64_t onset_ms, const std::set<std::string>& rule_kinds, const Incident& incident,
              const MatchWindow& window);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,14 @@ class RangeQuerier {
   /// Prometheus's query_range does; the error says what went wrong, naming the server.
   virtual core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
                                                int64_t step_ms) = 0;
+  /// Which of these metric names have a series in [start_ms, end_ms] (so that a recording rule's
+  /// series is not reported missing when it is there). An error when the server cannot say; the
+  /// default cannot.
+  virtual core::Result<std::set<std::string>> MetricNamesPresent(const std::vector<std::string>& names,
+                                                                 int64_t start_ms, int64_t end_ms) {
+    (void)names, (void)start_ms, (void)end_ms;
+    return core::Status::Error("this querier cannot list series");
+  }
 };
 
 /// Prometheus refuses a range query of more than 11,000 points per series.
@@ -94,30 +103,70 @@ core::Result<RangeAnswer> QueryInChunks(const std::function<core::Result<RangeAn
 /// than kMaxSeriesPerAnswer series is an error.
 core::Result<RangeAnswer> ParseQueryRangeResponse(std::string_view body);
 
-/// Where a Prometheus lives: from "http://host:port[/prefix]". Value type.
+/// Where a Prometheus lives: from "http://host:port[/prefix]" or "https://...". Value type.
 struct PrometheusUrl {
+  std::string scheme = "http";
   std::string host;
-  std::string port = "80";
+  std::string port = "80";  // 443 for https
   std::string path_prefix;  // "" or "/prefix" (no trailing slash)
+  bool ipv6 = false;        // host written in brackets
+  /// "scheme://host:port/prefix": what request paths are appended to.
+  std::string Base() const;
 };
 
-/// Parses a Prometheus base URL; only http:// is supported (an error says so for https).
+/// Parses a Prometheus base URL: http:// or https://, no user info (credentials come from files).
 core::Result<PrometheusUrl> ParsePrometheusUrl(std::string_view url);
+
+/// A user and password for HTTP basic authentication. Value type; never printed.
+struct BasicAuth {
+  std::string user;
+  std::string password;
+};
+
+/// How the client reaches the server beyond its URL: timeout, TLS trust and credentials. Value type;
+/// the secrets are never put in a message.
+struct ClientOptions {
+  int64_t timeout_ms = 60'000;  // each request, connection to the last byte
+  std::string ca_file;          // PEM certificates that sign an https server's (empty: the system's)
+  std::string bearer_token;     // Authorization: Bearer TOKEN
+  bool basic = false;           // basic authentication with basic_user, basic_password
+  std::string basic_user;
+  std::string basic_password;
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request (tenant headers)
+};
+
+/// --bearer-token-file: the token, one line of a regular file of at most 64 KiB (a final line break
+/// dropped). Errors name the flag and file ("missing", "empty", ...), never the content.
+core::Result<std::string> ReadBearerTokenFile(const std::string& path);
+/// --basic-auth-file: one line "user:password" (the password may hold ':'), as ReadBearerTokenFile.
+core::Result<BasicAuth> ReadBasicAuthFile(const std::string& path);
+/// --header 'Name: value': an HTTP header name (token characters), a value without control
+/// characters, spaces around it trimmed; Host, Content-Length, Transfer-Encoding and Connection
+/// are refused. Errors name the header, never its value.
+core::Result<std::pair<std::string, std::string>> ParseHeaderFlag(std::string_view text);
 
 /// Percent-encodes a query-string value (RFC 3986 unreserved characters kept).
 std::string UrlEncode(std::string_view text);
 
-/// The HTTP/1.1 client of /api/v1/query_range (Boost.Beast, one connection per request, a timeout per
-/// request). Splits long ranges (SplitRange). Not thread-safe.
+/// The HTTP(S) client of /api/v1/query_range (libcurl, one connection per request, a timeout per
+/// request, redirects not followed). Splits long ranges (SplitRange). Not thread-safe.
 class PrometheusClient : public RangeQuerier {
  public:
   /// url as given by the user (kept for messages); timeout_ms bounds each request.
   static core::Result<std::unique_ptr<PrometheusClient>> Create(const std::string& url, int64_t timeout_ms);
+  /// The same with TLS trust and credentials; more than one credential (bearer, basic, an
+  /// Authorization header) is an error.
+  static core::Result<std::unique_ptr<PrometheusClient>> Create(const std::string& url, ClientOptions options);
 
   /// Asks kPointsPerRequest evaluations per request at most, each answer's body bounded by
   /// AnswerBodyLimit of the points it asked.
   core::Result<RangeAnswer> QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
                                        int64_t step_ms) override;
+
+  /// One request to /api/v1/label/__name__/values with a match[] of the names (Prometheus and
+  /// VictoriaMetrics both answer it), over the window.
+  core::Result<std::set<std::string>> MetricNamesPresent(const std::vector<std::string>& names, int64_t start_ms,
+                                                         int64_t end_ms) override;
 
   /// GETs path (with query string) and returns the body with the HTTP status; an error when the server
   /// cannot be reached, does not answer HTTP, or sends a body longer than max_body_bytes (the body
@@ -129,15 +178,15 @@ class PrometheusClient : public RangeQuerier {
   int64_t requests() const { return requests_; }
 
  private:
-  PrometheusClient(std::string url, PrometheusUrl parsed, int64_t timeout_ms)
-      : url_(std::move(url)), parsed_(std::move(parsed)), timeout_ms_(timeout_ms) {}
+  PrometheusClient(std::string url, PrometheusUrl parsed, ClientOptions options)
+      : url_(std::move(url)), parsed_(std::move(parsed)), options_(std::move(options)) {}
 
   // Get into a buffer with simdjson's padding after the bytes (parsed where it lies, not copied).
   core::Status Fetch(const std::string& target, int& http_status, std::vector<char>& body, int64_t max_body_bytes);
 
   std::string url_;
   PrometheusUrl parsed_;
-  int64_t timeout_ms_;
+  ClientOptions options_;
   int64_t requests_ = 0;
 };
 

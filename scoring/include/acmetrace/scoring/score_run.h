@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acmetrace/core/status.h"
+#include "acmetrace/scoring/baseline.h"
 #include "acmetrace/scoring/matcher.h"
 #include "acmetrace/scoring/range_query.h"
 #include "acmetrace/scoring/rule_file.h"
@@ -33,6 +34,13 @@ struct SweepRow {
   RuleScore score;  // score.for_ms is the swept value
 };
 
+/// Where the reports link to, for a look at an incident or a false alert. Value type.
+struct ReportLinks {
+  std::string prometheus;  // base URL of the server's /graph page ("": no links)
+  std::string grafana;     // base URL of a Grafana, for /explore links ("": none)
+  std::string grafana_datasource = "prometheus";  // the uid of its Prometheus data source
+};
+
 /// Everything the reports show. Value type.
 struct ScoreReport {
   int64_t from_ms = 0;
@@ -47,6 +55,8 @@ struct ScoreReport {
   std::vector<SweepRow> sweep;
   std::vector<std::string> warnings;     // e.g. an alert using a recording rule's series
   int64_t bad_samples = 0;               // samples of the answers left out (RangeAnswer::bad_samples)
+  ReportLinks links;                     // set by the caller
+  std::optional<Baseline> baseline;      // --baseline: the scorecard to compare with
 };
 
 /// Checks the window before any query: --from and --to within the trace's years (core::IsTraceTimeMs),
