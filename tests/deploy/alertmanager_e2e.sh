@@ -3,7 +3,7 @@
 # (configs/prometheus/prometheus.yml, scraping and evaluating every second) -> Alertmanager
 # (configs/alertmanager/alertmanager.yml, the shipped routes, grouping, inhibition and timers) -> the webhook
 # of the same `acmetrace run --notifications FILE`, on the first hour of a synthesized day with injected
-# faults (seed 17: four XID faults) replayed at speed 60. Checks that
+# faults (seed 17: XID faults) replayed at speed 60. Checks that
 #   - each injected XID fault of the hour that lasts at least the shipped group_interval (5 s of wall time, 5
 #     trace minutes) is notified: a firing notification carries an alert of its cluster and GPU, at a trace
 #     time within the scoring window of the fault ([start - 2 min, end + 10 min]), to the receiver the shipped
@@ -91,12 +91,13 @@ wait_for 60 curl -fsS -o /dev/null "$url/-/ready" || { echo "alertmanager_e2e: p
 wait_for 60 curl -fsS -o /dev/null "http://127.0.0.1:$am_port/-/ready" ||
   { echo "alertmanager_e2e: alertmanager did not become ready"; exit 1; }
 
-# The exporter holds each closed flag for two of Prometheus's 1 s scrapes; the replay pauses at the hour's end.
-printf 'export:\n  scrape_interval_s: 1\n' > "$tmp/acmetrace.yaml"
+# The exporter holds each closed flag for two of Prometheus's 1 s scrapes; the replay is the hour (synth also
+# writes the jobs submitted days before it, which a paced replay would take minutes to go through).
+printf 'export:\n  scrape_interval_s: 1\nreplay:\n  from: %s\n  to: %s\n' "$start_s" "$end_s" > "$tmp/acmetrace.yaml"
 echo "alertmanager_e2e: prometheus at $url, alertmanager on $am_port, acmetrace run --speed $speed on $exporter_port"
 since=$SECONDS
 "$bin" --config "$tmp/acmetrace.yaml" run --data "$tmp/data" --speed "$speed" --listen "127.0.0.1:$exporter_port" \
-  --pause-at "$end_s" --notifications "$tmp/notifications.jsonl" > "$tmp/run.out" 2> "$tmp/run.err" &
+  --notifications "$tmp/notifications.jsonl" > "$tmp/run.out" 2> "$tmp/run.err" &
 pids+=($!)
 run_pid=$!
 # The hour is replayed once Prometheus sees the trace time at its end; then a few seconds for the last
@@ -127,8 +128,9 @@ failures = []
 if not notes:
     failures.append("no notification was recorded")
 for n in notes:
-    if n["trace_ms"] is None or not (start_s * 1000 - 60_000 <= n["trace_ms"] <= end_s * 1000 + 60_000):
-        failures.append(f"notification at trace time {n['trace_time']} is outside the replayed hour")
+    # The replay's clock: from the hour's start to its end, and on a little after it while the last alerts resolve.
+    if n["trace_ms"] is None or not (start_s * 1000 <= n["trace_ms"] <= end_s * 1000 + 600_000):
+        failures.append(f"notification at trace time {n['trace_time']} is not in the replayed hour (or 10 min after)")
 # The XID faults of the hour (the last minutes' may not have paged when the replay stopped).
 faults = [r for r in csv.DictReader(open(faults_path))
           if r["kind"] == "xid_error" and start_s <= float(r["start"]) < end_s - 300]
