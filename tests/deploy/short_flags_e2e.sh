@@ -53,8 +53,10 @@ wait_for() {
 
 echo "short_flags: synthesizing a day at scale 0.05 with injected faults (seed 17); replaying its first hour"
 "$bin" synth --out "$tmp/data" --days 1 --scale 0.05 --seed 17 --start "$start_s" --inject-faults > "$tmp/synth.log"
-printf 'replay:\n  to: %s\n' "$end_s" > "$tmp/first_hour.yaml"
-echo "# acmetrace run of short_flags_e2e.sh" > "$tmp/acmetrace.yaml"
+printf 'replay:\n  from: %s\n  to: %s\n' "$start_s" "$end_s" > "$tmp/first_hour.yaml"
+# run starts at the hour: synth also writes the jobs submitted days before it, which a paced replay would take
+# minutes to go through.
+printf '# acmetrace run of short_flags_e2e.sh\nreplay:\n  from: %s\n' "$start_s" > "$tmp/acmetrace.yaml"
 if [[ -n ${E2E_SCRAPE_HOLD_S:-} ]]; then printf "export:\n  scrape_interval_s: %s\n" "$E2E_SCRAPE_HOLD_S" >> "$tmp/acmetrace.yaml"; fi
 
 # The reference: the flags of the hour, replayed unpaced through replay --to | process (event time makes them
