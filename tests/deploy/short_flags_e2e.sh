@@ -25,31 +25,9 @@ start_s=1688140800  # 2023-07-01 00:00 +08:00
 end_s=$((start_s + 3600))
 speed=60
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/acmetrace-short-flags.XXXXXX")
-pids=()
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
-  if ((rc != 0)); then
-    for log in "$tmp"/run.err "$tmp"/prometheus.log; do
-      [[ -s $log ]] && { echo "---- last lines of $(basename "$log")"; tail -n 20 "$log"; }
-    done
-  fi
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then echo "short_flags: kept $tmp"; else rm -rf "$tmp"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" 2> /dev/null; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
-}
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+e2e_begin short_flags run.err prometheus.log
 
 echo "short_flags: synthesizing a day at scale 0.05 with injected faults (seed 17); replaying its first hour"
 "$bin" synth --out "$tmp/data" --days 1 --scale 0.05 --seed 17 --start "$start_s" --inject-faults > "$tmp/synth.log"
