@@ -71,10 +71,6 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.process = processors::ProcessOptionsFromConfig(config);
       if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
       options.stream.clusters = config.GetList("replay.clusters");
-      // The replayed window, as `replay` reads it.
-      options.stream.range.from_ms = ParseTimeFlag("replay.from", config.GetString("replay.from"),
-                                                   options.stream.range.from_ms);
-      options.stream.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.stream.range.to_ms);
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
       options.replay.speed = *speed;
       options.replay.progress_out = stderr;

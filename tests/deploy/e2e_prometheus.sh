@@ -72,21 +72,17 @@ echo "e2e: synthesizing one day at scale 0.05 with injected faults"
 "$bin" synth --out "$tmp/data" --days 1 --scale 0.05 --inject-faults > "$tmp/synth.log"
 [[ -s $tmp/data/faults.csv ]] || { echo "e2e: synth wrote no faults.csv"; exit 1; }
 
-# The replay starts at the day (synth's default start): synth also writes the jobs submitted days before it,
-# which a paced replay would take an hour of wall time to go through.
-day_start=1688140800
-printf 'replay:\n  from: %s\n' "$day_start" > "$tmp/from_day.yaml"
 allow_empty=()
 if [[ $mode == run ]]; then
   echo "e2e: starting acmetrace run --speed $speed"
-  start run "$bin" --config "$tmp/from_day.yaml" run --data "$tmp/data" --speed "$speed" --listen 127.0.0.1:0
+  start run "$bin" run --data "$tmp/data" --speed "$speed" --listen 127.0.0.1:0
   exporter=$(exporter_address run)
 else
   echo "e2e: starting a Kafka broker (scripts/kafka-local)"
   boot=$("$root/scripts/kafka-local" --port 0 start 2> "$tmp/kafka.err")
   kafka_port=${boot##*:}
   echo "e2e: broker at $boot; starting replay, processors and exporter as separate processes"
-  start replay "$bin" replay --data "$tmp/data" --from "$day_start" --sink kafka --brokers "$boot" --speed "$speed"
+  start replay "$bin" replay --data "$tmp/data" --sink kafka --brokers "$boot" --speed "$speed"
   # The processors and the exporter start once the replay has created the topics and delivered records to
   # them (its progress line): `acmetrace process` exits on a partition without a leader yet (a topic created
   # a moment before), where docker/compose.yaml's restart policy would start it again.

@@ -25,16 +25,36 @@ start_s=1688140800  # 2023-07-01 00:00 +08:00
 end_s=$((start_s + 3600))
 speed=60
 
-# shellcheck source=e2e_lib.sh
-source "$here/e2e_lib.sh"
-e2e_begin short_flags run.err prometheus.log
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/acmetrace-short-flags.XXXXXX")
+pids=()
+cleanup() {
+  local rc=$?
+  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+  if ((rc != 0)); then
+    for log in "$tmp"/run.err "$tmp"/prometheus.log; do
+      [[ -s $log ]] && { echo "---- last lines of $(basename "$log")"; tail -n 20 "$log"; }
+    done
+  fi
+  if [[ ${E2E_KEEP:-0} == 1 ]]; then echo "short_flags: kept $tmp"; else rm -rf "$tmp"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" 2> /dev/null; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
 
 echo "short_flags: synthesizing a day at scale 0.05 with injected faults (seed 17); replaying its first hour"
 "$bin" synth --out "$tmp/data" --days 1 --scale 0.05 --seed 17 --start "$start_s" --inject-faults > "$tmp/synth.log"
-printf 'replay:\n  from: %s\n  to: %s\n' "$start_s" "$end_s" > "$tmp/first_hour.yaml"
-# run starts at the hour: synth also writes the jobs submitted days before it, which a paced replay would take
-# minutes to go through.
-printf '# acmetrace run of short_flags_e2e.sh\nreplay:\n  from: %s\n' "$start_s" > "$tmp/acmetrace.yaml"
+printf 'replay:\n  to: %s\n' "$end_s" > "$tmp/first_hour.yaml"
+echo "# acmetrace run of short_flags_e2e.sh" > "$tmp/acmetrace.yaml"
 if [[ -n ${E2E_SCRAPE_HOLD_S:-} ]]; then printf "export:\n  scrape_interval_s: %s\n" "$E2E_SCRAPE_HOLD_S" >> "$tmp/acmetrace.yaml"; fi
 
 # The reference: the flags of the hour, replayed unpaced through replay --to | process (event time makes them
