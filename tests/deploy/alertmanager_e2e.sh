@@ -12,9 +12,9 @@
 #     DedupStage) -- what `score --notifications` is there to show; it is printed, not required; and
 #   - `acmetrace score --notifications FILE --faults faults.csv` counts the notified ones as notified, with
 #     the time to notify that the file's trace times give.
-# The rules are the shipped anomaly and DCGM rules with their `for:` divided by the speed (a tiny sed here;
-# `acmetrace rules --speed 60` writes such copies). Everything listens on 127.0.0.1 on free ports, runs in a
-# temporary directory and is stopped on exit; about a minute and a half of wall time.
+# The rules are the shipped ones at speed 60 (configs/prometheus/rules-60x, from `acmetrace rules --speed 60`).
+# Everything listens on 127.0.0.1 on free ports, runs in a temporary directory and is stopped on exit; about a
+# minute and a half of wall time.
 #
 # Usage: alertmanager_e2e.sh ACMETRACE_BINARY   (environment: PROMETHEUS, ALERTMANAGER; E2E_KEEP=1 keeps the
 # temporary directory)
@@ -42,16 +42,12 @@ exporter_port=$(free_port)
 prom_port=$(free_port)
 am_port=$(free_port)
 
-# The rules at speed 60: `for: 1m` is a second of wall time. Only the rules whose alerts this hour needs
-# (the jobs rules' range selectors would need scaling too).
-mkdir -p "$tmp/prom/rules"
-cp "$root/configs/prometheus/prometheus.yml" "$tmp/prom/prometheus.yml"
-for f in anomalies dcgm; do
-  sed -E 's/^( *for: *)1m$/\11s/' "$root/configs/prometheus/rules/$f.yml" > "$tmp/prom/rules/$f.yml"
-done
-grep -q 'for: 1s' "$tmp/prom/rules/dcgm.yml" || { echo "alertmanager_e2e: dcgm.yml has no for: 1m any more"; exit 1; }
-python3 "$here/render_prometheus_config.py" --config "$tmp/prom/prometheus.yml" \
+# The rules at speed 60: the shipped prometheus.yml loads configs/prometheus/rules-60x/ (what `acmetrace rules
+# --speed 60` writes: `for: 1m` is a second of wall time); only the exporter, Alertmanager and the intervals differ.
+mkdir -p "$tmp/prom"
+python3 "$here/render_prometheus_config.py" --config "$root/configs/prometheus/prometheus.yml" \
   --exporter "127.0.0.1:$exporter_port" --alertmanager "127.0.0.1:$am_port" --interval 1s --out "$tmp/prom/rendered.yml"
+grep -q 'rules-60x/\*.yml' "$tmp/prom/rendered.yml" || { echo "alertmanager_e2e: prometheus.yml loads no rules-60x"; exit 1; }
 # The shipped Alertmanager config, its webhooks at this run's address.
 sed "s#http://127.0.0.1:9400/#http://127.0.0.1:$exporter_port/#" "$root/configs/alertmanager/alertmanager.yml" \
   > "$tmp/alertmanager.yml"
