@@ -1,0 +1,60 @@
+#include "acmetrace/remote_write/write_request.h"
+
+#include <snappy.h>
+
+#include "prompb.pb.h"
+
+namespace acmetrace::remote_write {
+
+std::string EncodeWriteRequest(const std::vector<TimeSeries>& series) {
+  prometheus::WriteRequest request;
+  request.mutable_timeseries()->Reserve(static_cast<int>(series.size()));
+  for (const TimeSeries& s : series) {
+    prometheus::TimeSeries* out = request.add_timeseries();
+    out->mutable_labels()->Reserve(static_cast<int>(s.labels.size()));
+    for (const Label& label : s.labels) {
+      prometheus::Label* l = out->add_labels();
+      l->set_name(label.name);
+      l->set_value(label.value);
+    }
+    out->mutable_samples()->Reserve(static_cast<int>(s.samples.size()));
+    for (const Sample& sample : s.samples) {
+      prometheus::Sample* p = out->add_samples();
+      p->set_value(sample.value);
+      p->set_timestamp(sample.ts_ms);
+    }
+  }
+  std::string raw;
+  request.SerializeToString(&raw);
+  std::string compressed;
+  snappy::Compress(raw.data(), raw.size(), &compressed);
+  return compressed;
+}
+
+core::Result<std::vector<TimeSeries>> DecodeWriteRequest(std::string_view body) {
+  size_t raw_size = 0;
+  if (!snappy::GetUncompressedLength(body.data(), body.size(), &raw_size)) {
+    return core::Status::Error("remote write body: not snappy block format");
+  }
+  // A hostile length field must not make us allocate gigabytes (Prometheus's own limit is 32 MB).
+  if (raw_size > kMaxUncompressedBytes) {
+    return core::Status::Error("remote write body: uncompressed size " + std::to_string(raw_size) + " over the limit");
+  }
+  std::string raw;
+  if (!snappy::Uncompress(body.data(), body.size(), &raw)) {
+    return core::Status::Error("remote write body: not snappy block format");
+  }
+  prometheus::WriteRequest request;
+  if (!request.ParseFromString(raw)) return core::Status::Error("remote write body: not a protobuf WriteRequest");
+  std::vector<TimeSeries> series;
+  series.reserve(static_cast<size_t>(request.timeseries_size()));
+  for (const prometheus::TimeSeries& in : request.timeseries()) {
+    TimeSeries s;
+    for (const prometheus::Label& l : in.labels()) s.labels.push_back({l.name(), l.value()});
+    for (const prometheus::Sample& p : in.samples()) s.samples.push_back({p.timestamp(), p.value()});
+    series.push_back(std::move(s));
+  }
+  return series;
+}
+
+}  // namespace acmetrace::remote_write
