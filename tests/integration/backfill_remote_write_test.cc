@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -142,41 +143,116 @@ class BackfillRemoteWriteTest : public testing::Test {
   static inline Samples reference_;
 };
 
+// Debian's VictoriaMetrics on a free port, its data in dir; stopped by the destructor.
+class LocalVictoriaMetrics {
+ public:
+  explicit LocalVictoriaMetrics(const fs::path& dir)
+      : dir_(dir),
+        port_(FreePort()),
+        vm_({"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
+             "-storageDataPath=" + (dir / "data").string(), "-retentionPeriod=100y"},
+            (dir / "vm.out").string(), (dir / "vm.err").string()) {}
+  bool Ready() { return WaitUntil([&] { return HttpGet(port_, "/health").status == 200; }, 30); }
+  std::string log() const { return ReadFile((dir_ / "vm.err").string()); }
+  std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+  // Every sample it holds in the window (after a flush: what was written is searchable).
+  Samples Export() {
+    EXPECT_EQ(HttpGet(port_, "/internal/force_flush").status, 200);
+    const HttpResponse r = HttpGet(port_, "/api/v1/export?match%5B%5D=" + UrlEncode("{__name__=~\".+\"}") +
+                                              "&start=" + std::to_string(kFrom - 60) + "&end=" + std::to_string(kTo + 60));
+    EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+    Samples got;
+    std::istringstream lines(r.body);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty()) continue;
+      const nlohmann::json row = nlohmann::json::parse(line);
+      auto& points = got[Key(Labels(row["metric"]))];
+      for (size_t i = 0; i < row["timestamps"].size(); ++i) {
+        const double v = row["values"][i].get<double>();
+        if (std::isfinite(v)) points[row["timestamps"][i].get<int64_t>()] = v;
+      }
+    }
+    return got;
+  }
+
+ private:
+  fs::path dir_;
+  int port_;
+  Child vm_;
+};
+
+// tests/integration/remote_write_fault_proxy.py in front of a receiver.
+class FaultProxy {
+ public:
+  FaultProxy(const fs::path& dir, const std::string& upstream, const std::string& mode, int n)
+      : port_(FreePort()),
+        out_((dir / "proxy.out").string()),
+        proxy_({"/usr/bin/python3", std::string(ACMETRACE_SOURCE_DIR) + "/tests/integration/remote_write_fault_proxy.py",
+                std::to_string(port_), upstream, mode, std::to_string(n)},
+               out_, (dir / "proxy.err").string()) {}
+  bool Ready() {
+    return WaitUntil([&] { return ReadFile(out_).find("ready") != std::string::npos; }, 30);
+  }
+  std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+
+ private:
+  int port_;
+  std::string out_;
+  Child proxy_;
+};
+
+// The number after `word ` in text ("563598 samples sent" -> NumberBefore(text, " samples sent")).
+int64_t NumberBefore(const std::string& text, const std::string& what) {
+  const size_t at = text.find(what);
+  if (at == std::string::npos) return -1;
+  size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  return begin == at ? -1 : std::stoll(text.substr(begin, at - begin));
+}
+
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) {
   ASSERT_GT(Count(reference_), 100'000);  // the persona's GPUs, the jobs, the injected faults
-  const int port = FreePort();
-  const fs::path dir = work_ / "vm";
-  fs::create_directories(dir);
-  Child vm({"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port),
-            "-storageDataPath=" + (dir / "data").string(), "-retentionPeriod=100y"},
-           (dir / "vm.out").string(), (dir / "vm.err").string());
-  ASSERT_TRUE(WaitUntil([&] { return HttpGet(port, "/health").status == 200; }, 30)) << ReadFile((dir / "vm.err").string());
-
+  fs::create_directories(work_ / "vm");
+  LocalVictoriaMetrics vm(work_ / "vm");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
   std::string err;
-  ASSERT_EQ(Backfill("http://127.0.0.1:" + std::to_string(port) + "/api/v1/write", "--header 'X-Scope-OrgID: t1'", err),
-            0)
-      << err;
-  EXPECT_NE(err.find("remote write: "), std::string::npos) << err;
-  EXPECT_NE(err.find(" 0 failed"), std::string::npos) << err;
-  ASSERT_EQ(HttpGet(port, "/internal/force_flush").status, 200);
-
-  const HttpResponse r = HttpGet(port, "/api/v1/export?match%5B%5D=" + UrlEncode("{__name__=~\".+\"}") +
-                                           "&start=" + std::to_string(kFrom - 60) + "&end=" + std::to_string(kTo + 60));
-  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
-  Samples got;
-  std::istringstream lines(r.body);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json row = nlohmann::json::parse(line);
-    auto& points = got[Key(Labels(row["metric"]))];
-    for (size_t i = 0; i < row["timestamps"].size(); ++i) {
-      const double v = row["values"][i].get<double>();
-      if (std::isfinite(v)) points[row["timestamps"][i].get<int64_t>()] = v;
-    }
-  }
+  // A tenant header, as a VictoriaMetrics cluster or Mimir routes on (a single node ignores it).
+  ASSERT_EQ(Backfill(vm.WriteUrl(), "--header 'X-Scope-OrgID: t1'", err), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " samples sent"), Count(reference_)) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  const Samples got = vm.Export();
   EXPECT_EQ(FirstDifference(reference_, got), "");
   EXPECT_EQ(Count(got), Count(reference_));
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering429GetsEverySampleRetried) {
+  fs::create_directories(work_ / "vm429");
+  LocalVictoriaMetrics vm(work_ / "vm429");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vm429", vm.WriteUrl(), "429", 6);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering400SomeRequestsRefusalsReportedExit1) {
+  fs::create_directories(work_ / "vm400");
+  LocalVictoriaMetrics vm(work_ / "vm400");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vm400", vm.WriteUrl(), "400", 7);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
+  const int64_t failed = NumberBefore(err, " failed");
+  EXPECT_GT(failed, 0) << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
+  // Nothing silently lost: what was not refused is there, and only that.
+  EXPECT_EQ(Count(vm.Export()) + failed, Count(reference_)) << err;
 }
 
 TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
@@ -203,14 +279,29 @@ TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySample
                         UrlEncode("{__name__=~\".+\"}[" + std::to_string(span_s) + "s]"));
   ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
   Samples got;
-  for (const auto& s : nlohmann::json::parse(r.body)["data"]["result"]) {
+  const nlohmann::json answer = nlohmann::json::parse(r.body);
+  ASSERT_EQ(answer["status"], "success") << r.body.substr(0, 300);
+  for (const auto& s : answer["data"]["result"]) {
     auto& points = got[Key(Labels(s["metric"]))];
     for (const auto& p : s["values"]) {
       const double v = std::stod(p[1].get<std::string>());
       if (std::isfinite(v)) points[std::llround(p[0].get<double>() * 1000)] = v;
     }
   }
-  EXPECT_EQ(FirstDifference(reference_, got), "");
+  // On a failure, what Prometheus says it took in (head series, out-of-order and refused samples).
+  auto head_metrics = [&] {
+    std::istringstream lines(HttpGet(port, "/metrics").body);
+    std::string line, out;
+    while (std::getline(lines, line)) {
+      if (line[0] != '#' && (line.find("tsdb_head_series") != std::string::npos ||
+                             line.find("out_of_order") != std::string::npos ||
+                             line.find("out_of_bound") != std::string::npos)) {
+        out += line + "\n";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(FirstDifference(reference_, got), "") << err << head_metrics();
 }
 
 }  // namespace
