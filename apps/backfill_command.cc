@@ -91,9 +91,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
                                    "receiver's ruler evaluates them");
         return 2;
       }
-      // The remote write client, checked before any work: URL, credentials, queue settings.
-      std::unique_ptr<remote_write::WriteQueue> queue;
-      remote_write::RealSleeper sleeper;
+      // The remote write client, checked before any work: URL, credentials, queue settings (its
+      // senders start below, once the signal mask they must inherit is set).
+      remote_write::QueueOptions queue_options;
+      scoring::ClientOptions client_options;
       if (!flags->remote_write.empty()) {
         core::Result<scoring::ClientOptions> client = ClientOptionsFromFlags(flags->http);
         if (!client.ok()) {
@@ -105,7 +106,6 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
           core::LogError("backfill", "--remote-write: " + probe.status().message());
           return 2;
         }
-        remote_write::QueueOptions queue_options;
         queue_options.shards = static_cast<int>(config.GetInt("remote_write.shards"));
         queue_options.max_samples_per_send = static_cast<int>(config.GetInt("remote_write.max_samples_per_send"));
         queue_options.capacity_samples = static_cast<int>(config.GetInt("remote_write.capacity"));
@@ -116,14 +116,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
           core::LogError("backfill", s.message());
           return 2;
         }
-        const std::string url = flags->remote_write;
-        const scoring::ClientOptions options = client.value();
-        queue = std::make_unique<remote_write::WriteQueue>(
-            queue_options,
-            [url, options]() -> std::unique_ptr<remote_write::WriteTransport> {
-              return std::move(remote_write::HttpTransport::Create(url, options)).value();  // checked above
-            },
-            sleeper);
+        client_options = std::move(client).value();
       }
       std::vector<scoring::RuleFileText> rules = scoring::ShippedRules();
       if (!flags->rules.empty()) rules.clear();
@@ -162,6 +155,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       // there are recording rules, every rule file through `promtool check rules`, PROMDIR empty.
       const int64_t chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
       history::StopRequest stop;
+      remote_write::RealSleeper sleeper;  // outlives output: the queue's senders wait with it
       std::unique_ptr<history::ScrapeOutput> output;
       // SIGINT/SIGTERM, from here on: the work stops at the next scrape, the children at once (their
       // process groups); the staging directory is removed as the stages unwind, PROMDIR is left as
@@ -211,7 +205,14 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::PromtoolBlocks* blocks = nullptr;
       history::BlockOptions block_options;
       bool has_recording_rules = false;
-      if (queue != nullptr) {
+      if (!flags->remote_write.empty()) {
+        const std::string url = flags->remote_write;
+        auto queue = std::make_unique<remote_write::WriteQueue>(
+            queue_options,
+            [url, client_options]() -> std::unique_ptr<remote_write::WriteTransport> {
+              return std::move(remote_write::HttpTransport::Create(url, client_options)).value();  // checked above
+            },
+            sleeper);
         auto sink = std::make_unique<history::RemoteWriteOutput>(std::move(queue));
         remote_sink = sink.get();
         output = std::move(sink);

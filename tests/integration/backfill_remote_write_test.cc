@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "local_processes.h"
 
@@ -156,10 +157,10 @@ class LocalVictoriaMetrics {
   std::string log() const { return ReadFile((dir_ / "vm.err").string()); }
   std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
   // Every sample it holds in the window (after a flush: what was written is searchable).
-  Samples Export() {
+  Samples Export(int64_t from = kFrom - 60, int64_t to = kTo + 60) {
     EXPECT_EQ(HttpGet(port_, "/internal/force_flush").status, 200);
     const HttpResponse r = HttpGet(port_, "/api/v1/export?match%5B%5D=" + UrlEncode("{__name__=~\".+\"}") +
-                                              "&start=" + std::to_string(kFrom - 60) + "&end=" + std::to_string(kTo + 60));
+                                              "&start=" + std::to_string(from) + "&end=" + std::to_string(to));
     EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
     Samples got;
     std::istringstream lines(r.body);
@@ -253,6 +254,30 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering400SomeRe
   EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
   // Nothing silently lost: what was not refused is there, and only that.
   EXPECT_EQ(Count(vm.Export()) + failed, Count(reference_)) << err;
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsGetsEverySampleScrapedBeforeASigtermAndExit143) {
+  fs::create_directories(work_ / "vmterm");
+  LocalVictoriaMetrics vm(work_ / "vmterm");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const std::string err_path = (work_ / "vmterm" / "backfill.err").string();
+  // The whole day (about 20 s of work at this scale): stopped a second into its samples.
+  Child backfill({Binary(), "backfill", "--data", (work_ / "day").string(), "--remote-write", vm.WriteUrl()},
+                 (work_ / "vmterm" / "backfill.out").string(), err_path);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(err_path).find("scrapes every") != std::string::npos; }, 30));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(backfill.Signal(SIGTERM), 128 + SIGTERM) << ReadFile(err_path);
+  const std::string err = ReadFile(err_path);
+  EXPECT_NE(err.find("stopped by SIGTERM during the data phase: the samples scraped so far were sent"),
+            std::string::npos)
+      << err;
+  const int64_t sent = NumberBefore(err, " samples sent");
+  EXPECT_GT(sent, 0) << err;
+  EXPECT_LT(sent, 5 * Count(reference_)) << err;  // stopped well before the day's end
+  EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
+  // Every sample the backfill says it sent is in the store (the window's start to well past it).
+  Samples got = vm.Export(kStart - 60, kStart + 2 * 86400);
+  EXPECT_EQ(Count(got), sent);
 }
 
 TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
