@@ -7,6 +7,44 @@
 
 namespace acmetrace::history {
 
+size_t SeriesTextEnd(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+  if (i == 0) return std::string_view::npos;
+  if (i == line.size() || line[i] == ' ') return i;
+  bool quoted = false;
+  for (++i; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '\\') {
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && c == '}') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+core::Status ParseSampleValue(std::string_view rest, double& value) {
+  if (rest.empty() || rest[0] != ' ') return core::Status::Error("no value");
+  rest.remove_prefix(1);
+  const std::string_view text = rest.substr(0, rest.find(' '));
+  if (text == "NaN") {
+    value = std::numeric_limits<double>::quiet_NaN();
+  } else if (text == "+Inf") {
+    value = std::numeric_limits<double>::infinity();
+  } else if (text == "-Inf") {
+    value = -std::numeric_limits<double>::infinity();
+  } else {
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return core::Status::Error("not a number: " + std::string(text.substr(0, 40)));
+    }
+  }
+  return core::Status::Ok();
+}
+
 core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
   out.labels.clear();
   size_t i = 0;
@@ -50,23 +88,7 @@ core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
     }
   }
   out.series = line.substr(0, i);
-  if (i >= line.size() || line[i] != ' ') return core::Status::Error("no value");
-  ++i;
-  size_t end = line.find(' ', i);
-  if (end == std::string_view::npos) end = line.size();
-  const std::string_view value = line.substr(i, end - i);
-  if (value == "NaN") {
-    out.value = std::numeric_limits<double>::quiet_NaN();
-  } else if (value == "+Inf") {
-    out.value = std::numeric_limits<double>::infinity();
-  } else if (value == "-Inf") {
-    out.value = -std::numeric_limits<double>::infinity();
-  } else {
-    const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out.value);
-    if (ec != std::errc() || ptr != value.data() + value.size() || value.empty()) {
-      return core::Status::Error("not a number: " + std::string(value.substr(0, 40)));
-    }
-  }
+  if (core::Status s = ParseSampleValue(line.substr(i), out.value); !s.ok()) return s;
   std::sort(out.labels.begin(), out.labels.end(),
             [](const remote_write::Label& a, const remote_write::Label& b) { return a.name < b.name; });
   return core::Status::Ok();
@@ -80,13 +102,25 @@ core::Status RemoteWriteOutput::Scrape(int64_t ts_ms, std::string_view samples) 
     const std::string_view line = samples.substr(0, eol);
     samples.remove_prefix(eol == std::string_view::npos ? samples.size() : eol + 1);
     if (line.empty() || line.front() == '#') continue;
-    if (core::Status s = ParseOpenMetricsSample(line, scratch_); !s.ok()) {
-      return core::Status::Error("scrape sample line " + std::to_string(line_no) + ": " + s.message());
+    // A known series (every scrape but its first) costs a lookup and a number: its labels were
+    // parsed once, when it was new.
+    const size_t end = SeriesTextEnd(line);
+    auto it = end == std::string_view::npos ? ids_.end() : ids_.find(line.substr(0, end));
+    double value = 0;
+    core::Status parsed = core::Status::Ok();
+    if (it != ids_.end()) {
+      parsed = ParseSampleValue(line.substr(end), value);
+    } else {
+      parsed = ParseOpenMetricsSample(line, scratch_);
+      if (parsed.ok()) {
+        it = ids_.emplace(std::string(scratch_.series), queue_->AddSeries(scratch_.labels)).first;
+        value = scratch_.value;
+      }
     }
-    key_.assign(scratch_.series);
-    auto it = ids_.find(key_);
-    if (it == ids_.end()) it = ids_.emplace(key_, queue_->AddSeries(scratch_.labels)).first;
-    if (core::Status s = queue_->Append(it->second, {ts_ms, scratch_.value}); !s.ok()) return s;
+    if (!parsed.ok()) {
+      return core::Status::Error("scrape sample line " + std::to_string(line_no) + ": " + parsed.message());
+    }
+    if (core::Status s = queue_->Append(it->second, {ts_ms, value}); !s.ok()) return s;
   }
   return core::Status::Ok();
 }

@@ -41,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ACMETRACE_FUZZ_CHECK(!(sample.labels[i].name < sample.labels[i - 1].name));
     }
     ACMETRACE_FUZZ_CHECK(sample.series.size() <= line.size());
+    ACMETRACE_FUZZ_CHECK(history::SeriesTextEnd(line) == sample.series.size());  // the known-series fast path
   }
   return 0;
 }

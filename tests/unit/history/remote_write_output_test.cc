@@ -33,6 +33,7 @@ TEST(ParseOpenMetricsSampleTest, ReadsBackWhatTheScraperWrites) {
                                                  {"user", hostile}};
   EXPECT_EQ(s.labels, want);  // sorted by name, as Prometheus orders a series's labels
   EXPECT_EQ(s.series, text.substr(0, text.find("} ") + 1));
+  EXPECT_EQ(SeriesTextEnd(text), s.series.size());  // the fast path of a known series finds the same text
 }
 
 TEST(ParseOpenMetricsSampleTest, SpecialValuesAndNoLabels) {

@@ -25,6 +25,12 @@ struct ParsedSample {
   double value = 0;
 };
 
+/// Where a sample line's series text (name and labels) ends: the index after '}' or the name;
+/// npos when there is no name or the labels are not closed.
+size_t SeriesTextEnd(std::string_view line);
+/// The value after the series text (" value [timestamp]"): a number, NaN, +Inf or -Inf.
+core::Status ParseSampleValue(std::string_view rest, double& value);
+
 /// Parses one sample line (no line break). Errors say what is wrong; hostile text never crashes.
 core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out);
 
@@ -41,9 +47,13 @@ class RemoteWriteOutput : public ScrapeOutput {
 
  private:
   std::unique_ptr<remote_write::WriteQueue> queue_;
-  std::unordered_map<std::string, uint32_t> ids_;  // series text -> the queue's id
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  // series text -> the queue's id; looked up by string_view (no copy per sample)
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> ids_;
   ParsedSample scratch_;
-  std::string key_;
 };
 
 }  // namespace acmetrace::history
