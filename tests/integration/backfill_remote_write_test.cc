@@ -222,6 +222,13 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) 
   ASSERT_EQ(Backfill(vm.WriteUrl(), "--header 'X-Scope-OrgID: t1'", err), 0) << err;
   EXPECT_EQ(NumberBefore(err, " samples sent"), Count(reference_)) << err;
   EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  // docs/monitoring.md quotes this run's last line.
+  const size_t line = err.find("backfill: remote write: ");
+  ASSERT_NE(line, std::string::npos) << err;
+  const std::string last = err.substr(line, err.find('\n', line) - line);
+  EXPECT_NE(ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/docs/monitoring.md").find("# last line: " + last),
+            std::string::npos)
+      << "docs/monitoring.md should quote: " << last;
   const Samples got = vm.Export();
   EXPECT_EQ(FirstDifference(reference_, got), "");
   EXPECT_EQ(Count(got), Count(reference_));
