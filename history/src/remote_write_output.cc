@@ -1,30 +1,13 @@
 #include "acmetrace/history/remote_write_output.h"
 
+#include "acmetrace/history/openmetrics.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
 namespace acmetrace::history {
-
-size_t SeriesTextEnd(std::string_view line) {
-  size_t i = 0;
-  while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
-  if (i == 0) return std::string_view::npos;
-  if (i == line.size() || line[i] == ' ') return i;
-  bool quoted = false;
-  for (++i; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '\\') {
-      ++i;
-    } else if (c == '"') {
-      quoted = !quoted;
-    } else if (!quoted && c == '}') {
-      return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
 
 core::Status ParseSampleValue(std::string_view rest, double& value) {
   if (rest.empty() || rest[0] != ' ') return core::Status::Error("no value");
@@ -104,7 +87,11 @@ core::Status RemoteWriteOutput::Scrape(int64_t ts_ms, std::string_view samples) 
     if (line.empty() || line.front() == '#') continue;
     // A known series (every scrape but its first) costs a lookup and a number: its labels were
     // parsed once, when it was new.
-    const size_t end = SeriesTextEnd(line);
+    // The scraper writes "series value timestamp": neither number holds a space, so the series text
+    // ends at the second space from the end, found without scanning the labels.
+    const size_t last = line.rfind(' ');
+    size_t end = last == std::string_view::npos || last == 0 ? std::string_view::npos : line.rfind(' ', last - 1);
+    if (end == std::string_view::npos) end = SeriesTextEnd(line);
     auto it = end == std::string_view::npos ? ids_.end() : ids_.find(line.substr(0, end));
     double value = 0;
     core::Status parsed = core::Status::Ok();

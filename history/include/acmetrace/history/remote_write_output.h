@@ -12,6 +12,7 @@
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/history/backfill.h"
+#include "acmetrace/history/openmetrics.h"
 #include "acmetrace/remote_write/write_queue.h"
 
 namespace acmetrace::history {
@@ -25,9 +26,6 @@ struct ParsedSample {
   double value = 0;
 };
 
-/// Where a sample line's series text (name and labels) ends: the index after '}' or the name;
-/// npos when there is no name or the labels are not closed.
-size_t SeriesTextEnd(std::string_view line);
 /// The value after the series text (" value [timestamp]"): a number, NaN, +Inf or -Inf.
 core::Status ParseSampleValue(std::string_view rest, double& value);
 
