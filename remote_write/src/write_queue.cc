@@ -86,7 +86,8 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
   Shard& shard = *shards_[entry.shard];
   if (entry.slot < 0) {
     entry.slot = static_cast<int32_t>(shard.building.series.size());
-    shard.building.series.push_back(TimeSeries{entry.labels, {}});
+    shard.building.series.push_back(SeriesSamples{&entry.labels, {}});
+    shard.building.series.back().samples.reserve(entry.last_samples);
     shard.building_ids.push_back(series);
   }
   shard.building.series[static_cast<size_t>(entry.slot)].samples.push_back(sample);
@@ -98,7 +99,11 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
 
 core::Status WriteQueue::HandOver(Shard& shard) {
   if (shard.building.samples == 0) return core::Status::Ok();
-  for (uint32_t id : shard.building_ids) series_[id].slot = -1;
+  for (uint32_t id : shard.building_ids) {
+    SeriesEntry& entry = series_[id];
+    entry.last_samples = static_cast<uint32_t>(shard.building.series[static_cast<size_t>(entry.slot)].samples.size());
+    entry.slot = -1;
+  }
   shard.building_ids.clear();
   Batch batch = std::move(shard.building);
   shard.building = Batch{};

@@ -7,16 +7,23 @@
 
 namespace acmetrace::remote_write {
 
-std::string EncodeWriteRequest(const std::vector<TimeSeries>& series) {
+namespace {
+
+const std::vector<Label>& LabelsOf(const TimeSeries& s) { return s.labels; }
+const std::vector<Label>& LabelsOf(const SeriesSamples& s) { return *s.labels; }
+
+template <typename Series>
+std::string Encode(const std::vector<Series>& series) {
   // One arena for the request: a Sample is a message of its own, and thousands of small heap
   // allocations per request were most of the encoder's time.
   google::protobuf::Arena arena;
   prometheus::WriteRequest& request = *google::protobuf::Arena::CreateMessage<prometheus::WriteRequest>(&arena);
   request.mutable_timeseries()->Reserve(static_cast<int>(series.size()));
-  for (const TimeSeries& s : series) {
+  for (const Series& s : series) {
     prometheus::TimeSeries* out = request.add_timeseries();
-    out->mutable_labels()->Reserve(static_cast<int>(s.labels.size()));
-    for (const Label& label : s.labels) {
+    const std::vector<Label>& labels = LabelsOf(s);
+    out->mutable_labels()->Reserve(static_cast<int>(labels.size()));
+    for (const Label& label : labels) {
       prometheus::Label* l = out->add_labels();
       l->set_name(label.name);
       l->set_value(label.value);
@@ -34,6 +41,11 @@ std::string EncodeWriteRequest(const std::vector<TimeSeries>& series) {
   snappy::Compress(raw.data(), raw.size(), &compressed);
   return compressed;
 }
+
+}  // namespace
+
+std::string EncodeWriteRequest(const std::vector<TimeSeries>& series) { return Encode(series); }
+std::string EncodeWriteRequest(const std::vector<SeriesSamples>& series) { return Encode(series); }
 
 core::Result<std::vector<TimeSeries>> DecodeWriteRequest(std::string_view body) {
   size_t raw_size = 0;

@@ -65,7 +65,7 @@ TEST(WriteRequestTest, GarbageIsAnErrorNotACrash) {
 }
 
 TEST(WriteRequestTest, EmptyRequestEncodes) {
-  core::Result<std::vector<TimeSeries>> out = DecodeWriteRequest(EncodeWriteRequest({}));
+  core::Result<std::vector<TimeSeries>> out = DecodeWriteRequest(EncodeWriteRequest(std::vector<TimeSeries>{}));
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out.value().empty());
 }

@@ -94,7 +94,7 @@ class WriteQueue {
 
  private:
   struct Batch {
-    std::vector<TimeSeries> series;
+    std::vector<SeriesSamples> series;  // labels point into series_ (never moved: a deque)
     int64_t samples = 0;
   };
   struct Shard {
@@ -111,9 +111,10 @@ class WriteQueue {
     std::thread sender;
   };
   struct SeriesEntry {
-    std::vector<Label> labels;
+    std::vector<Label> labels;  // read by the senders: never changed once added
     uint32_t shard = 0;
-    int32_t slot = -1;  // index in its shard's building batch, -1 when not there
+    int32_t slot = -1;           // index in its shard's building batch, -1 when not there
+    uint32_t last_samples = 1;   // its samples in the last batch: room reserved in the next
   };
 
   core::Status HandOver(Shard& shard);
@@ -124,7 +125,7 @@ class WriteQueue {
   QueueOptions options_;
   Sleeper& sleeper_;
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::vector<SeriesEntry> series_;
+  std::deque<SeriesEntry> series_;  // push_back keeps references to the others valid
   bool closed_ = false;
 
   std::atomic<int64_t> appended_{0};

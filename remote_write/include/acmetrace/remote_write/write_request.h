@@ -36,8 +36,16 @@ inline constexpr const char* kRemoteWriteHeaders[] = {
     "X-Prometheus-Remote-Write-Version: 0.1.0",
 };
 
+/// A series's labels, owned elsewhere and alive until encoded, and some of its samples: what the
+/// queue batches without copying labels. Value type.
+struct SeriesSamples {
+  const std::vector<Label>* labels = nullptr;
+  std::vector<Sample> samples;
+};
+
 /// The request body of these series: WriteRequest serialized, then snappy block format.
 std::string EncodeWriteRequest(const std::vector<TimeSeries>& series);
+std::string EncodeWriteRequest(const std::vector<SeriesSamples>& series);
 
 /// The largest uncompressed body DecodeWriteRequest accepts.
 inline constexpr size_t kMaxUncompressedBytes = size_t{64} << 20;
