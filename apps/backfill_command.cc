@@ -103,7 +103,12 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
         client.value().timeout_ms = config.GetInt("remote_write.timeout_s") * 1000;
         if (auto probe = remote_write::HttpTransport::Create(flags->remote_write, client.value()); !probe.ok()) {
-          core::LogError("backfill", "--remote-write: " + probe.status().message());
+          std::string why = probe.status().message();
+          // The URL parser is score's, whose messages name its flag.
+          if (constexpr std::string_view kScoreFlag = "--prometheus: "; why.rfind(kScoreFlag, 0) == 0) {
+            why.erase(0, kScoreFlag.size());
+          }
+          core::LogError("backfill", "--remote-write: " + why);
           return 2;
         }
         queue_options.shards = static_cast<int>(config.GetInt("remote_write.shards"));
@@ -311,7 +316,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       progress.Done();
       if (stop.requested()) return stopped(blocks != nullptr ? "the data phase (promtool running)" : "the data phase");
       if (!done.ok()) {
-        if (remote_sink != nullptr) report_remote();
+        if (remote_sink != nullptr) {
+          (void)remote_sink->Finish();  // what is still queued is counted as failed, not left pending
+          report_remote();
+        }
         core::LogError("backfill", done.status().message());
         return 1;
       }
