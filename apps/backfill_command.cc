@@ -293,7 +293,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       const int64_t temp_bytes =
           blocks == nullptr ? 0 : std::min(history::MaxChunksOnDisk(block_options) * chunk_bytes, plan.text_bytes);
       history::PrintPlan(stderr, plan, options.stream.data_dir, temp_bytes, history::MaxChunksOnDisk(block_options),
-                         chunk_bytes, blocks != nullptr);
+                         chunk_bytes, blocks != nullptr ? history::PlanOutput::kBlocks
+                         : remote_sink != nullptr ? history::PlanOutput::kRemoteWrite
+                                                  : history::PlanOutput::kText);
       if (blocks != nullptr) {
         const int64_t need = temp_bytes + plan.block_bytes;
         core::Result<int64_t> free_bytes = history::FreeDiskBytes(blocks->staging_dir());
