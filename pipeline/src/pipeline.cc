@@ -61,9 +61,11 @@ void DeclareRunConfig(core::Config& config) {
   // `backfill --remote-write` (remote_write/): named after Prometheus's queue_config.
   config.Declare("remote_write.shards", "4", "parallel senders; a series always goes through the same one (its order kept)",
                  ConfigType::Int(1, 256));
-  config.Declare("remote_write.max_samples_per_send", "2000", "samples per remote write request at most",
+  // Ten times Prometheus's live defaults: history has thousands of series per shard, and a request
+  // of 2000 samples would carry every series's labels for two samples each.
+  config.Declare("remote_write.max_samples_per_send", "20000", "samples per remote write request at most",
                  ConfigType::Int(1, 1'000'000));
-  config.Declare("remote_write.capacity", "10000",
+  config.Declare("remote_write.capacity", "100000",
                  "samples queued per shard ahead of its sender at most; past it the backfill waits (never drops)",
                  ConfigType::Int(1, 100'000'000));
   config.Declare("remote_write.max_attempts", "10",

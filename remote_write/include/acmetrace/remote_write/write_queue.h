@@ -47,11 +47,12 @@ class RealSleeper : public Sleeper {
   void SleepMs(int64_t ms) override;
 };
 
-/// How the queue sends. Value type; names and defaults after Prometheus's queue_config.
+/// How the queue sends. Value type; names after Prometheus's queue_config, batches ten times its
+/// live defaults (history: thousands of series per shard, each with a few samples per request).
 struct QueueOptions {
   int shards = 4;                     // parallel senders
-  int max_samples_per_send = 2000;    // samples per request
-  int capacity_samples = 10'000;      // per shard, queued ahead of its sender; past it Append waits
+  int max_samples_per_send = 20'000;  // samples per request
+  int capacity_samples = 100'000;     // per shard, queued ahead of its sender; past it Append waits
   int max_attempts = 10;              // per request, the first included; then the write fails
   int64_t min_backoff_ms = 30;        // before the first retry, doubled at each next one
   int64_t max_backoff_ms = 5'000;
