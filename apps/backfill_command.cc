@@ -186,17 +186,20 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       };
       auto stopped = [&](const char* phase) {
         const int signal = stop.signal();
+        bool flushed = true;
         if (remote_sink != nullptr) {
           // What was scraped before the signal is sent (retries bounded), then the senders stop.
-          core::Status flushed = remote_sink->Finish();
-          report_remote();
-          if (!flushed.ok()) core::LogError("backfill", flushed.message());
+          core::Status finished = remote_sink->Finish();
+          const remote_write::QueueStats q = report_remote();
+          if (!finished.ok()) core::LogError("backfill", finished.message());
+          flushed = finished.ok() && q.samples_failed == 0;
         }
         output.reset();  // stops promtool, removes the staging directory
         const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
         if (remote_sink != nullptr) {
-          core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: the samples scraped so far were sent",
-                     name.c_str(), phase);
+          core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s", name.c_str(), phase,
+                     flushed ? "the samples scraped so far were sent"
+                             : "the samples scraped so far were sent but for the failed ones above");
         } else if (flags->out.empty()) {
           core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s holds an incomplete text",
                      name.c_str(), phase, flags->openmetrics.c_str());
