@@ -10,6 +10,7 @@
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/exporters/export_config.h"
+#include "acmetrace/history/alert_series.h"
 #include "acmetrace/history/backfill.h"
 #include "acmetrace/history/blocks.h"
 #include "acmetrace/pipeline/pipeline.h"
@@ -87,8 +88,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         return 2;
       }
       if (!flags->remote_write.empty() && !flags->rules.empty()) {
-        core::LogError("backfill", "--rules: recording rules are backfilled into blocks only; with --remote-write the "
-                                   "receiver's ruler evaluates them");
+        core::LogError("backfill",
+                       "--rules: recording rules and ALERTS are backfilled into blocks only; with --remote-write the "
+                       "receiver's ruler evaluates them");
         return 2;
       }
       // The remote write client, checked before any work: URL, credentials, queue settings (its
@@ -212,7 +214,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       };
       history::PromtoolBlocks* blocks = nullptr;
       history::BlockOptions block_options;
-      bool has_recording_rules = false;
+      bool has_rules = false;
       if (!flags->remote_write.empty()) {
         const std::string url = flags->remote_write;
         auto queue = std::make_unique<remote_write::WriteQueue>(
@@ -243,15 +245,19 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
         blocks = opened.value().get();
         output = std::move(opened).value();
+        // Recording rules are backfilled, and alerting rules' ALERTS written, through a temporary Prometheus.
         for (const scoring::RuleFileText& file : rules) {
-          core::Result<int> n = history::CountRecordingRules(file);
-          if (n.ok() && n.value() > 0) has_recording_rules = true;
+          scoring::RuleSet parsed;
+          if (scoring::LoadRuleText(file, parsed).ok() && (!parsed.records.empty() || !parsed.alerts.empty())) {
+            has_rules = true;
+          }
         }
         const std::string prometheus = config.GetString("backfill.prometheus");
-        if (has_recording_rules && !history::FindExecutable(prometheus)) {
+        if (has_rules && !history::FindExecutable(prometheus)) {
           core::LogError("backfill", "prometheus not found ('" + prometheus +
-                                         "'): recording rules are backfilled through a temporary Prometheus (Debian: "
-                                         "apt-get install prometheus; or --rules with files without record: rules)");
+                                         "'): recording and alerting rules are evaluated through a temporary "
+                                         "Prometheus (Debian: apt-get install prometheus; or --rules with files "
+                                         "without rules)");
           return 1;
         }
         core::Status checked = history::CheckRuleFiles(*history::FindExecutable(block_options.promtool), rules,
@@ -379,6 +385,29 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       }
       if (recorded.value() > 0) {
         core::Logf(core::LogLevel::kInfo, "backfill", "%d recording rules backfilled", recorded.value());
+      }
+      // The alerting rules' ALERTS and ALERTS_FOR_STATE, read from the blocks and the recording rules'.
+      history::AlertBackfillOptions alert_options;
+      alert_options.promtool = rule_options.promtool;
+      alert_options.prometheus = rule_options.prometheus;
+      alert_options.blocks_dir = rule_options.blocks_dir;
+      alert_options.work_dir = blocks->staging_dir() + "/alerts";
+      alert_options.rules = rules;
+      alert_options.from_ms = rule_options.from_ms;
+      alert_options.to_ms = rule_options.to_ms;
+      alert_options.eval_interval_ms = rule_options.eval_interval_ms;
+      alert_options.stop = &stop;
+      core::Result<history::AlertBackfillStats> alerted = history::BackfillAlerts(alert_options);
+      if (stop.requested()) return stopped("the alerting-rule phase");
+      if (!alerted.ok()) {
+        core::LogError("backfill", alerted.status().message());
+        return 1;
+      }
+      if (alerted.value().rules > 0) {
+        core::Logf(core::LogLevel::kInfo, "backfill",
+                   "%d alerting rules evaluated: %lld firings, %lld ALERTS and ALERTS_FOR_STATE samples",
+                   alerted.value().rules, static_cast<long long>(alerted.value().firings),
+                   static_cast<long long>(alerted.value().samples));
       }
       if (core::Status s = blocks->Commit(); !s.ok()) {
         core::LogError("backfill", s.message());

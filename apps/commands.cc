@@ -29,6 +29,7 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterConfig(app, registry);
   RegisterBackfill(app, registry);
   RegisterScore(app, registry);
+  RegisterRules(app, registry);
 }
 
 int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty) {

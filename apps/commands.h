@@ -43,6 +43,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry);
 void RegisterConfig(CLI::App& app, CommandRegistry& registry);
 void RegisterScore(CLI::App& app, CommandRegistry& registry);
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
+void RegisterRules(CLI::App& app, CommandRegistry& registry);
 
 /// A time flag's value (unix seconds or ISO 8601 with an offset) in ms; if_empty when text is empty.
 /// Throws std::invalid_argument naming key when malformed.

@@ -18,7 +18,7 @@ namespace acmetrace::apps {
 
 void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string source, brokers, group, listen, metrics_out;
+    std::string source, brokers, group, listen, metrics_out, notifications;
     bool until_end = false;
     bool strict = false;
   };
@@ -36,6 +36,9 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
                 "serving until SIGINT/SIGTERM");
   cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
+  cmd->add_option("--notifications", flags->notifications,
+                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
+                  "its wall time and the newest trace time exported, to FILE (JSON lines)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -57,9 +60,21 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       exporters::Exporter exporter(options, &errors);
       pipeline::StopLatch stop;
       ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
+      // Alertmanager's notifications, stamped with the newest trace time exported when they arrive.
+      std::unique_ptr<exporters::NotificationLog> notifications;
+      if (!flags->notifications.empty()) {
+        auto opened = exporters::NotificationLog::Open(flags->notifications,
+                                                       [&exporter] { return exporter.NewestTraceTimeMs(); });
+        if (!opened.ok()) {
+          core::LogError("export", opened.status().message());
+          return 1;
+        }
+        notifications = std::move(opened).value();
+      }
       exporters::MetricsServer server(
           exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads,
                      options.render_cache_ms});
+      server.SetNotificationLog(notifications.get());
       if (core::Status s = server.Start(); !s.ok()) {
         core::LogError("export", s.message());
         return 1;
@@ -107,6 +122,11 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       server.Stop();
       core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
                    static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
+      if (notifications) {
+        core::Logf(core::LogLevel::kInfo, "export", "%lld Alertmanager notifications recorded in %s (%lld bodies refused)",
+                   static_cast<long long>(notifications->recorded()), notifications->path().c_str(),
+                   static_cast<long long>(notifications->refused()));
+      }
       return rc;
     });
   });

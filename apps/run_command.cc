@@ -24,7 +24,7 @@
 namespace acmetrace::apps {
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string data, speed, listen, brokers, clusters, metrics_out, pause_at;
+    std::string data, speed, listen, brokers, clusters, metrics_out, pause_at, notifications;
     bool until_end = false;
     bool strict = false;
   };
@@ -47,6 +47,9 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
   cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed row [replay.strict]");
+  cmd->add_option("--notifications", flags->notifications,
+                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
+                  "its wall and trace time, to FILE (JSON lines)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -68,6 +71,10 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.process = processors::ProcessOptionsFromConfig(config);
       if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
       options.stream.clusters = config.GetList("replay.clusters");
+      // A window of the trace, as replay and backfill take it (replay.from, replay.to: --config or the environment).
+      options.stream.range.from_ms = ParseTimeFlag("replay.from", config.GetString("replay.from"),
+                                                   options.stream.range.from_ms);
+      options.stream.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.stream.range.to_ms);
       options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
       options.replay.speed = *speed;
       options.replay.progress_out = stderr;
@@ -106,9 +113,25 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
         stop.Trigger();
         run.Stop();
       });
+      // Alertmanager's notifications, stamped with the replay clock's trace time when they arrive.
+      std::unique_ptr<exporters::NotificationLog> notifications;
+      if (!flags->notifications.empty()) {
+        auto opened = exporters::NotificationLog::Open(flags->notifications, [&run, &exporter] {
+          const producers::ReplayStatus st = run.replay_status();
+          if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
+          if (st.trace_ms > 0) return std::optional<int64_t>(st.trace_ms);
+          return exporter.NewestTraceTimeMs();
+        });
+        if (!opened.ok()) {
+          core::LogError("run", opened.status().message());
+          return 1;
+        }
+        notifications = std::move(opened).value();
+      }
       exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
                                                  export_options.basic_auth_password, export_options.http_threads,
                                                  export_options.render_cache_ms});
+      server.SetNotificationLog(notifications.get());
       if (core::Status s = server.Start(); !s.ok()) {
         core::LogError("run", s.message());
         return 1;
@@ -159,6 +182,11 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
         }
       }
       server.Stop();
+      if (notifications) {
+        core::Logf(core::LogLevel::kInfo, "run", "%lld Alertmanager notifications recorded in %s (%lld bodies refused)",
+                   static_cast<long long>(notifications->recorded()), notifications->path().c_str(),
+                   static_cast<long long>(notifications->refused()));
+      }
       return rc;
     });
   });

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/log.h"
@@ -15,6 +17,7 @@
 #include "acmetrace/core/time.h"
 #include "acmetrace/scoring/baseline.h"
 #include "acmetrace/scoring/incidents.h"
+#include "acmetrace/scoring/notifications.h"
 #include "acmetrace/scoring/range_query.h"
 #include "acmetrace/scoring/report.h"
 #include "acmetrace/scoring/rule_file.h"
@@ -75,7 +78,7 @@ std::string WithoutTrailingSlashes(std::string url) {
 
 void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string prometheus, faults, anomalies, from, to, json, html, sweep_for;
+    std::string prometheus, faults, anomalies, notifications, from, to, json, html, sweep_for;
     std::string bearer_token_file, basic_auth_file, ca_file, grafana, baseline;
     std::string grafana_datasource = "prometheus";
     std::vector<std::string> rules, headers;
@@ -108,6 +111,9 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
                   "Prometheus rule files (default: the shipped configs/prometheus/rules/*.yml)");
   cmd->add_option("--anomalies", flags->anomalies,
                   "acme.anomalies records (JSON lines of `process --sink stdout`) to score as well");
+  cmd->add_option("--notifications", flags->notifications,
+                  "Alertmanager notifications recorded by run/export --notifications (JSON lines): score what paged, "
+                  "per receiver");
   cmd->add_option("--from", flags->from,
                   "first evaluation, unix seconds or ISO 8601 with offset (default: an hour before the first incident)");
   cmd->add_option("--to", flags->to, "last evaluation (default: an hour after the last incident ends)");
@@ -124,10 +130,17 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         core::LogError("score", message);
         return 2;
       };
-      if (flags->prometheus.empty() && flags->anomalies.empty()) {
-        return usage("give --prometheus (to score rules) or --anomalies (to score acmetrace's flags), or both");
+      if (flags->prometheus.empty() && flags->anomalies.empty() && flags->notifications.empty()) {
+        return usage("give --prometheus (to score rules), --anomalies (to score acmetrace's flags) or --notifications "
+                     "(to score what Alertmanager paged), or several");
       }
-      if (flags->prometheus.empty() && !flags->rules.empty()) return usage("--rules needs --prometheus to query");
+      if (flags->prometheus.empty() && flags->anomalies.empty() && !flags->html.empty()) {
+        return usage("--html draws rules and flags (--prometheus, --anomalies); what --notifications scores is in the "
+                     "table and --json");
+      }
+      if (flags->prometheus.empty() && flags->notifications.empty() && !flags->rules.empty()) {
+        return usage("--rules needs --prometheus to query (or --notifications, for the kinds of its alerts)");
+      }
       if (flags->prometheus.empty()) {
         for (const auto& [flag, set] : {std::pair{"--bearer-token-file", !flags->bearer_token_file.empty()},
                                         std::pair{"--basic-auth-file", !flags->basic_auth_file.empty()},
@@ -250,6 +263,33 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
                      flags->anomalies.c_str(), static_cast<long long>(duplicates));
         }
       }
+      // What paged: the notifications, the alerts' kinds from the rules (shipped, or --rules).
+      std::optional<scoring::NotificationReport> notification_report;
+      if (!flags->notifications.empty()) {
+        auto loaded = scoring::LoadNotifications(flags->notifications);
+        if (!loaded.ok()) return usage(loaded.status().message());
+        scoring::RuleSet kind_rules = rules;
+        if (!client) {  // the rules were not loaded for queries
+          if (flags->rules.empty()) {
+            for (const scoring::RuleFileText& file : scoring::ShippedRules()) {
+              if (core::Status s = scoring::LoadRuleText(file, kind_rules); !s.ok()) return usage(s.message());
+            }
+          }
+          for (const std::string& file : flags->rules) {
+            if (core::Status s = scoring::LoadRuleFile(file, kind_rules); !s.ok()) return usage(s.message());
+          }
+        }
+        std::set<std::string> known_kinds = scoring::DetectorKinds();
+        for (const scoring::Incident& i : incidents.value()) known_kinds.insert(i.kind);
+        std::map<std::string, std::set<std::string>> kinds_by_alertname;
+        for (const scoring::AlertRule& rule : kind_rules.alerts) {
+          const std::set<std::string> kinds = scoring::KindsOfRule(rule, known_kinds);
+          kinds_by_alertname[rule.name].insert(kinds.begin(), kinds.end());
+        }
+        notification_report = scoring::ScoreNotifications(loaded.value(), incidents.value(), kinds_by_alertname,
+                                                          options.from_ms, options.to_ms, options.window);
+        notification_report->file = flags->notifications;
+      }
       size_t done = 0;
       auto report = scoring::ScoreRules(rules, client.get(), std::move(flag_kinds), incidents.value(), options,
                                         [&](const scoring::AlertRule& rule) {
@@ -269,8 +309,15 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
       report.value().links = links;
       report.value().baseline = std::move(baseline);
       for (const std::string& w : report.value().warnings) core::LogWarn("score", w);
-      std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
-      if (!flags->json.empty() && !WriteFile("--json", flags->json, scoring::FormatJson(report.value()))) return 1;
+      const bool rules_or_flags = client || !flags->anomalies.empty();
+      if (rules_or_flags) std::fputs(scoring::FormatTable(report.value()).c_str(), stdout);
+      std::string json = rules_or_flags ? scoring::FormatJson(report.value()) : "{}";
+      if (notification_report) {
+        if (rules_or_flags) std::fputs("\n", stdout);
+        std::fputs(scoring::FormatNotificationTable(*notification_report).c_str(), stdout);
+        json = scoring::AddJsonMember(json, "notifications", scoring::FormatNotificationJson(*notification_report));
+      }
+      if (!flags->json.empty() && !WriteFile("--json", flags->json, json)) return 1;
       if (!flags->html.empty() && !WriteFile("--html", flags->html, scoring::FormatHtml(report.value()))) return 1;
       if (client) {
         core::Logf(core::LogLevel::kInfo, "score", "%zu rules over %s .. %s in %lld requests to %s",

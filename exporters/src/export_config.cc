@@ -57,9 +57,9 @@ void DeclareExportConfig(core::Config& config) {
                  "bytes per unit of the release's raw NODE_IB_SEND/RECEIVE (undocumented; assumed MB/s)",
                  ConfigType::Double(0, 1e15, ConfigType::Bound::kOpen));
   config.Declare("export.scrape_interval_s", "15",
-                 "wall seconds between the scrapes of the slowest scraper (configs/prometheus: 15): a closed anomaly "
-                 "flag stays exposed for two of them (value 1 until it was shown for two, then 0), so no flag falls "
-                 "between scrapes",
+                 "wall seconds between the scrapes of the slowest scraper (configs/prometheus scrapes every 250 ms at "
+                 "speed 60; 15 s scrapers are common): a closed anomaly flag stays exposed for two of them (value 1 "
+                 "until it was shown for two, then 0), so no flag falls between scrapes",
                  ConfigType::PositiveSeconds());
   config.Declare("export.hour_window_s", "3600",
                  "the process.windows_s view the last-hour quantiles and failure ratio are taken from",

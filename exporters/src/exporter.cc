@@ -225,6 +225,15 @@ void Exporter::NoteTraceTime(std::string_view cluster, int64_t ts_ms) {
   }
 }
 
+std::optional<int64_t> Exporter::NewestTraceTimeMs() {
+  std::lock_guard<std::mutex> lock(self_mutex_);
+  std::optional<int64_t> newest;
+  for (const auto& [cluster, ms] : trace_time_ms_) {
+    if (!newest || ms > *newest) newest = ms;
+  }
+  return newest;
+}
+
 void Exporter::SetReplayStatus(double speed, double lag_s) {
   store_.Set(replay_speed_, store_.MakeLabels(replay_speed_, {}), speed, "", 0);
   store_.Set(replay_lag_, store_.MakeLabels(replay_lag_, {}), lag_s, "", 0);

@@ -93,6 +93,12 @@ std::string Gzip(const std::string& in) {
   return out;
 }
 
+http::HttpResponse Unauthorized() {
+  http::HttpResponse r = Text(401, "unauthorized: this endpoint needs basic auth\n");
+  r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"acmetrace\"");
+  return r;
+}
+
 }  // namespace
 
 std::string BasicAuthHeader(const std::string& user, const std::string& password) {
@@ -158,6 +164,7 @@ http::HttpResponse MetricsServer::Handle(const http::HttpRequest& request) {
   const std::string& path = request.path;
   const bool known = path == "/" || path == "/metrics" || path == "/targets" || path == "/-/healthy" ||
                      path == "/-/ready";
+  if (path == kAlertmanagerWebhookPath) return HandleWebhook(request);
   if (!known) return Text(404, "unknown path; try /metrics, /targets, /-/healthy or /-/ready\n");
   if (!request.IsRead()) {
     http::HttpResponse r = Text(405, "use GET\n");
@@ -170,11 +177,7 @@ http::HttpResponse MetricsServer::Handle(const http::HttpRequest& request) {
     if (!exporter_.ready()) return Text(503, "acmetrace exporter is not ready: no record applied yet.\n");
     return Text(200, "acmetrace exporter is ready.\n");
   }
-  if (!expected_auth_.empty() && !SameSecret(std::string(request.Header("authorization")), expected_auth_)) {
-    http::HttpResponse r = Text(401, "unauthorized: this endpoint needs basic auth\n");
-    r.headers.emplace_back("WWW-Authenticate", "Basic realm=\"acmetrace\"");
-    return r;
-  }
+  if (!Authorized(request)) return Unauthorized();
   if (path == "/targets") return http::HttpResponse::Text(200, exporter_.TargetsJson(), "application/json");
   core::Result<std::optional<std::string>> target = http::QueryValue(request, "target");
   if (!target.ok()) return http::ErrorResponse(400, target.status().message());
@@ -185,6 +188,23 @@ http::HttpResponse MetricsServer::Handle(const http::HttpRequest& request) {
   if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
   r.headers.emplace_back("Vary", "Accept-Encoding");
   return r;
+}
+
+bool MetricsServer::Authorized(const http::HttpRequest& request) const {
+  return expected_auth_.empty() || SameSecret(std::string(request.Header("authorization")), expected_auth_);
+}
+
+http::HttpResponse MetricsServer::HandleWebhook(const http::HttpRequest& request) {
+  if (options_.notifications == nullptr) {
+    return Text(404, "this exporter records no Alertmanager notifications: start it with --notifications FILE\n");
+  }
+  if (request.method != "POST") {
+    http::HttpResponse r = Text(405, "use POST (Alertmanager's webhook_configs)\n");
+    r.headers.emplace_back("Allow", "POST");
+    return r;
+  }
+  if (!Authorized(request)) return Unauthorized();
+  return options_.notifications->Receive(request);
 }
 
 std::shared_ptr<const std::string> MetricsServer::Render(const std::string& target, bool gzip) {

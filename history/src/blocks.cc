@@ -19,6 +19,7 @@
 
 #include "acmetrace/history/openmetrics.h"
 #include "acmetrace/scoring/range_query.h"
+#include "temporary_prometheus.h"
 
 namespace acmetrace::history {
 namespace fs = std::filesystem;
@@ -31,6 +32,8 @@ core::Status WriteAll(std::FILE* file, std::string_view text, const std::string&
   return core::Status::Ok();
 }
 
+}  // namespace
+
 core::Status WriteFile(const std::string& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -38,6 +41,8 @@ core::Status WriteFile(const std::string& path, std::string_view text) {
   if (!out) return core::Status::Error(path + ": cannot write");
   return core::Status::Ok();
 }
+
+namespace {
 
 // A port free on 127.0.0.1 now (the kernel's pick; a race with another program is unlikely).
 core::Result<int> FreeLocalPort() {
@@ -287,6 +292,8 @@ int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
   return longest + 5 * 60'000;
 }
 
+}  // namespace
+
 // A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
 core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, const std::string& config,
                                               const fs::path& storage, const std::string& retention,
@@ -316,7 +323,7 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
     if (stop != nullptr && stop->requested()) return core::Status::Error("stopped");
     if (!prom.Running()) {
       core::Status s = prom.Wait();
-      return core::Status::Error("the temporary prometheus for recording rules stopped: " + s.message());
+      return core::Status::Error("the temporary prometheus for the rules stopped: " + s.message());
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       return core::Status::Error("the temporary prometheus on " + address +
@@ -327,8 +334,6 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
   port_out = port.value();
   return server;
 }
-
-}  // namespace
 
 core::Result<std::vector<BlockSpan>> ListBlocks(const fs::path& dir) {
   std::vector<BlockSpan> out;

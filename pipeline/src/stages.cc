@@ -312,8 +312,9 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
 // Where the exporter's telemetry stands. An input with several acme.util partitions (Kafka): the
 // bound is the lowest time any of them has reached (by record, progress marker or end marker),
 // leaving out those whose writer ended or that went idle; once every one has ended, the telemetry
-// has reached the latest of their ends. One ordered input (a queue, stdin) needs no bound, and its
-// writer's heartbeats say how far the telemetry has got.
+// has reached the latest of their ends. One ordered input (a queue, stdin) needs no bound: its
+// writer's heartbeats, and the times of its job events (a replay writes in trace-time order; stdout
+// has no heartbeats), say how far the telemetry has got.
 class TelemetryBound {
  public:
   TelemetryBound(const std::vector<core::InputPartition>& partitions, exporters::Exporter& exporter)
@@ -326,18 +327,17 @@ class TelemetryBound {
       active_ = true;
     }
   }
-  void Reached(int p, int64_t ts_ms) {
-    Part& part = parts_[static_cast<size_t>(p)];
-    if (!active_ || !part.util || ts_ms == core::InputItem::kNoTs) return;
-    const bool changed = ts_ms > part.reached || part.state != State::kActive;
-    part.reached = std::max(part.reached, ts_ms);
-    part.state = State::kActive;
-    if (changed) Publish();
+  void Reached(int p, int64_t ts_ms, const core::Record& record) {
+    if (active_) {
+      Advance(p, ts_ms);
+    } else if (std::holds_alternative<core::JobEvent>(record)) {
+      exporter_.NoteTelemetryReached(ts_ms);
+    }
   }
   // A heartbeat or progress item: on one ordered input it says where the telemetry is.
   void Progress(int p, int64_t ts_ms) {
     if (active_) {
-      Reached(p, ts_ms);
+      Advance(p, ts_ms);
     } else if (ts_ms != core::InputItem::kNoTs) {
       exporter_.NoteTelemetryReached(ts_ms);
     }
@@ -352,6 +352,14 @@ class TelemetryBound {
     State state = State::kActive;
     int64_t reached = core::InputItem::kNoTs;
   };
+  void Advance(int p, int64_t ts_ms) {
+    Part& part = parts_[static_cast<size_t>(p)];
+    if (!part.util || ts_ms == core::InputItem::kNoTs) return;
+    const bool changed = ts_ms > part.reached || part.state != State::kActive;
+    part.reached = std::max(part.reached, ts_ms);
+    part.state = State::kActive;
+    if (changed) Publish();
+  }
   void Leave(int p, State state, int64_t ts_ms) {  // holds nothing back until it brings something again
     Part& part = parts_[static_cast<size_t>(p)];
     if (!active_ || !part.util) return;
@@ -425,7 +433,7 @@ core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& expor
       continue;
     }
     end.OnRecord(p, ClusterOfRecord(*record));
-    bound.Reached(p, core::TimestampMsOf(*record));
+    bound.Reached(p, core::TimestampMsOf(*record), *record);
     exporter.Apply(*record);
   }
   return core::Status::Ok();

@@ -138,6 +138,9 @@ core::Result<std::unique_ptr<EventStream>> EventStream::Open(const EventStreamOp
   constexpr TimeRange kAll;
   if (options.range.from_ms != kAll.from_ms) stream->span_.first_ms = options.range.from_ms;
   stream->span_.last_ms = EstimateLastTimeMs(files);
+  if (const std::optional<DataSpan> data = EstimateDataSpan(files); data && data->telemetry) {
+    stream->span_.pace_from_ms = std::max(data->first_ms, options.range.from_ms);
+  }
   if (options.range.to_ms != kAll.to_ms) {
     const int64_t last_in_range = options.range.to_ms - 1;
     stream->span_.last_ms = std::min(stream->span_.last_ms.value_or(last_in_range), last_in_range);

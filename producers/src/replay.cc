@@ -343,7 +343,7 @@ core::Result<ReplayStats> Replayer::Run() {
   {
     std::lock_guard<std::mutex> lock(mutex_);  // status() reads these from other threads
     span_ = source_->span();
-    window_first_ms_ = span_.first_ms;
+    window_first_ms_ = span_.first_ms ? span_.first_ms : span_.pace_from_ms;
     wall0_ms_ = options_.start_at_ms.value_or(clock_.NowMs());
   }
   while (!stop_ && clock_.NowMs() < wall0_ms_) clock_.SleepUntilMs(wall0_ms_);
@@ -418,9 +418,11 @@ core::Result<ReplayStats> Replayer::Run() {
       continue;
     }
     const int64_t raw_ts = core::TimestampMsOf(*record);
+    // Before the telemetry's first sample (the jobs pending or running when it begins): out at once.
+    const bool lead_in = span_.pace_from_ms && raw_ts < *span_.pace_from_ms;
     if (!pass_started) {
       pass_started = true;
-      pass_first_ms = raw_ts;
+      pass_first_ms = lead_in ? *span_.pace_from_ms : raw_ts;
     }
     pass_last_ms = std::max(pass_last_ms, raw_ts);
     if (!InShard(*record, options_.shard_index, options_.shard_count)) continue;
@@ -438,7 +440,8 @@ core::Result<ReplayStats> Replayer::Run() {
         failure = s;
         break;
       }
-      replay_clock_.Start(options_.start_at_ms ? wall0_ms_ : clock_.NowMs(), ts);
+      replay_clock_.Start(options_.start_at_ms ? wall0_ms_ : clock_.NowMs(),
+                          lead_in ? *span_.pace_from_ms + loop_offset_ms : ts);
       clock_started = true;
     }
     if (options_.pause_at_ms && !paused_at_pause_point && ts > *options_.pause_at_ms) {
@@ -449,7 +452,8 @@ core::Result<ReplayStats> Replayer::Run() {
     }
     int64_t due = 0;
     int64_t sent_ms = 0;
-    if (!max_speed) {
+    const bool paced = !max_speed && !lead_in;
+    if (paced) {
       publish();  // a paced replay is slow enough to keep status() exact
       if (!WaitUntilDue(ts, due)) {
         if (!send_status_.ok()) {
@@ -476,7 +480,7 @@ core::Result<ReplayStats> Replayer::Run() {
     ++pending;
     pending_last_ts = std::max(pending_last_ts, ts);
     pending_raw_ts = raw_ts;
-    if (!max_speed) {
+    if (paced) {
       const double speed = replay_clock_.speed();
       publish();
       std::lock_guard<std::mutex> lock(mutex_);

@@ -14,10 +14,9 @@ Labels AlertLabels(const Labels& series_labels, const AlertRule& rule) {
   return labels;
 }
 
-std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, const AlertRule& rule,
-                                            const EvalSchedule& schedule) {
-  std::vector<FiringInterval> out;
-  if (schedule.step_ms <= 0 || schedule.end_ms < schedule.start_ms) return out;
+void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule, const EvalSchedule& schedule,
+                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active) {
+  if (schedule.step_ms <= 0 || schedule.end_ms < schedule.start_ms) return;
   const int64_t steps = (schedule.end_ms - schedule.start_ms) / schedule.step_ms + 1;
   // Which evaluations returned each alert's label set.
   std::map<Labels, std::vector<char>> active;
@@ -34,7 +33,7 @@ std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, c
   enum class State { kInactive, kPending, kFiring };
   for (const auto& [labels, at] : active) {
     State state = State::kInactive;
-    int64_t active_at = 0, fired_at = 0, keep_firing_since = -1;
+    int64_t active_at = 0, keep_firing_since = -1;
     for (int64_t k = 0; k < steps; ++k) {
       const int64_t ts = schedule.start_ms + k * schedule.step_ms;
       if (at[static_cast<size_t>(k)]) {
@@ -52,21 +51,50 @@ std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, c
           keep_firing = ts - keep_firing_since < schedule.keep_firing_for_ms;
         }
         if (!keep_firing) {
-          if (state == State::kFiring) out.push_back({labels, fired_at, ts, false});
           state = State::kInactive;
           keep_firing_since = -1;
           continue;
         }
       }
-      if (state == State::kPending && ts - active_at >= schedule.for_ms) {
-        state = State::kFiring;
-        fired_at = ts;
-      }
-    }
-    if (state == State::kFiring) {
-      out.push_back({labels, fired_at, schedule.start_ms + (steps - 1) * schedule.step_ms, true});
+      if (state == State::kPending && ts - active_at >= schedule.for_ms) state = State::kFiring;
+      on_active(labels, {ts, state == State::kFiring, active_at});
     }
   }
+}
+
+std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, const AlertRule& rule,
+                                            const EvalSchedule& schedule) {
+  // A firing spell runs from the evaluation it turned firing at to the first evaluation at which it no
+  // longer fires (resolved), or to the last evaluation if it fires there.
+  std::vector<FiringInterval> out;
+  if (schedule.step_ms <= 0 || schedule.end_ms < schedule.start_ms) return out;
+  const int64_t last = schedule.start_ms + (schedule.end_ms - schedule.start_ms) / schedule.step_ms * schedule.step_ms;
+  const Labels* current = nullptr;  // the label set being told (valid during ReplayAlertStates only)
+  Labels spell_labels;               // the open spell's labels, kept past it
+  int64_t fired_at = 0, last_firing = 0;
+  bool spell = false;
+  auto close = [&] {
+    if (!spell) return;
+    const bool open = last_firing == last;
+    out.push_back({std::move(spell_labels), fired_at, open ? last : last_firing + schedule.step_ms, open});
+    spell = false;
+  };
+  ReplayAlertStates(result, rule, schedule, [&](const Labels& labels, const AlertEvaluation& e) {
+    if (current != &labels) {
+      close();
+      current = &labels;
+    }
+    // Pending, or firing after a gap (it went inactive in between, which is told nothing): the spell ended.
+    if (spell && (!e.firing || e.ts_ms != last_firing + schedule.step_ms)) close();
+    if (!e.firing) return;
+    if (!spell) {
+      spell = true;
+      spell_labels = labels;
+      fired_at = e.ts_ms;
+    }
+    last_firing = e.ts_ms;
+  });
+  close();
   return out;
 }
 

@@ -24,8 +24,9 @@ import promql_names  # noqa: E402
 PROMETHEUS_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added",
                      "scrape_samples_post_metric_relabeling", "ALERTS", "ALERTS_FOR_STATE"}
 # The services the compose file must define and the official images it must use.
-COMPOSE_SERVICES = ["kafka", "replay", "processors", "exporter", "prometheus", "grafana"]
-COMPOSE_IMAGES = {"kafka": "apache/kafka", "prometheus": "prom/prometheus", "grafana": "grafana/grafana-oss"}
+COMPOSE_SERVICES = ["kafka", "replay", "processors", "exporter", "prometheus", "alertmanager", "grafana"]
+COMPOSE_IMAGES = {"kafka": "apache/kafka", "prometheus": "prom/prometheus", "alertmanager": "prom/alertmanager",
+                  "grafana": "grafana/grafana-oss"}
 
 
 class Checker:
@@ -92,14 +93,16 @@ class Checker:
             self.expect(name in tested, f"{rel}: alert {name} has no alert_rule_test in configs/prometheus/tests")
         # The compose config is the tested local config with the compose exporter address.
         local = self.config_body("configs/prometheus/prometheus.yml")
-        docker = self.config_body("configs/prometheus/prometheus.docker.yml").replace("exporter:9400", "127.0.0.1:9400")
+        docker = (self.config_body("configs/prometheus/prometheus.docker.yml").replace("exporter:9400", "127.0.0.1:9400")
+                  .replace("alertmanager:9093", "127.0.0.1:9093"))
         self.expect(local == docker, "configs/prometheus/prometheus.docker.yml differs from prometheus.yml by more "
-                                     "than the exporter address (exporter:9400 vs 127.0.0.1:9400)")
+                                     "than the exporter and Alertmanager addresses (exporter:9400 vs 127.0.0.1:9400, "
+                                     "alertmanager:9093 vs 127.0.0.1:9093)")
         self.expect("127.0.0.1:9400" in local, "configs/prometheus/prometheus.yml does not scrape 127.0.0.1:9400, "
                                                "the default address of docs/metrics.md")
         for needle in ("__param_target", "target_label: instance", "replacement: 127.0.0.1:9400"):
             self.expect(needle in local, f"configs/prometheus/prometheus.yml: multi-target relabelling lacks {needle}")
-        for rule_glob in re.findall(r"^\s*-\s*(rules/\S+)", local, re.M):
+        for rule_glob in re.findall(r"^\s*-\s*(rules[^/\s]*/\S+)", local, re.M):
             self.expect(glob.glob(self.path("configs/prometheus", rule_glob)),
                         f"configs/prometheus/prometheus.yml: rule_files {rule_glob} matches no file")
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes a copy of configs/prometheus/prometheus.yml for a test run: the exporter at ADDRESS instead of
-127.0.0.1:9400, scrape and rule evaluation every INTERVAL, and rule_files pointing at the repository's rules
-(absolute paths), so the test scrapes and alerts exactly as the committed config does, only faster.
+127.0.0.1:9400 (and with --alertmanager the Alertmanager instead of 127.0.0.1:9093), scrape and rule evaluation
+every INTERVAL, and rule_files pointing at the repository's rules (absolute paths), so the test scrapes and alerts exactly as the committed config does, only faster.
 
 Usage: render_prometheus_config.py --exporter 127.0.0.1:PORT --interval 1s --out FILE [--config prometheus.yml]
+       render_prometheus_config.py --exporter 127.0.0.1:PORT --keep-intervals --out FILE   (the committed intervals)
+       [--alertmanager 127.0.0.1:PORT]
 """
 import argparse
 import os
@@ -17,8 +19,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", required=True)
     ap.add_argument("--interval", default="1s")
+    ap.add_argument("--keep-intervals", action="store_true", help="leave every interval as committed")
     ap.add_argument("--out", required=True)
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "prometheus", "prometheus.yml"))
+    ap.add_argument("--alertmanager", help="HOST:PORT of the Alertmanager instead of 127.0.0.1:9093")
     args = ap.parse_args()
     text = open(args.config, encoding="utf-8").read()
     base = os.path.dirname(os.path.abspath(args.config))
@@ -28,11 +32,15 @@ def main():
         (r"(?m)^(\s*evaluation_interval:\s*)\S+", rf"\g<1>{args.interval}"),
         (r"(?m)^(\s*scrape_timeout:\s*)\S+", rf"\g<1>{args.interval}"),
         (r"(?m)^(\s*refresh_interval:\s*)\S+", rf"\g<1>{args.interval}"),
-        (r"(?m)^(\s*-\s*)(rules/\S+)", lambda m: m.group(1) + os.path.join(base, m.group(2))),
+        (r"(?m)^(\s*-\s*)(rules[^/\s]*/\S+)", lambda m: m.group(1) + os.path.join(base, m.group(2))),
     ]
+    if args.keep_intervals:
+        checks = [c for c in checks if "interval" not in c[0] and "timeout" not in c[0]]
+    if args.alertmanager:
+        checks.append(("127.0.0.1:9093", args.alertmanager))
     for pattern, replacement in checks:
         # Counted, not compared: an interval rendered as the committed one (15s) leaves the text as it was.
-        if pattern == "127.0.0.1:9400":
+        if pattern in ("127.0.0.1:9400", "127.0.0.1:9093"):
             new, n = text.replace(pattern, replacement), text.count(pattern)
         else:
             new, n = re.subn(pattern, replacement, text)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,7 @@
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
+#include "acmetrace/exporters/notification_log.h"
 #include "acmetrace/http/http_connection.h"
 #include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/replay_control.h"
@@ -55,7 +57,14 @@ struct Endpoints {
   http::HttpHandler control_handler = [this](const http::HttpRequest& r) { return control.Handle(r); };
   http::HttpHandler metrics_handler = [this](const http::HttpRequest& r) { return metrics.Handle(r); };
 
+  // Alertmanager's webhook records to /dev/null: its parsing and answers are what is fuzzed.
+  std::unique_ptr<exporters::NotificationLog> notifications =
+      exporters::NotificationLog::Open("/dev/null", [] { return std::optional<int64_t>(1'688'140'800'000); },
+                                       [] { return int64_t{1'733'348'400'000}; })
+          .value();
+
   Endpoints() {
+    metrics.SetNotificationLog(notifications.get());
     core::UtilSample s;
     s.cluster = "seren";
     s.node = "10.0.0.1";

@@ -36,12 +36,20 @@ class RawProducer {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err, sizeof err);
+    rd_kafka_conf_set_opaque(conf, &undelivered_);
+    rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+      if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) ++*static_cast<int*>(opaque);
+    });
     rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     EXPECT_NE(rk_, nullptr) << err;
   }
+  // Every message delivered, or the test says so: a lost end marker would leave `process --until-end`
+  // waiting for it (in a full parallel run on two cores this test once ran into its 300 s timeout).
   ~RawProducer() {
     if (rk_ == nullptr) return;
-    rd_kafka_flush(rk_, 30'000);
+    const rd_kafka_resp_err_t flushed = rd_kafka_flush(rk_, 120'000);
+    EXPECT_EQ(flushed, RD_KAFKA_RESP_ERR_NO_ERROR) << "messages still queued after 120 s: " << rd_kafka_outq_len(rk_);
+    EXPECT_EQ(undelivered_, 0) << "messages the broker did not take";
     rd_kafka_destroy(rk_);
   }
   // A record (key and value) or, with both empty, a marker; headers as given ("" = left out).
@@ -65,6 +73,7 @@ class RawProducer {
 
  private:
   rd_kafka_t* rk_ = nullptr;
+  int undelivered_ = 0;
 };
 
 int PartitionOfKey(const std::string& key) {

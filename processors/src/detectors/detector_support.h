@@ -108,6 +108,18 @@ class StepClock {
   int64_t first_ms_ = kNoTimeMs;
 };
 
+/// Starts the step clock of a job-driven detector's cluster (clusters: name -> state with a StepClock
+/// `steps`) at its first telemetry sample, for a record that is one. With the first job end (the
+/// detector's own call), that is where its history starts: a trace cut from a longer one holds, before
+/// either, only the jobs still pending or running when it begins (issue #22).
+template <class Clusters>
+void StartClockOnTelemetry(Clusters& clusters, const core::Record& record, int64_t step_ms) {
+  const auto* sample = std::get_if<core::UtilSample>(&record);
+  if (sample == nullptr) return;
+  const auto it = clusters.find(sample->cluster);
+  if (it == clusters.end() || !it->second.steps.started()) clusters[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms);
+}
+
 /// Transitions waiting for the watermark. Not thread-safe.
 class AnomalyOutbox {
  public:

@@ -157,12 +157,7 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
       // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
       // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
       // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
-      if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
-        const auto it = clusters_.find(sample->cluster);
-        if (it == clusters_.end() || !it->second.steps.started()) {
-          clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
-        }
-      }
+      StartClockOnTelemetry(clusters_, record, step_ms_);
       return;
     }
     if (job->event != core::JobEventKind::kEnd) return;

@@ -118,12 +118,7 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
   void Observe(const core::Record& record) override {
     const auto* job = std::get_if<core::JobEvent>(&record);
     if (job == nullptr) {
-      if (const auto* sample = std::get_if<core::UtilSample>(&record)) {
-        const auto it = clusters_.find(sample->cluster);
-        if (it == clusters_.end() || !it->second.steps.started()) {
-          clusters_[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms_);
-        }
-      }
+      StartClockOnTelemetry(clusters_, record, step_ms_);
       return;
     }
     Cluster& c = clusters_[job->cluster];

@@ -31,7 +31,7 @@ TEST(BackfillRemoteWriteCliTest, UsageErrorsAreOneLineAndExit2) {
   ExpectUsage(" --remote-write http://user:pw@127.0.0.1:9/x", "user info is not supported");
   ExpectUsage(url + " --header 'no colon'", "--header: ");
   ExpectUsage(url + " --bearer-token-file " + dir + "/missing", "--bearer-token-file: ");
-  ExpectUsage(url + " --rules " + WriteFile(dir, "r.yml", "groups: []\n"), "--rules: recording rules are backfilled");
+  ExpectUsage(url + " --rules " + WriteFile(dir, "r.yml", "groups: []\n"), "--rules: recording rules and ALERTS are backfilled");
   ExpectUsage(url, "capacity_samples: must be at least max_samples_per_send",
               "ACMETRACE_REMOTE_WRITE_CAPACITY=10 ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=100 ");
 }

@@ -413,6 +413,16 @@ TEST(ExportStageTest, APersonaLeavesOneTtlAfterItsLastSampleWhenTheTelemetryEnds
   steps.push_back({Kind::kEnded, 0, {}, ""});
   EXPECT_EQ(PersonaAfter(one, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos) << "frozen after the data ended";
 
+  // One ordered input without heartbeats (`replay | export` through a pipe): the replay's job events
+  // after the telemetry are its time moving on.
+  steps = samples(0);
+  steps.push_back({Kind::kRecord, 0, Submit(last + ttl / 2), ""});
+  EXPECT_NE(PersonaAfter(one, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos) << "gone too early";
+  steps = samples(0);
+  steps.push_back({Kind::kRecord, 0, Submit(last + ttl + ttl / 2), ""});
+  EXPECT_EQ(PersonaAfter(one, steps).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos)
+      << "frozen while the pipe's job events went on";
+
   // The end of the stream is time moving on: over Kafka each util partition's end marker carries the
   // writer's last trace time (hours after the telemetry stopped).
   const std::vector<core::InputPartition> kafka = {{"acme.util/0", "acme.util", "acme.util[0]"},

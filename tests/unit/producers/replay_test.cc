@@ -153,6 +153,26 @@ TEST(ReplayerTest, PacesTraceTimeDividedBySpeed) {
   EXPECT_EQ(stats.value().wall_ms, 10'000);
 }
 
+TEST(ReplayerTest, JobsFromBeforeTheTelemetryGoOutAtOnceAndPacingStartsAtItsFirstSample) {
+  // A day cut from a longer trace (synth's twin, issue #22) holds the jobs pending or running when its
+  // telemetry begins, submitted days before: paced from the first of them, the default run (60x) spent
+  // two hours showing no telemetry before the day began.
+  core::ManualClock clock(5'000);
+  core::InputErrors errors(nullptr);
+  const int64_t days = 5 * 86'400'000;
+  VectorSource source({Job(kTrace0 - days), Job(kTrace0 - 3'600'000), Util(kTrace0), Job(kTrace0 + 60'000),
+                       Util(kTrace0 + 120'000)});
+  TraceSpan span;
+  span.pace_from_ms = kTrace0;
+  source.set_span(span);
+  RecordingSink sink(clock);
+  Replayer replayer(source, sink, clock, errors, Speed(60));
+  const core::Result<ReplayStats> stats = replayer.Run();
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(sink.wall_times(), (std::vector<int64_t>{5'000, 5'000, 5'000, 6'000, 7'000}));
+  EXPECT_EQ(stats.value().max_lateness_ms, 0) << "the jobs before the telemetry were not late";
+}
+
 TEST(ReplayerTest, SpeedMaxNeverSleeps) {
   core::ManualClock clock(42);
   core::InputErrors errors(nullptr);
@@ -437,7 +457,7 @@ std::string HourOfProgress(std::optional<int64_t> window_first_ms, std::vector<R
   std::vector<core::Record> records;
   for (int minute = 0; minute <= 60; ++minute) records.emplace_back(Util(kTrace0 + minute * 60'000LL));
   VectorSource source(records);
-  source.set_span(TraceSpan{window_first_ms, kTrace0 + 3'600'000});
+  source.set_span(TraceSpan{window_first_ms, kTrace0 + 3'600'000, std::nullopt});
   RecordingSink sink(clock);
   Captured out;
   ReplayOptions options = Speed(60);
@@ -483,7 +503,7 @@ TEST(ReplayProgressTest, LogsWhileWaitingALongTimeForTheNextRecord) {
   core::ManualClock clock(0);
   core::InputErrors errors(nullptr);
   VectorSource source({Util(kTrace0), Job(kTrace0 + 3'600'000)});
-  source.set_span(TraceSpan{std::nullopt, kTrace0 + 3'600'000});
+  source.set_span(TraceSpan{std::nullopt, kTrace0 + 3'600'000, std::nullopt});
   RecordingSink sink(clock);
   Captured out;
   ReplayOptions options = Speed(60);  // the hour takes 60 s

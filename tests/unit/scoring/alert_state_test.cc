@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace acmetrace::scoring {
 namespace {
 
@@ -119,6 +121,23 @@ TEST(AlertStateTest, SamplesOffTheEvaluationGridAreIgnored) {
   Series s = At({});
   s.ts_ms = {kT0 + 30'000, kT0 + 5 * kMin, kT0 - kMin, kT0 + 40 * kMin};
   ExpectSpans(Replay({s}, Rule()), {{5, 6, false}});
+}
+
+// What Prometheus writes as ALERTS and ALERTS_FOR_STATE: every evaluation at which the alert is active,
+// pending until for: held, then firing (kept firing by keep_firing_for), with the time it became active.
+TEST(AlertStateTest, EveryActiveEvaluationIsToldWithItsStateAndActiveAt) {
+  std::vector<std::tuple<int64_t, bool, int64_t>> told;  // minute, firing, active since (minute)
+  const AlertRule rule = Rule(2 * kMin, 2 * kMin);
+  ReplayAlertStates({At({5, 6, 7, 8, 20})}, rule, {kT0, kT0 + 30 * kMin, kMin, rule.for_ms, rule.keep_firing_for_ms},
+                    [&](const Labels& labels, const AlertEvaluation& e) {
+                      EXPECT_EQ(labels.at("alertname"), "A");
+                      told.emplace_back((e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin);
+                    });
+  // Pending at 5 and 6, firing from 7 (7 - 5 >= 2), kept firing at 9 and 10 (missing since 9: 10 - 9 < 2),
+  // resolved at 11; back at 20: pending again, active since 20, dropped at 21.
+  const std::vector<std::tuple<int64_t, bool, int64_t>> want = {
+      {5, false, 5}, {6, false, 5}, {7, true, 5}, {8, true, 5}, {9, true, 5}, {10, true, 5}, {20, false, 20}};
+  EXPECT_EQ(told, want);
 }
 
 }  // namespace

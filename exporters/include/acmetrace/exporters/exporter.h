@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <string>
@@ -62,6 +63,9 @@ class Exporter {
   void CountRecords(std::string_view stage, std::string_view topic, int64_t n);
   /// Raises acmetrace_replay_trace_time_seconds{cluster} to ts_ms (never lowers it).
   void NoteTraceTime(std::string_view cluster, int64_t ts_ms);
+  /// The newest trace time of any cluster (acmetrace_replay_trace_time_seconds' largest); none
+  /// before the first record. Thread-safe.
+  std::optional<int64_t> NewestTraceTimeMs();
   /// acmetrace_replay_speed (0 = max) and acmetrace_replay_lag_seconds, known in `run` only.
   void SetReplayStatus(double speed, double lag_s);
 

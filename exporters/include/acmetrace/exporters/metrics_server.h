@@ -9,6 +9,7 @@
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/exporters/exporter.h"
+#include "acmetrace/exporters/notification_log.h"
 #include "acmetrace/http/http_message.h"
 
 namespace acmetrace::exporters {
@@ -25,11 +26,15 @@ struct ServerOptions {
   int max_connections = 64;
   /// A client has this long to send a whole request; a stalled one is closed, others are served.
   int64_t request_timeout_ms = 10'000;
+  /// Where POST /alertmanager/webhook records Alertmanager's notifications (--notifications); null:
+  /// the route answers 404 saying so. It must outlive the server.
+  NotificationLog* notifications = nullptr;
 };
 
 /// Serves an Exporter over HTTP: GET /metrics (gzip if asked), /metrics?target=NODE, /targets,
-/// / (a page of links), /-/healthy, /-/ready (503 until a record is applied). Basic auth, when
-/// set, guards /metrics and /targets. Start and Stop from one thread; requests are answered on the
+/// / (a page of links), /-/healthy, /-/ready (503 until a record is applied), and POST
+/// /alertmanager/webhook (with ServerOptions::notifications). Basic auth, when set, guards /metrics,
+/// /targets and the webhook. Start and Stop from one thread; requests are answered on the
 /// server's threads. Thread-safe for its users once started.
 class MetricsServer {
  public:
@@ -38,6 +43,8 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
+  /// Where POST /alertmanager/webhook records (ServerOptions::notifications); call before Start.
+  void SetNotificationLog(NotificationLog* notifications) { options_.notifications = notifications; }
   /// Binds and starts serving; an error is one line naming the address ("cannot listen on
   /// 127.0.0.1:9400: address already in use").
   core::Status Start();
@@ -55,6 +62,8 @@ class MetricsServer {
 
  private:
   struct Impl;
+  bool Authorized(const http::HttpRequest& request) const;
+  http::HttpResponse HandleWebhook(const http::HttpRequest& request);
   Exporter& exporter_;
   ServerOptions options_;
   std::string expected_auth_;  // "Basic ..." or empty

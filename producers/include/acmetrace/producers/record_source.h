@@ -21,6 +21,10 @@ struct TimeRange {
 struct TraceSpan {
   std::optional<int64_t> first_ms;  // where the replayed window starts (--from), if known before reading
   std::optional<int64_t> last_ms;   // the last record's time (estimated, or --to), if known
+  /// Where a paced replay's schedule starts: the telemetry's first sample. A trace cut from a longer
+  /// one holds the jobs pending or running when its telemetry begins, submitted days before; those
+  /// records go out at once, not paced through days without telemetry.
+  std::optional<int64_t> pace_from_ms;
 };
 
 /// A stream of records in event-time order. Not thread-safe.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,19 @@ struct EvalSchedule {
 /// The labels Prometheus gives the alert of one result series: the series' labels without __name__,
 /// then the rule's labels (which win), then alertname.
 Labels AlertLabels(const Labels& series_labels, const AlertRule& rule);
+
+/// One alert at one evaluation at which it is active: what Prometheus writes then as ALERTS (with
+/// alertstate "pending" or "firing") and ALERTS_FOR_STATE (value: active_at in unix seconds). Value type.
+struct AlertEvaluation {
+  int64_t ts_ms = 0;
+  bool firing = false;
+  int64_t active_at_ms = 0;  // the evaluation at which it turned pending
+};
+
+/// The state machine of ReplayAlertRule, told every evaluation at which an alert is pending or firing
+/// (including while keep_firing_for holds it), one label set after another (sorted), in time order.
+void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule, const EvalSchedule& schedule,
+                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active);
 
 /// Replays the state machine over the evaluations start_ms, start_ms + step_ms, ... <= end_ms. An
 /// alert is active at an evaluation when its label set has a sample at that time in `result`

@@ -1,0 +1,430 @@
+// Time-scaling of Prometheus rule files: a PromQL lexer for the spans in expressions, yaml-cpp for the rest.
+#include "acmetrace/rules/rule_scaler.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "acmetrace/core/input_errors.h"
+
+namespace acmetrace::rules {
+
+namespace {
+
+// Text from the file in a warning: one line of bounded size, as core::QuotedValue cuts and escapes it, without its
+// quotes.
+std::string OneLine(std::string_view text) {
+  const std::string quoted = core::QuotedValue(text);
+  const size_t close = quoted.rfind('\'');
+  return quoted.substr(1, close - 1) + quoted.substr(close + 1);
+}
+
+bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+bool IsIdentChar(char c) { return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Functions whose value is the wall clock (Prometheus stamps the replayed samples "now"): no speed
+// makes them the trace's 2023 time.
+const std::set<std::string>& WallClockFunctions() {
+  static const std::set<std::string> k = {"time", "timestamp", "day_of_month", "day_of_week", "day_of_year",
+                                          "days_in_month", "hour", "minute", "month", "year"};
+  return k;
+}
+
+// Functions per second of wall time: a counter replayed N times faster grows N times faster.
+const std::set<std::string>& PerSecondFunctions() {
+  static const std::set<std::string> k = {"rate", "irate", "deriv"};
+  return k;
+}
+
+// The end of the string literal opened at text[open] (one past its closing quote, or text.size() if it
+// is never closed: copied as it is, Prometheus will say what is wrong with it).
+size_t StringEnd(std::string_view text, size_t open) {
+  const char quote = text[open];
+  size_t i = open + 1;
+  while (i < text.size()) {
+    if (quote != '`' && text[i] == '\\') {
+      i += 2;
+      continue;
+    }
+    if (text[i] == quote) return i + 1;
+    ++i;
+  }
+  return text.size();
+}
+
+// A duration literal as PromQL writes one ("5m", "1h30m", "500ms"): digits and unit letters.
+size_t DurationTokenEnd(std::string_view text, size_t pos) {
+  size_t i = pos;
+  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  return i;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// What an expression is being scaled into, and the warnings said so far (each once).
+class ExpressionScaler {
+ public:
+  ExpressionScaler(std::string_view expr, double speed) : expr_(expr), speed_(speed) {}
+
+  core::Result<ScaledExpression> Run() {
+    size_t i = 0;
+    while (i < expr_.size()) {
+      const char c = expr_[i];
+      if (c == '"' || c == '\'' || c == '`') {
+        const size_t end = StringEnd(expr_, i);
+        out_.append(expr_.substr(i, end - i));
+        i = end;
+      } else if (c == '#') {  // a comment runs to the end of the line
+        size_t end = expr_.find('\n', i);
+        if (end == std::string_view::npos) end = expr_.size();
+        out_.append(expr_.substr(i, end - i));
+        i = end;
+      } else if (c == '[') {
+        core::Result<size_t> next = Bracket(i);
+        if (!next.ok()) return next.status();
+        i = next.value();
+      } else if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < expr_.size() &&
+                                                                 std::isdigit(static_cast<unsigned char>(expr_[i + 1])))) {
+        // A number (1e3, 0x1f, 1.5) is copied whole, so that its letters are not read as a name.
+        const size_t end = DurationTokenEnd(expr_, i);
+        out_.append(expr_.substr(i, end - i));
+        i = end;
+      } else if (IsIdentStart(c)) {
+        core::Result<size_t> next = Identifier(i);
+        if (!next.ok()) return next.status();
+        i = next.value();
+      } else if (c == '@') {
+        Warn(AtModifierWarning(i));
+        out_.push_back(c);
+        ++i;
+      } else {
+        out_.push_back(c);
+        ++i;
+      }
+    }
+    return ScaledExpression{std::move(out_), std::move(warnings_)};
+  }
+
+ private:
+  void Warn(const std::string& warning) {
+    if (seen_.insert(warning).second) warnings_.push_back(warning);
+  }
+
+  // The spans of an `@` modifier are absolute: nothing to divide.
+  std::string AtModifierWarning(size_t at) const {
+    size_t p = at + 1;
+    while (p < expr_.size() && IsSpace(expr_[p])) ++p;
+    const size_t end = DurationTokenEnd(expr_, p);
+    const std::string what = Lower(expr_.substr(p, end - p));
+    if (what == "start" || what == "end") {
+      return "@ " + what + "() pins the evaluation to the query range's " + what +
+             ", which speed does not move: left as it is";
+    }
+    return "the @ modifier pins an absolute (wall-clock) time, not a span: left as it is";
+  }
+
+  core::Result<std::string> Scaled(std::string_view duration, bool* ok) {
+    core::Result<int64_t> ms = scoring::ParseDurationMs(duration);
+    *ok = ms.ok();
+    if (!ms.ok()) return std::string(duration);
+    core::Result<ScaledDuration> scaled = ScaleDurationMs(ms.value(), speed_);
+    if (!scaled.ok()) return core::Status::Error(std::string(duration) + ": " + scaled.status().message());
+    if (!scaled.value().rounding.empty()) Warn(std::string(duration) + " " + scaled.value().rounding);
+    return scoring::FormatDuration(scaled.value().ms);
+  }
+
+  // `[range]` or `[range:step]` / `[range:]` at expr_[open]; returns where to go on.
+  core::Result<size_t> Bracket(size_t open) {
+    const size_t close = expr_.find(']', open + 1);
+    if (close == std::string_view::npos) {  // not PromQL: copied, Prometheus will refuse it
+      out_.append(expr_.substr(open));
+      return expr_.size();
+    }
+    const std::string_view inside = expr_.substr(open + 1, close - open - 1);
+    const size_t colon = inside.find(':');
+    const std::string_view range = Trim(inside.substr(0, colon));
+    bool range_ok = false;
+    core::Result<std::string> new_range = Scaled(range, &range_ok);
+    if (!new_range.ok()) return new_range.status();
+    std::string rewritten = "[" + new_range.value();
+    bool step_ok = true;
+    if (colon != std::string_view::npos) {
+      const std::string_view step = Trim(inside.substr(colon + 1));
+      rewritten += ":";
+      if (!step.empty()) {  // an empty step is the evaluation interval, scaled in prometheus.yml
+        core::Result<std::string> new_step = Scaled(step, &step_ok);
+        if (!new_step.ok()) return new_step.status();
+        rewritten += new_step.value();
+      }
+    }
+    rewritten += "]";
+    if (!range_ok || !step_ok) {
+      Warn("[" + OneLine(inside) + "] is not a range of Prometheus durations: left as it is");
+      out_.append(expr_.substr(open, close + 1 - open));
+    } else {
+      out_ += rewritten;
+    }
+    return close + 1;
+  }
+
+  // A name at expr_[start]: `offset DURATION` is scaled, a wall-clock or per-second function warned.
+  core::Result<size_t> Identifier(size_t start) {
+    size_t end = start;
+    while (end < expr_.size() && IsIdentChar(expr_[end])) ++end;
+    const std::string_view name = expr_.substr(start, end - start);
+    const std::string lower = Lower(name);
+    out_.append(name);
+    size_t p = end;
+    while (p < expr_.size() && IsSpace(expr_[p])) ++p;
+    if (lower == "offset") {
+      size_t q = p;
+      if (q < expr_.size() && (expr_[q] == '-' || expr_[q] == '+')) {
+        ++q;
+        while (q < expr_.size() && IsSpace(expr_[q])) ++q;
+      }
+      if (q < expr_.size() && std::isdigit(static_cast<unsigned char>(expr_[q]))) {
+        const size_t token_end = DurationTokenEnd(expr_, q);
+        bool ok = false;
+        core::Result<std::string> scaled = Scaled(expr_.substr(q, token_end - q), &ok);
+        if (!scaled.ok()) return scaled.status();
+        if (!ok) Warn("offset " + std::string(expr_.substr(q, token_end - q)) + " is not a Prometheus duration: left as it is");
+        out_.append(expr_.substr(end, q - end));  // the spaces and the sign, as they were
+        out_ += scaled.value();
+        return token_end;
+      }
+      return end;
+    }
+    if (p < expr_.size() && expr_[p] == '(') {  // a call (a label name is never followed by '(')
+      if (WallClockFunctions().count(lower) > 0) {
+        Warn(lower + "() reads the wall clock (Prometheus stamps replayed samples now), not the trace's time: "
+                     "left as it is");
+      } else if (PerSecondFunctions().count(lower) > 0) {
+        Warn(lower + "() is per second of wall time: at speed " + FormatSpeed(speed_) + " it is " +
+             FormatSpeed(speed_) + " times the trace's rate; scale thresholds on it by hand (a ratio of two is "
+             "unchanged)");
+      } else if (lower == "predict_linear") {
+        Warn("predict_linear()'s second argument is in seconds of wall time: divide it by " + FormatSpeed(speed_) +
+             " by hand");
+      }
+    }
+    return end;
+  }
+
+  std::string_view expr_;
+  double speed_;
+  std::string out_;
+  std::vector<std::string> warnings_;
+  std::set<std::string> seen_;
+};
+
+// The comment lines a file starts with (its description), kept in the scaled copy.
+std::string LeadingComments(const std::string& text) {
+  size_t end = 0;
+  while (end < text.size() && text[end] == '#') {
+    const size_t nl = text.find('\n', end);
+    end = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  std::string out = text.substr(0, end);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
+
+// A multi-line string that a literal block (`|`, which ends its value with one line feed) writes back as it is:
+// one final line feed, no control characters, a first line that does not start with a space.
+bool FitsLiteralBlock(std::string_view s) {
+  if (s.size() < 2 || s.back() != '\n' || s[s.size() - 2] == '\n' || s.front() == ' ' || s.front() == '\n') {
+    return false;
+  }
+  for (const char c : s) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// A string that needs escapes: control characters (line feeds included) where a literal block does not fit.
+bool NeedsEscapes(std::string_view s) {
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+// Writes node back: block style, multi-line strings as literal blocks, quoted scalars quoted again (a
+// label value "1" stays a string).
+void Emit(YAML::Emitter& out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      out << YAML::BeginMap;
+      for (const auto& kv : node) {
+        out << YAML::Key;
+        Emit(out, kv.first);
+        out << YAML::Value;
+        Emit(out, kv.second);
+      }
+      out << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      out << YAML::BeginSeq;
+      for (const YAML::Node& item : node) Emit(out, item);
+      out << YAML::EndSeq;
+      break;
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (FitsLiteralBlock(s)) {
+        out << YAML::Literal << s;
+      } else if (NeedsEscapes(s) || node.Tag() == "!") {
+        out << YAML::DoubleQuoted << s;
+      } else {
+        out << s;
+      }
+      break;
+    }
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      out << YAML::Null;
+      break;
+  }
+}
+
+// Where a warning or error points: "FILE:LINE: group G, rule R: ".
+std::string RulePlace(const std::string& file, const YAML::Node& rule, const std::string& group) {
+  std::string name;
+  if (rule["alert"]) name = rule["alert"].Scalar();
+  if (rule["record"]) name = rule["record"].Scalar();
+  return file + ":" + std::to_string(rule.Mark().line + 1) + ": group " + OneLine(group) + ", rule " + OneLine(name) +
+         ": ";
+}
+
+// Scales the parsed (and already validated) rule file in place; yaml-cpp may throw.
+core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, std::vector<std::string>& warnings) {
+  YAML::Node groups = root["groups"];
+  for (YAML::Node group : groups) {
+    const std::string group_name = group["name"].Scalar();
+    if (YAML::Node interval = group["interval"]) {
+      const int64_t ms = scoring::ParseDurationMs(interval.Scalar()).value();  // validated
+      core::Result<ScaledDuration> scaled = ScaleDurationMs(ms, speed);
+      const std::string place =
+          file + ":" + std::to_string(interval.Mark().line + 1) + ": group " + OneLine(group_name) + ": ";
+      if (!scaled.ok()) return core::Status::Error(place + "interval: " + scaled.status().message());
+      if (!scaled.value().rounding.empty()) {
+        warnings.push_back(place + "interval " + interval.Scalar() + " " + scaled.value().rounding);
+      }
+      group["interval"] = scoring::FormatDuration(scaled.value().ms);
+    }
+    YAML::Node rules = group["rules"];
+    if (!rules.IsSequence()) continue;
+    for (YAML::Node rule : rules) {
+      const std::string place = RulePlace(file, rule, group_name);
+      for (const char* key : {"for", "keep_firing_for"}) {
+        YAML::Node value = rule[key];
+        if (!value) continue;
+        const int64_t ms = scoring::ParseDurationMs(value.Scalar()).value();  // validated
+        core::Result<ScaledDuration> scaled = ScaleDurationMs(ms, speed);
+        if (!scaled.ok()) return core::Status::Error(place + key + ": " + scaled.status().message());
+        if (!scaled.value().rounding.empty()) {
+          warnings.push_back(place + key + " " + value.Scalar() + " " + scaled.value().rounding);
+        }
+        rule[key] = scoring::FormatDuration(scaled.value().ms);
+      }
+      YAML::Node expr = rule["expr"];
+      core::Result<ScaledExpression> scaled = ScaleExpression(expr.Scalar(), speed);
+      if (!scaled.ok()) return core::Status::Error(place + "expr: " + scaled.status().message());
+      for (const std::string& w : scaled.value().warnings) warnings.push_back(place + "expr: " + w);
+      // The original text when nothing changed: a block scalar's final newline stays as it was.
+      if (scaled.value().expr != expr.Scalar()) rule["expr"] = scaled.value().expr;
+    }
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+std::string FormatSpeed(double speed) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", speed);
+  return text;
+}
+
+core::Result<ScaledDuration> ScaleDurationMs(int64_t ms, double speed) {
+  if (!(speed > 0) || !std::isfinite(speed)) return core::Status::Error("the speed must be a positive number");
+  ScaledDuration out;
+  if (ms == 0) return out;
+  const double exact = static_cast<double>(ms) / speed;
+  if (!(exact < static_cast<double>(kMaxDurationMs))) {
+    return core::Status::Error(scoring::FormatDuration(ms) + " / " + FormatSpeed(speed) +
+                               " is longer than Prometheus's longest duration (292 years)");
+  }
+  out.ms = std::llround(exact);
+  if (out.ms < 1) {
+    out.ms = 1;
+    out.rounding = "/ " + FormatSpeed(speed) + " is below a millisecond: raised to 1ms (Prometheus refuses 0)";
+  } else if (std::fabs(exact - static_cast<double>(out.ms)) > 1e-6 * std::max(1.0, exact)) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3fms", exact);
+    out.rounding = "/ " + FormatSpeed(speed) + " is " + text + ": rounded to " + scoring::FormatDuration(out.ms);
+  }
+  return out;
+}
+
+core::Result<ScaledExpression> ScaleExpression(std::string_view expr, double speed) {
+  if (!(speed > 0) || !std::isfinite(speed)) return core::Status::Error("the speed must be a positive number");
+  return ExpressionScaler(expr, speed).Run();
+}
+
+core::Result<ScaledRuleFile> ScaleRuleFile(const scoring::RuleFileText& file, double speed,
+                                           std::string_view source_name) {
+  // The scoring parser's checks first (and its handling of every yaml-cpp exception): what passes them
+  // is a well-formed rule file, so the walk below finds the fields where they must be.
+  scoring::RuleSet parsed;
+  if (core::Status s = scoring::LoadRuleText(file, parsed); !s.ok()) return s;
+  ScaledRuleFile out;
+  try {
+    YAML::Node root = YAML::Load(file.text);
+    if (core::Status s = ScaleTree(file.name, root, speed, out.warnings); !s.ok()) return s;
+    YAML::Emitter emitter;
+    emitter.SetIndent(2);
+    Emit(emitter, root);
+    if (!emitter.good()) return core::Status::Error(file.name + ": cannot write the scaled copy: " + emitter.GetLastError());
+    out.text = "# Generated by `acmetrace rules --speed " + FormatSpeed(speed) + "` from " + std::string(source_name) +
+               ":\n# for, keep_firing_for, range selectors, subqueries, offsets and group intervals divided by " +
+               FormatSpeed(speed) + ".\n# Edit the source and generate again. Comments inside the groups are not "
+               "copied; the source's\n# leading comment follows.\n" +
+               LeadingComments(file.text) + emitter.c_str() + "\n";
+  } catch (const std::exception& e) {
+    return core::Status::Error(file.name + ": cannot scale the rule file: " + e.what());
+  }
+  return out;
+}
+
+ScaledDuration RecommendedIntervalMs(double speed) {
+  core::Result<ScaledDuration> scaled = ScaleDurationMs(kTraceSampleIntervalMs, speed);
+  if (!scaled.ok()) return ScaledDuration{kTraceSampleIntervalMs, ""};  // not a speed: as at speed 1
+  return scaled.value();
+}
+
+std::string PrometheusSnippet(double speed, std::string_view rule_glob) {
+  const std::string interval = scoring::FormatDuration(RecommendedIntervalMs(speed).ms);
+  return "global:\n"
+         "  scrape_interval: " + interval + "       # 15s / " + FormatSpeed(speed) +
+         ": every 15 s sample of the trace is scraped\n"
+         "  scrape_timeout: " + interval + "\n"
+         "  evaluation_interval: " + interval + "\n"
+         "rule_files:\n"
+         "  - " + std::string(rule_glob) + "\n";
+}
+
+}  // namespace acmetrace::rules
