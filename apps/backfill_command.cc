@@ -15,6 +15,8 @@
 #include "acmetrace/history/blocks.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/history/plan.h"
+#include "acmetrace/history/remote_write_output.h"
+#include "acmetrace/remote_write/http_transport.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
@@ -27,6 +29,8 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string data, out, step, from, to, clusters, persona, openmetrics, promtool;
     std::vector<std::string> rules;
+    std::string remote_write;
+    HttpClientFlags http;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -43,6 +47,18 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--persona", flags->persona, "on|off: the per-node dcgm-exporter series too [backfill.persona]");
   cmd->add_option("--openmetrics", flags->openmetrics,
                   "write only the OpenMetrics text to FILE (- for stdout) instead of blocks");
+  cmd->add_option("--remote-write", flags->remote_write,
+                  "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
+                  "of blocks [remote_write.*]");
+  cmd->add_option("--bearer-token-file", flags->http.bearer_token_file,
+                  "with --remote-write: send Authorization: Bearer with the token in FILE (one line)");
+  cmd->add_option("--basic-auth-file", flags->http.basic_auth_file,
+                  "with --remote-write: HTTP basic authentication, FILE holding user:password");
+  cmd->add_option("--header", flags->http.headers,
+                  "with --remote-write: an HTTP header sent with every request, 'Name: value' (repeatable; e.g. "
+                  "'X-Scope-OrgID: team-a')");
+  cmd->add_option("--ca-file", flags->http.ca_file,
+                  "with --remote-write: PEM certificates that sign the https receiver's certificate");
   cmd->add_option("--promtool", flags->promtool, "promtool to run [backfill.promtool]");
   cmd->add_option("--rules", flags->rules,
                   "Prometheus rule files whose recording rules are backfilled too (default: the shipped "
@@ -61,9 +77,53 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       }
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
-      if (flags->out.empty() == flags->openmetrics.empty()) {
-        core::LogError("backfill", "give exactly one of --out PROMDIR (blocks) and --openmetrics FILE (text only)");
+      if ((flags->out.empty() ? 0 : 1) + (flags->openmetrics.empty() ? 0 : 1) + (flags->remote_write.empty() ? 0 : 1) !=
+          1) {
+        core::LogError("backfill",
+                       "give exactly one of --out PROMDIR (blocks), --openmetrics FILE (text only) and --remote-write URL");
         return 2;
+      }
+      if (flags->remote_write.empty() && flags->http.any()) {
+        core::LogError("backfill", "--bearer-token-file, --basic-auth-file, --header and --ca-file need --remote-write");
+        return 2;
+      }
+      if (!flags->remote_write.empty() && !flags->rules.empty()) {
+        core::LogError("backfill",
+                       "--rules: recording rules and ALERTS are backfilled into blocks only; with --remote-write the "
+                       "receiver's ruler evaluates them");
+        return 2;
+      }
+      // The remote write client, checked before any work: URL, credentials, queue settings (its
+      // senders start below, once the signal mask they must inherit is set).
+      remote_write::QueueOptions queue_options;
+      scoring::ClientOptions client_options;
+      if (!flags->remote_write.empty()) {
+        core::Result<scoring::ClientOptions> client = ClientOptionsFromFlags(flags->http);
+        if (!client.ok()) {
+          core::LogError("backfill", client.status().message());
+          return 2;
+        }
+        client.value().timeout_ms = config.GetInt("remote_write.timeout_s") * 1000;
+        if (auto probe = remote_write::HttpTransport::Create(flags->remote_write, client.value()); !probe.ok()) {
+          std::string why = probe.status().message();
+          // The URL parser is score's, whose messages name its flag.
+          if (constexpr std::string_view kScoreFlag = "--prometheus: "; why.rfind(kScoreFlag, 0) == 0) {
+            why.erase(0, kScoreFlag.size());
+          }
+          core::LogError("backfill", "--remote-write: " + why);
+          return 2;
+        }
+        queue_options.shards = static_cast<int>(config.GetInt("remote_write.shards"));
+        queue_options.max_samples_per_send = static_cast<int>(config.GetInt("remote_write.max_samples_per_send"));
+        queue_options.capacity_samples = static_cast<int>(config.GetInt("remote_write.capacity"));
+        queue_options.max_attempts = static_cast<int>(config.GetInt("remote_write.max_attempts"));
+        queue_options.min_backoff_ms = config.GetInt("remote_write.min_backoff_ms");
+        queue_options.max_backoff_ms = config.GetInt("remote_write.max_backoff_ms");
+        if (core::Status s = queue_options.Validate(); !s.ok()) {
+          core::LogError("backfill", s.message());
+          return 2;
+        }
+        client_options = std::move(client).value();
       }
       std::vector<scoring::RuleFileText> rules = scoring::ShippedRules();
       if (!flags->rules.empty()) rules.clear();
@@ -102,16 +162,47 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       // there are recording rules, every rule file through `promtool check rules`, PROMDIR empty.
       const int64_t chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
       history::StopRequest stop;
+      remote_write::RealSleeper sleeper;  // outlives output: the queue's senders wait with it
       std::unique_ptr<history::ScrapeOutput> output;
       // SIGINT/SIGTERM, from here on: the work stops at the next scrape, the children at once (their
       // process groups); the staging directory is removed as the stages unwind, PROMDIR is left as
       // it was.
       ShutdownOnSignal on_signal([&stop](int signal) { stop.Request(signal); }, /*announce=*/false);
+      history::RemoteWriteOutput* remote_sink = nullptr;  // set below, read by stopped() and the report
+      auto report_remote = [&remote_sink]() {
+        const remote_write::QueueStats q = remote_sink->Stats();
+        core::Logf(core::LogLevel::kInfo, "backfill",
+                   "remote write: %lld series, %lld samples sent, %lld failed, %lld retried, %lld pending, %lld "
+                   "requests (%lld refused)",
+                   static_cast<long long>(remote_sink->series()), static_cast<long long>(q.samples_sent),
+                   static_cast<long long>(q.samples_failed), static_cast<long long>(q.samples_retried),
+                   static_cast<long long>(q.samples_pending), static_cast<long long>(q.requests),
+                   static_cast<long long>(q.requests_rejected));
+        if (q.requests_rejected > 0) {
+          core::Logf(core::LogLevel::kError, "backfill",
+                     "remote write: the receiver refused %lld requests (%lld samples, not retried); the first: %s",
+                     static_cast<long long>(q.requests_rejected), static_cast<long long>(q.samples_failed),
+                     q.first_rejection.c_str());
+        }
+        return q;
+      };
       auto stopped = [&](const char* phase) {
         const int signal = stop.signal();
+        bool flushed = true;
+        if (remote_sink != nullptr) {
+          // What was scraped before the signal is sent (retries bounded), then the senders stop.
+          core::Status finished = remote_sink->Finish();
+          const remote_write::QueueStats q = report_remote();
+          if (!finished.ok()) core::LogError("backfill", finished.message());
+          flushed = finished.ok() && q.samples_failed == 0;
+        }
         output.reset();  // stops promtool, removes the staging directory
         const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal";
-        if (flags->out.empty()) {
+        if (remote_sink != nullptr) {
+          core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s", name.c_str(), phase,
+                     flushed ? "the samples scraped so far were sent"
+                             : "the samples scraped so far were sent but for the failed ones above");
+        } else if (flags->out.empty()) {
           core::Logf(core::LogLevel::kInfo, "backfill", "stopped by %s during %s: %s holds an incomplete text",
                      name.c_str(), phase, flags->openmetrics.c_str());
         } else {
@@ -124,7 +215,18 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::PromtoolBlocks* blocks = nullptr;
       history::BlockOptions block_options;
       bool has_rules = false;
-      if (!flags->openmetrics.empty()) {
+      if (!flags->remote_write.empty()) {
+        const std::string url = flags->remote_write;
+        auto queue = std::make_unique<remote_write::WriteQueue>(
+            queue_options,
+            [url, client_options]() -> std::unique_ptr<remote_write::WriteTransport> {
+              return std::move(remote_write::HttpTransport::Create(url, client_options)).value();  // checked above
+            },
+            sleeper);
+        auto sink = std::make_unique<history::RemoteWriteOutput>(std::move(queue));
+        remote_sink = sink.get();
+        output = std::move(sink);
+      } else if (!flags->openmetrics.empty()) {
         core::Result<std::unique_ptr<history::OpenMetricsFile>> file = history::OpenMetricsFile::Open(flags->openmetrics);
         if (!file.ok()) {
           core::LogError("backfill", file.status().message());
@@ -200,7 +302,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       const int64_t temp_bytes =
           blocks == nullptr ? 0 : std::min(history::MaxChunksOnDisk(block_options) * chunk_bytes, plan.text_bytes);
       history::PrintPlan(stderr, plan, options.stream.data_dir, temp_bytes, history::MaxChunksOnDisk(block_options),
-                         chunk_bytes, blocks != nullptr);
+                         chunk_bytes, blocks != nullptr ? history::PlanOutput::kBlocks
+                         : remote_sink != nullptr ? history::PlanOutput::kRemoteWrite
+                                                  : history::PlanOutput::kText);
       if (blocks != nullptr) {
         const int64_t need = temp_bytes + plan.block_bytes;
         core::Result<int64_t> free_bytes = history::FreeDiskBytes(blocks->staging_dir());
@@ -223,6 +327,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       progress.Done();
       if (stop.requested()) return stopped(blocks != nullptr ? "the data phase (promtool running)" : "the data phase");
       if (!done.ok()) {
+        if (remote_sink != nullptr) {
+          (void)remote_sink->Finish();  // what is still queued is counted as failed, not left pending
+          report_remote();
+        }
         core::LogError("backfill", done.status().message());
         return 1;
       }
@@ -242,6 +350,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
                  static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
                      static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6,
                  static_cast<double>(self.ru_maxrss) / 1e3);
+      if (remote_sink != nullptr) {
+        const remote_write::QueueStats q = report_remote();
+        return q.samples_failed > 0 ? 1 : 0;
+      }
       if (blocks == nullptr) return 0;
       core::Logf(core::LogLevel::kInfo, "backfill",
                  "promtool: %lld chunks, %.1f MB of OpenMetrics, %.1f CPU s, peak RSS %.0f MB",

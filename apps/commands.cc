@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/time.h"
@@ -90,6 +92,36 @@ void RegisterConfig(CLI::App& app, CommandRegistry& registry) {
       return 0;
     });
   });
+}
+
+core::Result<scoring::ClientOptions> ClientOptionsFromFlags(const HttpClientFlags& flags) {
+  scoring::ClientOptions options;
+  if (!flags.bearer_token_file.empty()) {
+    auto token = scoring::ReadBearerTokenFile(flags.bearer_token_file);
+    if (!token.ok()) return token.status();
+    options.bearer_token = std::move(token).value();
+  }
+  if (!flags.basic_auth_file.empty()) {
+    auto auth = scoring::ReadBasicAuthFile(flags.basic_auth_file);
+    if (!auth.ok()) return auth.status();
+    options.basic = true;
+    options.basic_user = auth.value().user;
+    options.basic_password = auth.value().password;
+  }
+  for (const std::string& header : flags.headers) {
+    auto parsed = scoring::ParseHeaderFlag(header);
+    if (!parsed.ok()) return parsed.status();
+    options.headers.push_back(std::move(parsed).value());
+  }
+  if (!flags.ca_file.empty()) {
+    std::FILE* ca = std::fopen(flags.ca_file.c_str(), "rb");
+    if (ca == nullptr) {
+      return core::Status::Error("--ca-file: " + flags.ca_file + ": cannot open: " + std::strerror(errno));
+    }
+    std::fclose(ca);
+    options.ca_file = flags.ca_file;
+  }
+  return options;
 }
 
 }  // namespace acmetrace::apps

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "acmetrace/core/config.h"
+#include "acmetrace/core/status.h"
+#include "acmetrace/scoring/range_query.h"
 
 namespace acmetrace::apps {
 
@@ -51,5 +53,14 @@ int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t i
 /// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
 /// Errors are usage errors: prints every one, one line each, and returns false.
 bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+/// The HTTP client flags of score and backfill (--bearer-token-file, --basic-auth-file, --header,
+/// --ca-file; empty: not given) as client options. Errors name the flag and file, never a secret.
+struct HttpClientFlags {
+  std::string bearer_token_file, basic_auth_file, ca_file;
+  std::vector<std::string> headers;
+  bool any() const { return !bearer_token_file.empty() || !basic_auth_file.empty() || !ca_file.empty() || !headers.empty(); }
+};
+core::Result<scoring::ClientOptions> ClientOptionsFromFlags(const HttpClientFlags& flags);
 
 }  // namespace acmetrace::apps

@@ -149,30 +149,10 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
           if (set) return usage(std::string(flag) + " needs --prometheus");
         }
       }
-      scoring::ClientOptions client_options;
-      if (!flags->bearer_token_file.empty()) {
-        auto token = scoring::ReadBearerTokenFile(flags->bearer_token_file);
-        if (!token.ok()) return usage(token.status().message());
-        client_options.bearer_token = std::move(token).value();
-      }
-      if (!flags->basic_auth_file.empty()) {
-        auto auth = scoring::ReadBasicAuthFile(flags->basic_auth_file);
-        if (!auth.ok()) return usage(auth.status().message());
-        client_options.basic = true;
-        client_options.basic_user = auth.value().user;
-        client_options.basic_password = auth.value().password;
-      }
-      for (const std::string& header : flags->headers) {
-        auto parsed = scoring::ParseHeaderFlag(header);
-        if (!parsed.ok()) return usage(parsed.status().message());
-        client_options.headers.push_back(std::move(parsed).value());
-      }
-      if (!flags->ca_file.empty()) {
-        std::FILE* ca = std::fopen(flags->ca_file.c_str(), "rb");
-        if (ca == nullptr) return usage("--ca-file: " + flags->ca_file + ": cannot open: " + std::strerror(errno));
-        std::fclose(ca);
-        client_options.ca_file = flags->ca_file;
-      }
+      core::Result<scoring::ClientOptions> client_flags = ClientOptionsFromFlags(
+          {flags->bearer_token_file, flags->basic_auth_file, flags->ca_file, flags->headers});
+      if (!client_flags.ok()) return usage(client_flags.status().message());
+      scoring::ClientOptions client_options = std::move(client_flags).value();
       scoring::ReportLinks links;
       links.grafana_datasource = flags->grafana_datasource;
       if (!flags->grafana.empty()) {

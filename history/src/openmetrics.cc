@@ -1,5 +1,7 @@
 #include "acmetrace/history/openmetrics.h"
 
+#include <algorithm>
+
 #include "acmetrace/exporters/series_store.h"
 
 namespace acmetrace::history {
@@ -33,6 +35,25 @@ void AppendSeries(std::string& out, std::string_view name, std::string_view labe
 
 }  // namespace
 
+size_t SeriesTextEnd(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+  if (i == 0) return std::string_view::npos;
+  if (i == line.size() || line[i] == ' ') return i;
+  bool quoted = false;
+  for (++i; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '\\') {
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (!quoted && c == '}') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
 std::string RenderTargetLabels(std::string_view job, std::string_view instance) {
   std::string out = "job=\"";
   exporters::AppendEscaped(out, job, true);
@@ -62,32 +83,13 @@ core::Status AppendOpenMetricsSamples(std::string& out, std::string_view exposit
     exposition.remove_prefix(eol == std::string_view::npos ? exposition.size() : eol + 1);
     if (line.empty() || line.front() == '#') continue;
     // name, then {labels} (values quoted, with \" and \\ escapes), then ' ' and the value.
-    size_t i = 0;
-    while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
-    const std::string_view name = line.substr(0, i);
-    std::string_view labels;
-    if (i < line.size() && line[i] == '{') {
-      const size_t open = i;
-      bool quoted = false;
-      for (++i; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted && c == '\\') {
-          ++i;
-        } else if (c == '"') {
-          quoted = !quoted;
-        } else if (!quoted && c == '}') {
-          break;
-        }
-      }
-      if (i >= line.size()) {
-        return core::Status::Error("exposition line " + std::to_string(line_no) + ": unterminated labels");
-      }
-      labels = line.substr(open, i - open + 1);
-      ++i;
-    }
-    if (name.empty() || i >= line.size() || line[i] != ' ' || i + 1 >= line.size()) {
+    const size_t i = SeriesTextEnd(line);
+    if (i == std::string_view::npos || i >= line.size() || line[i] != ' ' || i + 1 >= line.size()) {
       return core::Status::Error("exposition line " + std::to_string(line_no) + ": not a sample");
     }
+    const size_t brace = line.find('{');
+    const std::string_view name = line.substr(0, std::min(brace, i));
+    const std::string_view labels = brace < i ? line.substr(brace, i - brace) : std::string_view();
     const std::string_view value = line.substr(i + 1);
     AppendSeries(out, name, labels, target_labels);
     out += ' ';

@@ -94,7 +94,7 @@ BackfillPlan PlanBackfill(const producers::DataDirFiles& files, const producers:
 }
 
 void PrintPlan(std::FILE* out, const BackfillPlan& plan, const std::string& data_dir, int64_t temp_bytes,
-               int64_t temp_chunks, int64_t chunk_bytes, bool blocks) {
+               int64_t temp_chunks, int64_t chunk_bytes, PlanOutput output) {
   const producers::TimeRange& w = plan.window;
   const std::string from = w.from_ms == INT64_MIN ? "its start" : FormatFlagTime(w.from_ms);
   const std::string to = w.to_ms == INT64_MAX ? "its end" : FormatFlagTime(w.to_ms - 1);
@@ -121,7 +121,9 @@ void PrintPlan(std::FILE* out, const BackfillPlan& plan, const std::string& data
     std::snprintf(time_text, sizeof(time_text), "about %.0f min", minutes);
   }
   std::string disk;
-  if (blocks) {
+  if (output == PlanOutput::kRemoteWrite) {
+    disk = "no disk: every sample goes to the receiver";
+  } else if (output == PlanOutput::kBlocks) {
     disk = "temporary disk at most " + Megabytes(temp_bytes) + " (" + std::to_string(temp_chunks) +
            " chunks of backfill.chunk_mb = " + std::to_string(chunk_bytes >> 20) +
            " MB at once, next to PROMDIR), blocks about " + Megabytes(plan.block_bytes);

@@ -58,6 +58,24 @@ void DeclareRunConfig(core::Config& config) {
                  "recording rules are backfilled this many trace hours at a time, each slice through a prometheus "
                  "serving only the blocks it reads (its memory is bounded by a slice's blocks)",
                  ConfigType::Int(1, 8'760));
+  // `backfill --remote-write` (remote_write/): named after Prometheus's queue_config.
+  config.Declare("remote_write.shards", "4", "parallel senders; a series always goes through the same one (its order kept)",
+                 ConfigType::Int(1, 256));
+  // Ten times Prometheus's live defaults: history has thousands of series per shard, and a request
+  // of 2000 samples would carry every series's labels for two samples each.
+  config.Declare("remote_write.max_samples_per_send", "20000", "samples per remote write request at most",
+                 ConfigType::Int(1, 1'000'000));
+  config.Declare("remote_write.capacity", "100000",
+                 "samples queued per shard ahead of its sender at most; past it the backfill waits (never drops)",
+                 ConfigType::Int(1, 100'000'000));
+  config.Declare("remote_write.max_attempts", "10",
+                 "attempts of a request answered 5xx or 429 or not answered, the first included; then the backfill "
+                 "fails",
+                 ConfigType::Int(1, 1'000));
+  config.Declare("remote_write.min_backoff_ms", "30", "wait before the first retry, doubled at each next one",
+                 ConfigType::Int(0, 3'600'000));
+  config.Declare("remote_write.max_backoff_ms", "5000", "longest wait between two attempts", ConfigType::Int(0, 3'600'000));
+  config.Declare("remote_write.timeout_s", "30", "timeout of each remote write request, seconds", ConfigType::Int(1, 3'600));
 }
 
 // --- CountingTee ---------------------------------------------------------------------------------

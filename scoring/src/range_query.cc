@@ -429,10 +429,11 @@ struct SlistDeleter {
 }  // namespace
 
 core::Status PrometheusClient::Fetch(const std::string& target, int& http_status, std::vector<char>& body,
-                                     int64_t max_body_bytes) {
+                                     int64_t max_body_bytes, const PostBody* post) {
   ++requests_;
+  const std::string cannot = (post == nullptr ? "cannot query Prometheus at " : "cannot write to ") + url_;
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return core::Status::Error("cannot query Prometheus at " + url_ + ": libcurl could not start");
+  if (!curl) return core::Status::Error(cannot + ": libcurl could not start");
   std::unique_ptr<curl_slist, SlistDeleter> headers;
   auto add_header = [&](const std::string& line) {
     curl_slist* grown = curl_slist_append(headers.get(), line.c_str());
@@ -441,7 +442,11 @@ core::Status PrometheusClient::Fetch(const std::string& target, int& http_status
       headers.reset(grown);
     }
   };
-  add_header("Accept: application/json");
+  if (post == nullptr) {
+    add_header("Accept: application/json");
+  } else {
+    for (const std::string& line : post->headers) add_header(line);
+  }
   if (!options_.bearer_token.empty()) add_header("Authorization: Bearer " + options_.bearer_token);
   for (const auto& [name, value] : options_.headers) add_header(name + ": " + value);
   const std::string full = parsed_.Base() + target;
@@ -454,7 +459,12 @@ core::Status PrometheusClient::Fetch(const std::string& target, int& http_status
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect elsewhere would carry the credentials
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_ms));
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "acmetrace-score");
+  curl_easy_setopt(c, CURLOPT_USERAGENT, post == nullptr ? "acmetrace-score" : "acmetrace-remote-write");
+  if (post != nullptr) {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, post->content.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post->content.size()));
+  }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
@@ -469,7 +479,7 @@ core::Status PrometheusClient::Fetch(const std::string& target, int& http_status
   const CURLcode code = curl_easy_perform(c);
   if (sink.over || code == CURLE_FILESIZE_EXCEEDED) {
     body.clear();
-    return core::Status::Error("cannot query Prometheus at " + url_ + ": the answer is longer than " +
+    return core::Status::Error(cannot + ": the answer is longer than " +
                                std::to_string(max_body_bytes) + " bytes, more than a real one can be");
   }
   if (code != CURLE_OK) {
@@ -477,12 +487,20 @@ core::Status PrometheusClient::Fetch(const std::string& target, int& http_status
     std::string why = error[0] != '\0' ? error : curl_easy_strerror(code);
     while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
     body.clear();
-    return core::Status::Error("cannot query Prometheus at " + url_ + ": " + why);
+    return core::Status::Error(cannot + ": " + why);
   }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   http_status = static_cast<int>(status);
   if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  return core::Status::Ok();
+}
+
+core::Status PrometheusClient::Post(const std::string& target, const PostBody& post, int& http_status,
+                                    std::string& body, int64_t max_body_bytes) {
+  std::vector<char> bytes;
+  if (core::Status s = Fetch(target, http_status, bytes, max_body_bytes, &post); !s.ok()) return s;
+  body.assign(bytes.data(), bytes.size());
   return core::Status::Ok();
 }
 

@@ -24,6 +24,10 @@ void AppendOpenMetricsSample(std::string& out, std::string_view name, std::strin
 core::Status AppendOpenMetricsSamples(std::string& out, std::string_view exposition, std::string_view target_labels,
                                       int64_t ts_ms);
 
+/// Where a sample line's series text (name and {labels}) ends: the index after '}' or the name;
+/// npos when there is no name or the labels are not closed (quoted values may hold '}' and \").
+size_t SeriesTextEnd(std::string_view line);
+
 /// The line that ends an OpenMetrics text.
 inline constexpr std::string_view kOpenMetricsEnd = "# EOF\n";
 

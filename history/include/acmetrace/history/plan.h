@@ -49,11 +49,14 @@ BackfillPlan PlanBackfill(const producers::DataDirFiles& files, const producers:
 /// "2023-07-01T16:00:00Z": the form --from/--to take.
 std::string FormatFlagTime(int64_t ts_ms);
 
+/// Where a backfill's samples go, for what the plan says about disk.
+enum class PlanOutput { kBlocks, kText, kRemoteWrite };
+
 /// The lines said at the start: the window and how to change it, the scrapes, the samples, the
-/// temporary disk (at most temp_chunks chunks of chunk_bytes; blocks = false: the text file), the
-/// time.
+/// temporary disk (blocks: at most temp_chunks chunks of chunk_bytes; text: the file; remote write:
+/// none), the time.
 void PrintPlan(std::FILE* out, const BackfillPlan& plan, const std::string& data_dir, int64_t temp_bytes,
-               int64_t temp_chunks, int64_t chunk_bytes, bool blocks);
+               int64_t temp_chunks, int64_t chunk_bytes, PlanOutput output);
 
 /// Progress by trace time with an ETA, as `replay` shows it: a line redrawn in place on a terminal
 /// (every second), else a log line every 5 s. Reads the wall clock (steady). Not thread-safe.

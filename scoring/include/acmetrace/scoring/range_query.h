@@ -174,6 +174,16 @@ class PrometheusClient : public RangeQuerier {
   core::Status Get(const std::string& target, int& http_status, std::string& body,
                    int64_t max_body_bytes = int64_t{16} << 20);
 
+  /// What Post sends: the body and its headers (Content-Type and the like). Value type.
+  struct PostBody {
+    std::string_view content;
+    std::vector<std::string> headers;  // "Name: value" lines, besides the client's own
+  };
+  /// POSTs content to target (appended to the URL, "" for the URL itself) with the client's
+  /// credentials and headers; the answer as Get's.
+  core::Status Post(const std::string& target, const PostBody& post, int& http_status, std::string& body,
+                    int64_t max_body_bytes = int64_t{1} << 20);
+
   /// Requests made so far (for the log line and tests of the split).
   int64_t requests() const { return requests_; }
 
@@ -182,7 +192,8 @@ class PrometheusClient : public RangeQuerier {
       : url_(std::move(url)), parsed_(std::move(parsed)), options_(std::move(options)) {}
 
   // Get into a buffer with simdjson's padding after the bytes (parsed where it lies, not copied).
-  core::Status Fetch(const std::string& target, int& http_status, std::vector<char>& body, int64_t max_body_bytes);
+  core::Status Fetch(const std::string& target, int& http_status, std::vector<char>& body, int64_t max_body_bytes,
+                     const PostBody* post = nullptr);
 
   std::string url_;
   PrometheusUrl parsed_;

@@ -1,0 +1,57 @@
+// `backfill --remote-write URL`: the scrapes sent to a remote write receiver (VictoriaMetrics,
+// Mimir, Thanos Receive, a Prometheus with --web.enable-remote-write-receiver), each sample at its
+// trace time, instead of blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "acmetrace/core/status.h"
+#include "acmetrace/history/backfill.h"
+#include "acmetrace/history/openmetrics.h"
+#include "acmetrace/remote_write/write_queue.h"
+
+namespace acmetrace::history {
+
+/// One sample line of the OpenMetrics text a scrape gives (name{labels} value [timestamp]): the
+/// series text (name and labels as written, for identity), the labels (__name__ included, sorted
+/// by name) and the value. Value type.
+struct ParsedSample {
+  std::string_view series;
+  std::vector<remote_write::Label> labels;
+  double value = 0;
+};
+
+/// The value after the series text (" value [timestamp]"): a number, NaN, +Inf or -Inf.
+core::Status ParseSampleValue(std::string_view rest, double& value);
+
+/// Parses one sample line (no line break). Errors say what is wrong; hostile text never crashes.
+core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out);
+
+/// Feeds every sample of every scrape into a WriteQueue, at the scrape's time. Not thread-safe (the
+/// queue's senders run on their own threads).
+class RemoteWriteOutput : public ScrapeOutput {
+ public:
+  explicit RemoteWriteOutput(std::unique_ptr<remote_write::WriteQueue> queue) : queue_(std::move(queue)) {}
+  core::Status Scrape(int64_t ts_ms, std::string_view samples) override;
+  /// Sends what is queued (retries included) and stops the senders.
+  core::Status Finish() override;
+  remote_write::QueueStats Stats() const { return queue_->Stats(); }
+  int64_t series() const { return static_cast<int64_t>(ids_.size()); }
+
+ private:
+  std::unique_ptr<remote_write::WriteQueue> queue_;
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  // series text -> the queue's id; looked up by string_view (no copy per sample)
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> ids_;
+  ParsedSample scratch_;
+};
+
+}  // namespace acmetrace::history

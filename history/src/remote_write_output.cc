@@ -1,0 +1,117 @@
+#include "acmetrace/history/remote_write_output.h"
+
+#include "acmetrace/history/openmetrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace acmetrace::history {
+
+core::Status ParseSampleValue(std::string_view rest, double& value) {
+  if (rest.empty() || rest[0] != ' ') return core::Status::Error("no value");
+  rest.remove_prefix(1);
+  const std::string_view text = rest.substr(0, rest.find(' '));
+  if (text == "NaN") {
+    value = std::numeric_limits<double>::quiet_NaN();
+  } else if (text == "+Inf") {
+    value = std::numeric_limits<double>::infinity();
+  } else if (text == "-Inf") {
+    value = -std::numeric_limits<double>::infinity();
+  } else {
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return core::Status::Error("not a number: " + std::string(text.substr(0, 40)));
+    }
+  }
+  return core::Status::Ok();
+}
+
+core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
+  out.labels.clear();
+  size_t i = 0;
+  while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+  if (i == 0) return core::Status::Error("no metric name");
+  out.labels.push_back({"__name__", std::string(line.substr(0, i))});
+  if (i < line.size() && line[i] == '{') {
+    ++i;
+    while (true) {
+      if (i >= line.size()) return core::Status::Error("unterminated labels");
+      if (line[i] == '}') {
+        ++i;
+        break;
+      }
+      const size_t name_start = i;
+      while (i < line.size() && line[i] != '=' && line[i] != '}' && line[i] != ',') ++i;
+      if (i >= line.size() || line[i] != '=' || i == name_start) return core::Status::Error("a label without name=");
+      remote_write::Label label;
+      label.name.assign(line.substr(name_start, i - name_start));
+      ++i;
+      if (i >= line.size() || line[i] != '"') return core::Status::Error("a label value not in quotes");
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        const char c = line[i++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c != '\\') {
+          label.value += c;
+          continue;
+        }
+        if (i >= line.size()) break;
+        const char e = line[i++];
+        label.value += e == 'n' ? '\n' : e;  // \\ and \" stand for themselves
+      }
+      if (!closed) return core::Status::Error("unterminated label value");
+      out.labels.push_back(std::move(label));
+      if (i < line.size() && line[i] == ',') ++i;
+    }
+  }
+  out.series = line.substr(0, i);
+  if (core::Status s = ParseSampleValue(line.substr(i), out.value); !s.ok()) return s;
+  std::sort(out.labels.begin(), out.labels.end(),
+            [](const remote_write::Label& a, const remote_write::Label& b) { return a.name < b.name; });
+  return core::Status::Ok();
+}
+
+core::Status RemoteWriteOutput::Scrape(int64_t ts_ms, std::string_view samples) {
+  size_t line_no = 0;
+  while (!samples.empty()) {
+    ++line_no;
+    const size_t eol = samples.find('\n');
+    const std::string_view line = samples.substr(0, eol);
+    samples.remove_prefix(eol == std::string_view::npos ? samples.size() : eol + 1);
+    if (line.empty() || line.front() == '#') continue;
+    // A known series (every scrape but its first) costs a lookup and a number: its labels were
+    // parsed once, when it was new.
+    // The scraper writes "series value timestamp": neither number holds a space, so the series text
+    // ends at the second space from the end, found without scanning the labels.
+    const size_t last = line.rfind(' ');
+    size_t end = last == std::string_view::npos || last == 0 ? std::string_view::npos : line.rfind(' ', last - 1);
+    if (end == std::string_view::npos) end = SeriesTextEnd(line);
+    auto it = end == std::string_view::npos ? ids_.end() : ids_.find(line.substr(0, end));
+    double value = 0;
+    core::Status parsed = core::Status::Ok();
+    if (it != ids_.end()) {
+      parsed = ParseSampleValue(line.substr(end), value);
+    } else {
+      parsed = ParseOpenMetricsSample(line, scratch_);
+      if (parsed.ok()) {
+        it = ids_.emplace(std::string(scratch_.series), queue_->AddSeries(scratch_.labels)).first;
+        value = scratch_.value;
+      }
+    }
+    if (!parsed.ok()) {
+      return core::Status::Error("scrape sample line " + std::to_string(line_no) + ": " + parsed.message());
+    }
+    if (core::Status s = queue_->Append(it->second, {ts_ms, value}); !s.ok()) return s;
+  }
+  return core::Status::Ok();
+}
+
+core::Status RemoteWriteOutput::Finish() { return queue_->Close(); }
+
+}  // namespace acmetrace::history

@@ -1,0 +1,147 @@
+// Samples to a remote write receiver as Prometheus's queue manager sends them: a few shards, each
+// series always in the same shard (its order kept), batches of max_samples_per_send, a bounded
+// queue per shard that blocks the producer when full, retries with exponential backoff on 5xx, 429
+// and no answer, no retry on other statuses (counted and reported, never dropped silently).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acmetrace/core/status.h"
+#include "acmetrace/remote_write/write_request.h"
+
+namespace acmetrace::remote_write {
+
+/// A receiver's answer. Value type.
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+};
+
+/// Sends one encoded request body. Each shard has its own: an instance is used by one thread.
+class WriteTransport {
+ public:
+  virtual ~WriteTransport() = default;
+  /// An error means no answer (refused, reset, timed out): retried as a 5xx is.
+  virtual core::Result<HttpAnswer> Post(const std::string& body) = 0;
+};
+
+/// Waits between two attempts; tests record the waits instead. Thread-safe.
+class Sleeper {
+ public:
+  virtual ~Sleeper() = default;
+  virtual void SleepMs(int64_t ms) = 0;
+};
+
+/// std::this_thread::sleep_for. Thread-safe.
+class RealSleeper : public Sleeper {
+ public:
+  void SleepMs(int64_t ms) override;
+};
+
+/// How the queue sends. Value type; names after Prometheus's queue_config, batches ten times its
+/// live defaults (history: thousands of series per shard, each with a few samples per request).
+struct QueueOptions {
+  int shards = 4;                     // parallel senders
+  int max_samples_per_send = 20'000;  // samples per request
+  int capacity_samples = 100'000;     // per shard, queued ahead of its sender; past it Append waits
+  int max_attempts = 10;              // per request, the first included; then the write fails
+  int64_t min_backoff_ms = 30;        // before the first retry, doubled at each next one
+  int64_t max_backoff_ms = 5'000;
+  /// Validates the numbers (one line naming the field).
+  core::Status Validate() const;
+};
+
+/// What the queue did, prometheus_remote_storage_* style. Value type.
+struct QueueStats {
+  int64_t samples_sent = 0;       // accepted by the receiver (2xx)
+  int64_t samples_failed = 0;     // refused (4xx other than 429) or given up on
+  int64_t samples_retried = 0;    // sent again after a 5xx, 429 or no answer
+  int64_t samples_pending = 0;    // appended, not yet answered
+  int64_t requests = 0;           // attempts, retries included
+  int64_t requests_rejected = 0;  // answered with a status not retried (their samples are in failed)
+  std::string first_rejection;    // "HTTP 400: <body excerpt>" of the first of them
+};
+
+/// The shards and their senders. Append, AddSeries and Close from one producer thread; Stats from
+/// any.
+class WriteQueue {
+ public:
+  using TransportFactory = std::function<std::unique_ptr<WriteTransport>()>;
+  /// Starts options.shards senders, each with a transport from make_transport.
+  WriteQueue(QueueOptions options, const TransportFactory& make_transport, Sleeper& sleeper);
+  /// Close() if not called: what is queued is still sent.
+  ~WriteQueue();
+  WriteQueue(const WriteQueue&) = delete;
+  WriteQueue& operator=(const WriteQueue&) = delete;
+
+  /// A new series (labels as sent); returns its id for Append.
+  uint32_t AddSeries(std::vector<Label> labels);
+  /// Queues a sample of series (times rising per series). Waits while the series's shard is full;
+  /// fails once a request was given up on (the message says which and why).
+  core::Status Append(uint32_t series, Sample sample);
+  /// Sends what is queued and stops the senders; the error of a request given up on, if any.
+  /// Refused requests are not an error here: see Stats().
+  core::Status Close();
+  QueueStats Stats() const;
+
+ private:
+  struct Batch {
+    std::vector<SeriesSamples> series;  // labels point into series_ (never moved: a deque)
+    int64_t samples = 0;
+  };
+  struct Shard {
+    // Producer side.
+    Batch building;
+    std::vector<uint32_t> building_ids;  // the series in building, in order of building.series
+    // Shared with the sender.
+    std::mutex mu;
+    std::condition_variable changed;
+    std::deque<Batch> queued;
+    int64_t queued_samples = 0;
+    bool closing = false;
+    std::unique_ptr<WriteTransport> transport;
+    std::thread sender;
+  };
+  struct SeriesEntry {
+    std::vector<Label> labels;  // read by the senders: never changed once added
+    uint32_t shard = 0;
+    int32_t slot = -1;           // index in its shard's building batch, -1 when not there
+    uint32_t last_samples = 1;   // its samples in the last batch: room reserved in the next
+  };
+
+  core::Status HandOver(Shard& shard);
+  void SendLoop(Shard& shard);
+  void SendBatch(WriteTransport& transport, const Batch& batch);
+  core::Status FatalStatus() const;
+
+  QueueOptions options_;
+  Sleeper& sleeper_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::deque<SeriesEntry> series_;  // push_back keeps references to the others valid
+  bool closed_ = false;
+
+  std::atomic<int64_t> appended_{0};
+  std::atomic<int64_t> sent_{0};
+  std::atomic<int64_t> failed_{0};
+  std::atomic<int64_t> retried_{0};
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> rejected_{0};
+  std::atomic<bool> fatal_{false};  // a request was given up on: no more sends
+  mutable std::mutex report_mu_;
+  std::string first_rejection_;
+  std::string fatal_message_;
+};
+
+/// The body of an answer cut to one printable line of at most max_bytes (for messages).
+std::string BodyExcerpt(std::string_view body, size_t max_bytes = 200);
+
+}  // namespace acmetrace::remote_write

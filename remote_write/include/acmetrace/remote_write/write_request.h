@@ -1,0 +1,57 @@
+// The body of a remote write 1.0 request: a protobuf WriteRequest, snappy block-compressed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acmetrace/core/status.h"
+
+namespace acmetrace::remote_write {
+
+/// One label of a series. Value type.
+struct Label {
+  std::string name;
+  std::string value;
+  bool operator==(const Label&) const = default;
+};
+
+/// One sample. Value type.
+struct Sample {
+  int64_t ts_ms = 0;
+  double value = 0;
+};
+
+/// A series and some of its samples, times rising. Value type.
+struct TimeSeries {
+  std::vector<Label> labels;  // __name__ first, then sorted by name (as Prometheus sends them)
+  std::vector<Sample> samples;
+};
+
+/// The headers every remote write 1.0 request carries besides authentication.
+inline constexpr const char* kRemoteWriteHeaders[] = {
+    "Content-Encoding: snappy",
+    "Content-Type: application/x-protobuf",
+    "X-Prometheus-Remote-Write-Version: 0.1.0",
+};
+
+/// A series's labels, owned elsewhere and alive until encoded, and some of its samples: what the
+/// queue batches without copying labels. Value type.
+struct SeriesSamples {
+  const std::vector<Label>* labels = nullptr;
+  std::vector<Sample> samples;
+};
+
+/// The request body of these series: WriteRequest serialized, then snappy block format.
+std::string EncodeWriteRequest(const std::vector<TimeSeries>& series);
+std::string EncodeWriteRequest(const std::vector<SeriesSamples>& series);
+
+/// The largest uncompressed body DecodeWriteRequest accepts.
+inline constexpr size_t kMaxUncompressedBytes = size_t{64} << 20;
+
+/// The series of a request body (a receiver's view: tests and the fake receivers of the tests). An
+/// error if the bytes are not snappy or not a WriteRequest.
+core::Result<std::vector<TimeSeries>> DecodeWriteRequest(std::string_view body);
+
+}  // namespace acmetrace::remote_write

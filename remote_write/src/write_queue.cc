@@ -1,0 +1,227 @@
+#include "acmetrace/remote_write/write_queue.h"
+
+#include <chrono>
+
+namespace acmetrace::remote_write {
+namespace {
+
+// FNV-1a over the labels: a series lands in the same shard on every run.
+uint64_t HashLabels(const std::vector<Label>& labels) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char c : text) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;  // a separator no label byte can fake into another split
+    h *= 1099511628211ull;
+  };
+  for (const Label& label : labels) {
+    mix(label.name);
+    mix(label.value);
+  }
+  return h;
+}
+
+bool Retried(int status) { return status == 429 || status >= 500; }
+
+}  // namespace
+
+void RealSleeper::SleepMs(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+core::Status QueueOptions::Validate() const {
+  auto bad = [](const std::string& what) { return core::Status::Error("remote write: " + what); };
+  if (shards < 1 || shards > 256) return bad("shards: must be 1-256");
+  if (max_samples_per_send < 1) return bad("max_samples_per_send: must be positive");
+  if (capacity_samples < max_samples_per_send) return bad("capacity_samples: must be at least max_samples_per_send");
+  if (max_attempts < 1) return bad("max_attempts: must be positive");
+  if (min_backoff_ms < 0 || max_backoff_ms < min_backoff_ms) return bad("backoff: need 0 <= min_backoff_ms <= max_backoff_ms");
+  return core::Status::Ok();
+}
+
+std::string BodyExcerpt(std::string_view body, size_t max_bytes) {
+  std::string out;
+  for (unsigned char c : body) {
+    if (out.size() >= max_bytes) {
+      out += "...";
+      break;
+    }
+    out += (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+WriteQueue::WriteQueue(QueueOptions options, const TransportFactory& make_transport, Sleeper& sleeper)
+    : options_(options), sleeper_(sleeper) {
+  for (int i = 0; i < options_.shards; ++i) {
+    auto shard = std::make_unique<Shard>();
+    shard->transport = make_transport();
+    shards_.push_back(std::move(shard));
+  }
+  for (auto& shard : shards_) {
+    Shard* s = shard.get();
+    s->sender = std::thread([this, s] { SendLoop(*s); });
+  }
+}
+
+WriteQueue::~WriteQueue() { (void)Close(); }
+
+uint32_t WriteQueue::AddSeries(std::vector<Label> labels) {
+  SeriesEntry entry;
+  entry.shard = static_cast<uint32_t>(HashLabels(labels) % shards_.size());
+  entry.labels = std::move(labels);
+  series_.push_back(std::move(entry));
+  return static_cast<uint32_t>(series_.size() - 1);
+}
+
+core::Status WriteQueue::FatalStatus() const {
+  std::lock_guard<std::mutex> lock(report_mu_);
+  return core::Status::Error(fatal_message_);
+}
+
+core::Status WriteQueue::Append(uint32_t series, Sample sample) {
+  if (fatal_.load()) return FatalStatus();
+  SeriesEntry& entry = series_[series];
+  Shard& shard = *shards_[entry.shard];
+  if (entry.slot < 0) {
+    entry.slot = static_cast<int32_t>(shard.building.series.size());
+    shard.building.series.push_back(SeriesSamples{&entry.labels, {}});
+    shard.building.series.back().samples.reserve(entry.last_samples);
+    shard.building_ids.push_back(series);
+  }
+  shard.building.series[static_cast<size_t>(entry.slot)].samples.push_back(sample);
+  ++shard.building.samples;
+  appended_.fetch_add(1, std::memory_order_relaxed);
+  if (shard.building.samples >= options_.max_samples_per_send) return HandOver(shard);
+  return core::Status::Ok();
+}
+
+core::Status WriteQueue::HandOver(Shard& shard) {
+  if (shard.building.samples == 0) return core::Status::Ok();
+  for (uint32_t id : shard.building_ids) {
+    SeriesEntry& entry = series_[id];
+    entry.last_samples = static_cast<uint32_t>(shard.building.series[static_cast<size_t>(entry.slot)].samples.size());
+    entry.slot = -1;
+  }
+  shard.building_ids.clear();
+  Batch batch = std::move(shard.building);
+  shard.building = Batch{};
+  std::unique_lock<std::mutex> lock(shard.mu);
+  // Backpressure: wait for the sender rather than grow (one batch is always let in).
+  shard.changed.wait(lock, [&] {
+    return fatal_.load() || shard.queued.empty() ||
+           shard.queued_samples + batch.samples <= options_.capacity_samples;
+  });
+  if (fatal_.load()) {
+    failed_.fetch_add(batch.samples);
+    lock.unlock();
+    return FatalStatus();
+  }
+  shard.queued_samples += batch.samples;
+  shard.queued.push_back(std::move(batch));
+  shard.changed.notify_all();
+  return core::Status::Ok();
+}
+
+void WriteQueue::SendLoop(Shard& shard) {
+  while (true) {
+    Batch batch;
+    {
+      std::unique_lock<std::mutex> lock(shard.mu);
+      shard.changed.wait(lock, [&] { return !shard.queued.empty() || shard.closing; });
+      if (shard.queued.empty()) return;
+      batch = std::move(shard.queued.front());
+      shard.queued.pop_front();
+    }
+    if (fatal_.load()) {
+      failed_.fetch_add(batch.samples);  // given up with the write: counted, not sent
+    } else {
+      SendBatch(*shard.transport, batch);
+    }
+    {
+      std::lock_guard<std::mutex> lock(shard.mu);
+      shard.queued_samples -= batch.samples;
+    }
+    shard.changed.notify_all();
+  }
+}
+
+void WriteQueue::SendBatch(WriteTransport& transport, const Batch& batch) {
+  const std::string body = EncodeWriteRequest(batch.series);
+  int64_t backoff_ms = options_.min_backoff_ms;
+  for (int attempt = 1;; ++attempt) {
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    core::Result<HttpAnswer> answer = transport.Post(body);
+    std::string why;
+    if (!answer.ok()) {
+      why = answer.status().message();
+    } else if (answer.value().status / 100 == 2) {
+      sent_.fetch_add(batch.samples);
+      return;
+    } else if (!Retried(answer.value().status)) {
+      failed_.fetch_add(batch.samples);
+      if (rejected_.fetch_add(1) == 0) {
+        std::lock_guard<std::mutex> lock(report_mu_);
+        first_rejection_ = "HTTP " + std::to_string(answer.value().status) + ": " + BodyExcerpt(answer.value().body);
+      }
+      return;
+    } else {
+      why = "HTTP " + std::to_string(answer.value().status) + ": " + BodyExcerpt(answer.value().body);
+    }
+    if (attempt >= options_.max_attempts || fatal_.load()) {
+      failed_.fetch_add(batch.samples);
+      std::lock_guard<std::mutex> lock(report_mu_);
+      if (!fatal_.exchange(true)) {
+        fatal_message_ = "remote write: gave up on a request of " + std::to_string(batch.samples) + " samples after " +
+                         std::to_string(attempt) + " attempts: " + why;
+      }
+      break;
+    }
+    retried_.fetch_add(batch.samples);
+    sleeper_.SleepMs(backoff_ms);
+    backoff_ms = std::min(backoff_ms * 2, options_.max_backoff_ms);
+  }
+  // A request given up on: wake a producer waiting for room, it fails at once.
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard->mu);
+    shard->changed.notify_all();
+  }
+}
+
+core::Status WriteQueue::Close() {
+  if (closed_) return fatal_.load() ? FatalStatus() : core::Status::Ok();
+  closed_ = true;
+  core::Status handed = core::Status::Ok();
+  for (auto& shard : shards_) {
+    core::Status s = HandOver(*shard);
+    if (!s.ok() && handed.ok()) handed = s;
+  }
+  for (auto& shard : shards_) {
+    {
+      std::lock_guard<std::mutex> lock(shard->mu);
+      shard->closing = true;
+    }
+    shard->changed.notify_all();
+  }
+  for (auto& shard : shards_) {
+    if (shard->sender.joinable()) shard->sender.join();
+  }
+  if (fatal_.load()) return FatalStatus();
+  return handed;
+}
+
+QueueStats WriteQueue::Stats() const {
+  QueueStats st;
+  st.samples_sent = sent_.load();
+  st.samples_failed = failed_.load();
+  st.samples_retried = retried_.load();
+  st.samples_pending = appended_.load() - st.samples_sent - st.samples_failed;
+  st.requests = requests_.load();
+  st.requests_rejected = rejected_.load();
+  std::lock_guard<std::mutex> lock(report_mu_);
+  st.first_rejection = first_rejection_;
+  return st;
+}
+
+}  // namespace acmetrace::remote_write

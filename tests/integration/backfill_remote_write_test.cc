@@ -1,0 +1,339 @@
+// acmetrace backfill --remote-write into Debian's VictoriaMetrics (label victoria-metrics) and
+// Debian's Prometheus with --web.enable-remote-write-receiver and an out-of-order window (label
+// prometheus): every sample read back equals what the blocks path is given (the same backfill's
+// OpenMetrics text, promtool's input), at its trace time.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "local_processes.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace acmetrace::test;  // NOLINT: the local process helpers
+// "name{k=v,...}" (labels sorted) -> ts_ms -> value; finite values only (NaN is not a value to compare).
+using Samples = std::map<std::string, std::map<int64_t, double>>;
+
+constexpr int64_t kStart = 1688140800;  // synth's default start
+constexpr int64_t kFrom = kStart + 6 * 3600;
+constexpr int64_t kTo = kFrom + 2 * 3600;  // two hours of trace: a short test
+
+std::string Key(const std::map<std::string, std::string>& labels) {
+  std::string key = labels.count("__name__") ? labels.at("__name__") : "";
+  key += '{';
+  for (const auto& [k, v] : labels) {
+    if (k != "__name__") key += k + "=\"" + v + "\",";
+  }
+  return key + '}';
+}
+
+// The OpenMetrics text of --openmetrics: name{labels} value seconds[.ms].
+Samples ParseOpenMetrics(const std::string& text) {
+  Samples out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t i = line.find_first_of("{ ");
+    std::map<std::string, std::string> labels{{"__name__", line.substr(0, i)}};
+    if (line[i] == '{') {
+      ++i;
+      while (line[i] != '}') {
+        const size_t eq = line.find('=', i);
+        std::string v;
+        size_t j = eq + 2;
+        for (; line[j] != '"'; ++j) {
+          if (line[j] == '\\') {
+            ++j;
+            v += line[j] == 'n' ? '\n' : line[j];
+          } else {
+            v += line[j];
+          }
+        }
+        labels[line.substr(i, eq - i)] = v;
+        i = j + 1;
+        if (line[i] == ',') ++i;
+      }
+      ++i;
+    }
+    const size_t space = line.find(' ', i + 1);
+    const double value = std::stod(line.substr(i + 1, space - i - 1));
+    const int64_t ts_ms = std::llround(std::stod(line.substr(space + 1)) * 1000);
+    if (std::isfinite(value)) out[Key(labels)][ts_ms] = value;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Labels(const nlohmann::json& metric) {
+  std::map<std::string, std::string> labels;
+  for (const auto& [k, v] : metric.items()) labels[k] = v.get<std::string>();
+  return labels;
+}
+
+// The first difference between two sample sets (values to 1e-12 relative), or "".
+std::string FirstDifference(const Samples& want, const Samples& got) {
+  if (want.size() != got.size()) {
+    for (const auto& [key, _] : want) {
+      if (!got.count(key)) return "missing series " + key + " (" + std::to_string(got.size()) + " of " +
+                                  std::to_string(want.size()) + " series)";
+    }
+    for (const auto& [key, _] : got) {
+      if (!want.count(key)) return "unexpected series " + key;
+    }
+  }
+  for (const auto& [key, points] : want) {
+    const auto& other = got.at(key);
+    if (points.size() != other.size()) {
+      return key + ": " + std::to_string(other.size()) + " samples, want " + std::to_string(points.size());
+    }
+    for (const auto& [ts, v] : points) {
+      auto it = other.find(ts);
+      if (it == other.end()) return key + ": no sample at " + std::to_string(ts);
+      if (std::fabs(it->second - v) > 1e-12 * std::max(1.0, std::fabs(v))) {
+        return key + " at " + std::to_string(ts) + ": " + std::to_string(it->second) + ", want " + std::to_string(v);
+      }
+    }
+  }
+  return "";
+}
+
+int64_t Count(const Samples& s) {
+  int64_t n = 0;
+  for (const auto& [_, points] : s) n += static_cast<int64_t>(points.size());
+  return n;
+}
+
+class BackfillRemoteWriteTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    work_ = fs::temp_directory_path() / ("acmetrace-remote-write-" + std::to_string(::getpid()));
+    fs::create_directories(work_);
+    ASSERT_EQ(RunShell("cd " + work_.string() + " && " + Binary() +
+                       " synth --out day --days 1 --scale 0.01 --inject-faults > synth.log 2>&1"),
+              0)
+        << ReadFile((work_ / "synth.log").string());
+    ASSERT_EQ(RunShell("cd " + work_.string() + " && " + Binary() + " backfill --data day " + Window() +
+                       " --openmetrics ref.om > ref.out 2> ref.err"),
+              0)
+        << ReadFile((work_ / "ref.err").string());
+    reference_ = ParseOpenMetrics(ReadFile((work_ / "ref.om").string()));
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(work_, ec);
+  }
+  static std::string Window() { return "--from " + std::to_string(kFrom) + " --to " + std::to_string(kTo); }
+  // backfill --remote-write URL (extra flags appended); its exit code, stderr in err.
+  static int Backfill(const std::string& url, const std::string& extra, std::string& err) {
+    const std::string log = (work_ / "rw.err").string();
+    const int rc = RunShell("cd " + work_.string() + " && " + Binary() + " backfill --data day " + Window() +
+                            " --remote-write " + url + " " + extra + " > rw.out 2> " + log);
+    err = ReadFile(log);
+    return rc;
+  }
+  static inline fs::path work_;
+  static inline Samples reference_;
+};
+
+// Debian's VictoriaMetrics on a free port, its data in dir; stopped by the destructor.
+class LocalVictoriaMetrics {
+ public:
+  explicit LocalVictoriaMetrics(const fs::path& dir)
+      : dir_(dir),
+        port_(FreePort()),
+        vm_({"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
+             "-storageDataPath=" + (dir / "data").string(), "-retentionPeriod=100y"},
+            (dir / "vm.out").string(), (dir / "vm.err").string()) {}
+  bool Ready() { return WaitUntil([&] { return HttpGet(port_, "/health").status == 200; }, 30); }
+  std::string log() const { return ReadFile((dir_ / "vm.err").string()); }
+  std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+  // Every sample it holds in the window (after a flush: what was written is searchable).
+  Samples Export(int64_t from = kFrom - 60, int64_t to = kTo + 60) {
+    EXPECT_EQ(HttpGet(port_, "/internal/force_flush").status, 200);
+    const HttpResponse r = HttpGet(port_, "/api/v1/export?match%5B%5D=" + UrlEncode("{__name__=~\".+\"}") +
+                                              "&start=" + std::to_string(from) + "&end=" + std::to_string(to));
+    EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+    Samples got;
+    std::istringstream lines(r.body);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty()) continue;
+      const nlohmann::json row = nlohmann::json::parse(line);
+      auto& points = got[Key(Labels(row["metric"]))];
+      for (size_t i = 0; i < row["timestamps"].size(); ++i) {
+        const double v = row["values"][i].get<double>();
+        if (std::isfinite(v)) points[row["timestamps"][i].get<int64_t>()] = v;
+      }
+    }
+    return got;
+  }
+
+ private:
+  fs::path dir_;
+  int port_;
+  Child vm_;
+};
+
+// tests/integration/remote_write_fault_proxy.py in front of a receiver.
+class FaultProxy {
+ public:
+  FaultProxy(const fs::path& dir, const std::string& upstream, const std::string& mode, int n)
+      : port_(FreePort()),
+        out_((dir / "proxy.out").string()),
+        proxy_({"/usr/bin/python3", std::string(ACMETRACE_SOURCE_DIR) + "/tests/integration/remote_write_fault_proxy.py",
+                std::to_string(port_), upstream, mode, std::to_string(n)},
+               out_, (dir / "proxy.err").string()) {}
+  bool Ready() {
+    return WaitUntil([&] { return ReadFile(out_).find("ready") != std::string::npos; }, 30);
+  }
+  std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
+
+ private:
+  int port_;
+  std::string out_;
+  Child proxy_;
+};
+
+// The number after `word ` in text ("563598 samples sent" -> NumberBefore(text, " samples sent")).
+int64_t NumberBefore(const std::string& text, const std::string& what) {
+  const size_t at = text.find(what);
+  if (at == std::string::npos) return -1;
+  size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  return begin == at ? -1 : std::stoll(text.substr(begin, at - begin));
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) {
+  ASSERT_GT(Count(reference_), 100'000);  // the persona's GPUs, the jobs, the injected faults
+  fs::create_directories(work_ / "vm");
+  LocalVictoriaMetrics vm(work_ / "vm");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  std::string err;
+  // A tenant header, as a VictoriaMetrics cluster or Mimir routes on (a single node ignores it).
+  ASSERT_EQ(Backfill(vm.WriteUrl(), "--header 'X-Scope-OrgID: t1'", err), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " samples sent"), Count(reference_)) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  // docs/monitoring.md quotes this run's last line.
+  const size_t line = err.find("backfill: remote write: ");
+  ASSERT_NE(line, std::string::npos) << err;
+  const std::string last = err.substr(line, err.find('\n', line) - line);
+  EXPECT_NE(ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/docs/monitoring.md").find("# last line: " + last),
+            std::string::npos)
+      << "docs/monitoring.md should quote: " << last;
+  const Samples got = vm.Export();
+  EXPECT_EQ(FirstDifference(reference_, got), "");
+  EXPECT_EQ(Count(got), Count(reference_));
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering429GetsEverySampleRetried) {
+  fs::create_directories(work_ / "vm429");
+  LocalVictoriaMetrics vm(work_ / "vm429");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vm429", vm.WriteUrl(), "429", 6);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering400SomeRequestsRefusalsReportedExit1) {
+  fs::create_directories(work_ / "vm400");
+  LocalVictoriaMetrics vm(work_ / "vm400");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vm400", vm.WriteUrl(), "400", 7);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
+  const int64_t failed = NumberBefore(err, " failed");
+  EXPECT_GT(failed, 0) << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
+  // Nothing silently lost: what was not refused is there, and only that.
+  EXPECT_EQ(Count(vm.Export()) + failed, Count(reference_)) << err;
+}
+
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsGetsEverySampleScrapedBeforeASigtermAndExit143) {
+  fs::create_directories(work_ / "vmterm");
+  LocalVictoriaMetrics vm(work_ / "vmterm");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const std::string err_path = (work_ / "vmterm" / "backfill.err").string();
+  // The whole day (about 20 s of work at this scale): stopped a second into its samples.
+  Child backfill({Binary(), "backfill", "--data", (work_ / "day").string(), "--remote-write", vm.WriteUrl()},
+                 (work_ / "vmterm" / "backfill.out").string(), err_path);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(err_path).find("scrapes every") != std::string::npos; }, 30));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(backfill.Signal(SIGTERM), 128 + SIGTERM) << ReadFile(err_path);
+  const std::string err = ReadFile(err_path);
+  EXPECT_NE(err.find("stopped by SIGTERM during the data phase: the samples scraped so far were sent"),
+            std::string::npos)
+      << err;
+  const int64_t sent = NumberBefore(err, " samples sent");
+  EXPECT_GT(sent, 0) << err;
+  EXPECT_LT(sent, 5 * Count(reference_)) << err;  // stopped well before the day's end
+  EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
+  // Every sample the backfill says it sent is in the store (the window's start to well past it).
+  Samples got = vm.Export(kStart - 60, kStart + 2 * 86400);
+  EXPECT_EQ(Count(got), sent);
+}
+
+TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
+  const int port = FreePort();
+  const fs::path dir = work_ / "prom";
+  fs::create_directories(dir);
+  // History is hours to months old: without an out-of-order window Prometheus refuses what is older
+  // than its head (HTTP 400 "out of bounds").
+  std::ofstream(dir / "prometheus.yml") << "storage:\n  tsdb:\n    out_of_order_time_window: 3650d\n";
+  Child prom({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
+              "--storage.tsdb.path=" + (dir / "data").string(), "--storage.tsdb.retention.time=100y",
+              "--web.listen-address=127.0.0.1:" + std::to_string(port), "--web.enable-remote-write-receiver"},
+             (dir / "prom.out").string(), (dir / "prom.err").string());
+  ASSERT_TRUE(WaitUntil([&] { return HttpGet(port, "/-/ready").status == 200; }, 60))
+      << ReadFile((dir / "prom.err").string());
+
+  std::string err;
+  ASSERT_EQ(Backfill("http://127.0.0.1:" + std::to_string(port) + "/api/v1/write", "", err), 0) << err;
+
+  // Every raw sample of the window: a range selector over it, evaluated at its end.
+  const int64_t span_s = kTo - kFrom + 120;
+  const HttpResponse r =
+      HttpGet(port, "/api/v1/query?time=" + std::to_string(kTo + 60) + "&query=" +
+                        UrlEncode("{__name__=~\".+\"}[" + std::to_string(span_s) + "s]"));
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+  Samples got;
+  const nlohmann::json answer = nlohmann::json::parse(r.body);
+  ASSERT_EQ(answer["status"], "success") << r.body.substr(0, 300);
+  for (const auto& s : answer["data"]["result"]) {
+    auto& points = got[Key(Labels(s["metric"]))];
+    for (const auto& p : s["values"]) {
+      const double v = std::stod(p[1].get<std::string>());
+      if (std::isfinite(v)) points[std::llround(p[0].get<double>() * 1000)] = v;
+    }
+  }
+  // On a failure, what Prometheus says it took in (head series, out-of-order and refused samples).
+  auto head_metrics = [&] {
+    std::istringstream lines(HttpGet(port, "/metrics").body);
+    std::string line, out;
+    while (std::getline(lines, line)) {
+      if (line[0] != '#' && (line.find("tsdb_head_series") != std::string::npos ||
+                             line.find("out_of_order") != std::string::npos ||
+                             line.find("out_of_bound") != std::string::npos)) {
+        out += line + "\n";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(FirstDifference(reference_, got), "") << err << head_metrics();
+}
+
+}  // namespace

@@ -1,0 +1,57 @@
+// acmetrace backfill --remote-write as a user mistypes it: every usage error is one line naming the
+// flag, exit 2, before any data is read or any request sent.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "test_files.h"
+
+namespace acmetrace {
+namespace {
+
+ShellOutput Backfill(const std::string& args, const std::string& env) {
+  return RunShellCapture(env + std::string(ACMETRACE_BINARY) + " backfill --data /nonexistent " + args + " 2>&1");
+}
+
+void ExpectUsage(const std::string& args, const std::string& message, const std::string& env = "") {
+  const ShellOutput run = Backfill(args, env);
+  EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.out;
+  EXPECT_NE(run.out.find(message), std::string::npos) << args << "\n" << run.out;
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << args << "\n" << run.out;
+}
+
+TEST(BackfillRemoteWriteCliTest, UsageErrorsAreOneLineAndExit2) {
+  const std::string dir = TestDir();
+  const std::string url = " --remote-write http://127.0.0.1:9/api/v1/write";
+  ExpectUsage(url + " --out " + dir + "/p", "give exactly one of --out PROMDIR");
+  ExpectUsage(url + " --openmetrics -", "give exactly one of --out PROMDIR");
+  ExpectUsage("--out " + dir + "/p --header 'X-Scope-OrgID: t'", "need --remote-write");
+  ExpectUsage(" --remote-write ftp://127.0.0.1/x", "--remote-write: \"ftp://127.0.0.1/x\": not an http:// or https:// URL");
+  ExpectUsage(" --remote-write http://user:pw@127.0.0.1:9/x", "user info is not supported");
+  ExpectUsage(url + " --header 'no colon'", "--header: ");
+  ExpectUsage(url + " --bearer-token-file " + dir + "/missing", "--bearer-token-file: ");
+  ExpectUsage(url + " --rules " + WriteFile(dir, "r.yml", "groups: []\n"), "--rules: recording rules and ALERTS are backfilled");
+  ExpectUsage(url, "capacity_samples: must be at least max_samples_per_send",
+              "ACMETRACE_REMOTE_WRITE_CAPACITY=10 ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=100 ");
+}
+
+// A receiver that never answers (nothing listens on the discard port): the backfill gives up after
+// max_attempts, says why in one line, counts every sample it took as failed (none left pending), exit 1.
+// Backoff 0 ms: nothing waits.
+TEST(BackfillRemoteWriteCliTest, AReceiverThatNeverAnswersFailsWithEverySampleCounted) {
+  const ShellOutput run = RunShellCapture(
+      "ACMETRACE_REMOTE_WRITE_MIN_BACKOFF_MS=0 ACMETRACE_REMOTE_WRITE_MAX_BACKOFF_MS=0 "
+      "ACMETRACE_REMOTE_WRITE_MAX_ATTEMPTS=3 " +
+      std::string(ACMETRACE_BINARY) + " backfill --data " + ACMETRACE_FIXTURES +
+      "/release --remote-write http://127.0.0.1:9/api/v1/write 2>&1");
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find("remote write: gave up on a request of "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" after 3 attempts: cannot write to http://127.0.0.1:9/api/v1/write: "), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find(" 0 samples sent, "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" 0 pending, "), std::string::npos) << run.out;
+}
+
+}  // namespace
+}  // namespace acmetrace

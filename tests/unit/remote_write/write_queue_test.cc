@@ -1,0 +1,174 @@
+// The queue as a receiver and its operator see it: every sample delivered once per success, series
+// order kept, retries with backoff on 5xx/429/no answer, other statuses refused and counted, a
+// bounded number of attempts. A scripted transport answers; a recording sleeper never sleeps.
+#include "acmetrace/remote_write/write_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+namespace acmetrace::remote_write {
+namespace {
+
+// What every transport of a test saw, and the answers it gives (a script shared by the shards).
+struct Receiver {
+  std::mutex mu;
+  std::vector<int> script;  // statuses to answer in turn (0: no answer); then 200
+  size_t next = 0;
+  std::map<std::string, std::vector<Sample>> stored;  // __name__ -> samples accepted, in order
+  int posts = 0;
+
+  core::Result<HttpAnswer> Answer(const std::string& body) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++posts;
+    const int status = next < script.size() ? script[next++] : 200;
+    if (status == 0) return core::Status::Error("connection refused");
+    if (status == 200) {
+      core::Result<std::vector<TimeSeries>> decoded = DecodeWriteRequest(body);
+      EXPECT_TRUE(decoded.ok());
+      for (const TimeSeries& s : decoded.value()) {
+        std::vector<Sample>& into = stored[s.labels.at(0).value];
+        into.insert(into.end(), s.samples.begin(), s.samples.end());
+      }
+    }
+    return HttpAnswer{status, status == 200 ? "" : "out of order sample\nfor series x"};
+  }
+};
+
+class ScriptedTransport : public WriteTransport {
+ public:
+  explicit ScriptedTransport(Receiver& receiver) : receiver_(receiver) {}
+  core::Result<HttpAnswer> Post(const std::string& body) override { return receiver_.Answer(body); }
+
+ private:
+  Receiver& receiver_;
+};
+
+class RecordingSleeper : public Sleeper {
+ public:
+  void SleepMs(int64_t ms) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    waits_.push_back(ms);
+  }
+  std::vector<int64_t> waits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waits_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int64_t> waits_;
+};
+
+QueueOptions SmallOptions(int shards) {
+  QueueOptions o;
+  o.shards = shards;
+  o.max_samples_per_send = 10;
+  o.capacity_samples = 20;
+  o.max_attempts = 4;
+  o.min_backoff_ms = 30;
+  o.max_backoff_ms = 100;
+  return o;
+}
+
+WriteQueue::TransportFactory Factory(Receiver& receiver) {
+  return [&receiver] { return std::make_unique<ScriptedTransport>(receiver); };
+}
+
+TEST(WriteQueueTest, EverySampleArrivesOnceInSeriesOrderAcrossShards) {
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(SmallOptions(3), Factory(receiver), sleeper);
+  std::vector<uint32_t> ids;
+  for (int s = 0; s < 7; ++s) ids.push_back(queue.AddSeries({{"__name__", "m" + std::to_string(s)}}));
+  // 7 series x 100 scrapes, several batches, more than a shard's capacity: the producer waits.
+  for (int t = 0; t < 100; ++t) {
+    for (uint32_t id : ids) ASSERT_TRUE(queue.Append(id, {t * 15'000, static_cast<double>(t)}).ok());
+  }
+  ASSERT_TRUE(queue.Close().ok());
+  ASSERT_EQ(receiver.stored.size(), 7u);
+  for (const auto& [name, samples] : receiver.stored) {
+    ASSERT_EQ(samples.size(), 100u) << name;
+    for (int t = 0; t < 100; ++t) EXPECT_EQ(samples[static_cast<size_t>(t)].ts_ms, t * 15'000) << name;
+  }
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.samples_sent, 700);
+  EXPECT_EQ(st.samples_failed, 0);
+  EXPECT_EQ(st.samples_pending, 0);
+  EXPECT_EQ(st.requests, receiver.posts);
+  EXPECT_GE(st.requests, 70);  // at most 10 samples a request
+  EXPECT_TRUE(sleeper.waits().empty());
+}
+
+TEST(WriteQueueTest, RetriesOn5xx429AndNoAnswerWithDoublingBackoffNothingLost) {
+  Receiver receiver;
+  receiver.script = {503, 429, 0};  // the first request: three failures, then accepted
+  RecordingSleeper sleeper;
+  WriteQueue queue(SmallOptions(1), Factory(receiver), sleeper);
+  const uint32_t id = queue.AddSeries({{"__name__", "m"}});
+  for (int t = 0; t < 10; ++t) ASSERT_TRUE(queue.Append(id, {t, 1.0}).ok());
+  ASSERT_TRUE(queue.Close().ok());
+  EXPECT_EQ(receiver.stored["m"].size(), 10u);
+  EXPECT_EQ(sleeper.waits(), (std::vector<int64_t>{30, 60, 100}));  // doubled, capped at max_backoff_ms
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.samples_sent, 10);
+  EXPECT_EQ(st.samples_retried, 30);
+  EXPECT_EQ(st.requests, 4);
+  EXPECT_EQ(st.samples_failed, 0);
+}
+
+TEST(WriteQueueTest, A400IsNotRetriedButCountedWithItsBody) {
+  Receiver receiver;
+  receiver.script = {400};
+  RecordingSleeper sleeper;
+  WriteQueue queue(SmallOptions(1), Factory(receiver), sleeper);
+  const uint32_t id = queue.AddSeries({{"__name__", "m"}});
+  for (int t = 0; t < 25; ++t) ASSERT_TRUE(queue.Append(id, {t, 1.0}).ok());
+  EXPECT_TRUE(queue.Close().ok());  // a refusal is reported through the stats, the rest still goes
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.samples_failed, 10);
+  EXPECT_EQ(st.samples_sent, 15);
+  EXPECT_EQ(st.requests_rejected, 1);
+  EXPECT_EQ(st.first_rejection, "HTTP 400: out of order sample for series x");
+  EXPECT_TRUE(sleeper.waits().empty());
+  EXPECT_EQ(receiver.stored["m"].size(), 15u);
+}
+
+TEST(WriteQueueTest, GivesUpAfterMaxAttemptsAndFailsTheProducer) {
+  Receiver receiver;
+  receiver.script = std::vector<int>(1000, 500);
+  RecordingSleeper sleeper;
+  WriteQueue queue(SmallOptions(1), Factory(receiver), sleeper);
+  const uint32_t id = queue.AddSeries({{"__name__", "m"}});
+  core::Status appended = core::Status::Ok();
+  for (int t = 0; t < 1000 && appended.ok(); ++t) appended = queue.Append(id, {t, 1.0});
+  // The producer learns of it at the latest when the full queue would have made it wait forever.
+  EXPECT_FALSE(appended.ok());
+  core::Status closed = queue.Close();
+  ASSERT_FALSE(closed.ok());
+  EXPECT_NE(closed.message().find("after 4 attempts: HTTP 500"), std::string::npos) << closed.message();
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.samples_sent, 0);
+  EXPECT_EQ(st.samples_pending, 0);  // every appended sample is counted as failed, none vanishes
+  EXPECT_GT(st.samples_failed, 0);
+  EXPECT_EQ(sleeper.waits().size(), 3u);
+}
+
+TEST(WriteQueueTest, OptionsAreValidated) {
+  QueueOptions o;
+  EXPECT_TRUE(o.Validate().ok());
+  o.capacity_samples = o.max_samples_per_send - 1;
+  EXPECT_NE(o.Validate().message().find("capacity_samples"), std::string::npos);
+  o = QueueOptions{};
+  o.max_backoff_ms = o.min_backoff_ms - 1;
+  EXPECT_FALSE(o.Validate().ok());
+}
+
+TEST(BodyExcerptTest, OneLineCut) {
+  EXPECT_EQ(BodyExcerpt("a\nb\r\n"), "a b");
+  EXPECT_EQ(BodyExcerpt(std::string(300, 'x'), 5), "xxxxx...");
+}
+
+}  // namespace
+}  // namespace acmetrace::remote_write
