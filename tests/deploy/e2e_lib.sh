@@ -1,7 +1,8 @@
 # What the end-to-end scripts share (sourced, not run): a temporary directory that goes on exit (E2E_KEEP=1
 # keeps it), the background processes they start and stop on exit, the last lines of the logs named on a
 # failure, a free port on 127.0.0.1, and polling with a deadline.
-#   e2e_begin NAME LOG...   # sets tmp and pids; NAME prefixes the messages; LOG paths relative to $tmp
+#   e2e_begin NAME LOG...   # sets tmp and pids; NAME prefixes the messages; LOG paths (or globs, quoted)
+#                           # relative to $tmp
 
 # Starts the scratch directory and the exit trap: every pid in pids is stopped, the logs are shown on a failure.
 e2e_begin() {
@@ -22,8 +23,11 @@ e2e_cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
   if ((rc != 0)); then
-    for log in "${e2e_logs[@]}"; do
-      [[ -s $tmp/$log ]] && { echo "---- last lines of $log"; tail -n 20 "$tmp/$log"; }
+    local pattern path
+    for pattern in "${e2e_logs[@]}"; do
+      for path in "$tmp"/$pattern; do
+        [[ -s $path ]] && { echo "---- last lines of ${path#"$tmp"/}"; tail -n 20 "$path"; }
+      done
     done
   fi
   if [[ ${E2E_KEEP:-0} == 1 ]]; then echo "$e2e_name: kept $tmp"; else rm -rf "$tmp"; fi

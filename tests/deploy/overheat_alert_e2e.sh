@@ -16,9 +16,9 @@ bin=$(realpath "${1:?usage: overheat_alert_e2e.sh ACMETRACE_BINARY}")
 prometheus=${PROMETHEUS:-prometheus}
 command -v "$prometheus" > /dev/null || { echo "overheat: $prometheus not found (scripts/setup installs it)"; exit 1; }
 
-# shellcheck source=e2e_common.sh
-source "$here/e2e_common.sh"
-e2e_start overheat
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+e2e_begin overheat '*.err' prometheus.log
 default() { "$bin" config | sed -n "s/^  default_$1: //p"; }
 
 days=$(default days)

@@ -27,9 +27,9 @@ start_s=1688140800  # 2023-07-01 00:00 +08:00
 end_s=$((start_s + 3600))
 speed=60
 
-# shellcheck source=e2e_common.sh
-source "$here/e2e_common.sh"
-e2e_start short-flags
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+e2e_begin short-flags '*.err' prometheus.log
 
 echo "short_flags: synthesizing a day at scale 0.05 with injected faults (seed 17); replaying its first hour"
 "$bin" synth --out "$tmp/data" --days 1 --scale 0.05 --seed 17 --start "$start_s" --inject-faults > "$tmp/synth.log"
