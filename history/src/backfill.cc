@@ -81,7 +81,7 @@ class Scraper : public core::RecordSink {
 
   /// After the last record: the scrape due then, the end of the input (close_input), and a scrape
   /// that shows it, all at or before last_ms (the window's last millisecond).
-  core::Status End(int64_t last_ms, const std::function<core::Status()>& close_input) {
+  core::Status Finish(int64_t last_ms, const std::function<core::Status()>& close_input) {
     if (!started_) return close_input();
     const int64_t cap = last_ms >= 0 ? last_ms / 1000 * 1000 : (last_ms - 999) / 1000 * 1000;
     const int64_t due = std::min(next_scrape_ms_, cap);
@@ -225,12 +225,12 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   // The scrape due after the last record sees what a live run shows then; the windows still open
   // close at the end of the input (as in `run`), and the scrape after that shows them.
   const int64_t to = options.stream.range.to_ms;
-  if (core::Status s = scraper.End(to == INT64_MAX ? INT64_MAX : to - 1,
-                                   [&]() -> core::Status {
-                                     if (core::Status f = processor.Finish(); !f.ok()) return f;
-                                     if (core::Status f = replay_out.Flush(); !f.ok()) return f;
-                                     return process_out.End(processor.owned());
-                                   });
+  if (core::Status s = scraper.Finish(to == INT64_MAX ? INT64_MAX : to - 1,
+                                      [&]() -> core::Status {
+                                        if (core::Status f = processor.Finish(); !f.ok()) return f;
+                                        if (core::Status f = replay_out.Flush(); !f.ok()) return f;
+                                        return process_out.End(processor.owned());
+                                      });
       !s.ok()) {
     return s;
   }

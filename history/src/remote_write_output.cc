@@ -28,11 +28,35 @@ core::Status ParseSampleValue(std::string_view rest, double& value) {
   return core::Status::Ok();
 }
 
+namespace {
+
+bool IsNameChar(char c, bool first, bool colon) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':') ||
+         (!first && c >= '0' && c <= '9');
+}
+
+// [a-zA-Z_:][a-zA-Z0-9_:]* and [a-zA-Z_][a-zA-Z0-9_]*, Prometheus's data model.
+bool IsMetricName(std::string_view name) {
+  for (size_t k = 0; k < name.size(); ++k) {
+    if (!IsNameChar(name[k], k == 0, true)) return false;
+  }
+  return !name.empty();
+}
+bool IsLabelName(std::string_view name) {
+  for (size_t k = 0; k < name.size(); ++k) {
+    if (!IsNameChar(name[k], k == 0, false)) return false;
+  }
+  return !name.empty();
+}
+
+}  // namespace
+
 core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
   out.labels.clear();
   size_t i = 0;
   while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
   if (i == 0) return core::Status::Error("no metric name");
+  if (!IsMetricName(line.substr(0, i))) return core::Status::Error("not a metric name");
   out.labels.push_back({"__name__", std::string(line.substr(0, i))});
   if (i < line.size() && line[i] == '{') {
     ++i;
@@ -45,6 +69,9 @@ core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
       const size_t name_start = i;
       while (i < line.size() && line[i] != '=' && line[i] != '}' && line[i] != ',') ++i;
       if (i >= line.size() || line[i] != '=' || i == name_start) return core::Status::Error("a label without name=");
+      // A label name as Prometheus has them: a quote in one would make SeriesTextEnd, which reads
+      // quotes as the values' bounds, end the series elsewhere (found by remote_write_fuzz).
+      if (!IsLabelName(line.substr(name_start, i - name_start))) return core::Status::Error("not a label name");
       remote_write::Label label;
       label.name.assign(line.substr(name_start, i - name_start));
       ++i;

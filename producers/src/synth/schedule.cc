@@ -537,9 +537,8 @@ class Scheduler {
  public:
   using OnEnd = std::function<void(int job, int64_t now, std::vector<Job>& spawned)>;
 
-  Scheduler(int nodes, std::vector<Job>& jobs, int64_t window_start, int64_t window_end)
+  Scheduler(int nodes, std::vector<Job>& jobs, int64_t window_end)
       : jobs_(jobs),
-        window_start_(window_start),
         window_end_(window_end),
         free_(nodes, 0xFF),
         running_on_(nodes),
@@ -766,7 +765,6 @@ class Scheduler {
   }
 
   std::vector<Job>& jobs_;
-  int64_t window_start_;
   int64_t window_end_;
   std::vector<uint8_t> free_;
   std::vector<std::vector<int>> running_on_;
@@ -825,7 +823,7 @@ Schedule SimulateCluster(const ClusterModel& model, const SimulationParams& para
   CampaignController campaigns(model, factory, params.seed, rate_scale, schedule.nodes * 8);
   std::vector<Job> initial;
   campaigns.Fill(sim_start, initial);
-  Scheduler scheduler(schedule.nodes, jobs, schedule.window_start_s, schedule.window_end_s);
+  Scheduler scheduler(schedule.nodes, jobs, schedule.window_end_s);
   scheduler.Run(order, initial, [&](int j, int64_t now, std::vector<Job>& spawned) {
     const Job ended = jobs[j];  // copy: spawning may reallocate `jobs`
     campaigns.OnEnd(ended, now, spawned);

@@ -218,5 +218,16 @@ TEST(RuleFileTest, FindsTheRecordingRulesAnAlertUses) {
   EXPECT_EQ(RecordingRulesUsed(alert, rules), std::vector<std::string>{"dcgm:xid:count"});
 }
 
+TEST(RuleFileTest, BytesThatAreNotUtf8AreAnErrorNamingTheirLine) {
+  // yaml-cpp took them as they came, and a copy written back (acmetrace rules) said something else
+  // (rule_scaler_fuzz); Prometheus refuses such a file.
+  RuleSet rules;
+  const core::Status s = LoadRuleText(
+      {"r.yml", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels: {kind: \"p\x9c\xa3i\"}\n"},
+      rules);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "r.yml:6: not UTF-8");
+}
+
 }  // namespace
 }  // namespace acmetrace::scoring
