@@ -22,6 +22,8 @@ e2e_cleanup() {
   [[ $BASHPID == "$e2e_main_pid" ]] || return 0
   for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+  # A script's own cleanup after its processes stopped (e.g. a broker to wipe), if it defines one.
+  if declare -F e2e_on_exit > /dev/null; then e2e_on_exit; fi
   if ((rc != 0)); then
     local pattern path
     for pattern in "${e2e_logs[@]}"; do

@@ -27,32 +27,13 @@ prometheus=${PROMETHEUS:-prometheus}
 command -v "$prometheus" > /dev/null || { echo "e2e: $prometheus not found (scripts/setup installs it)"; exit 1; }
 [[ $mode == run || $mode == kafka ]] || { echo "e2e: mode must be run or kafka, not $mode"; exit 2; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/acmetrace-e2e.XXXXXX")
-pids=()
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+e2e_begin e2e '*.err' prometheus.log
 kafka_port=""
-cleanup() {
-  local rc=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+# After the processes stop: the broker this run started, wiped.
+e2e_on_exit() {
   if [[ -n $kafka_port ]]; then "$root/scripts/kafka-local" --port "$kafka_port" reset > /dev/null 2>&1 || true; fi
-  if ((rc != 0)); then
-    for log in "$tmp"/*.err "$tmp"/prometheus.log; do
-      [[ -s $log ]] && { echo "---- last lines of $(basename "$log")"; tail -n 20 "$log"; }
-    done
-  fi
-  if [[ ${E2E_KEEP:-0} == 1 ]]; then echo "e2e: kept $tmp"; else rm -rf "$tmp"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Waits up to $1 seconds for the command in "${@:2}" to succeed.
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" 2> /dev/null; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.5
-  done
 }
 
 # Starts "${@:2}" in the background with stdout in $tmp/$1.out and stderr in $tmp/$1.err.
