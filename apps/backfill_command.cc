@@ -50,15 +50,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--remote-write", flags->remote_write,
                   "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
                   "of blocks [remote_write.*]");
-  cmd->add_option("--bearer-token-file", flags->http.bearer_token_file,
-                  "with --remote-write: send Authorization: Bearer with the token in FILE (one line)");
-  cmd->add_option("--basic-auth-file", flags->http.basic_auth_file,
-                  "with --remote-write: HTTP basic authentication, FILE holding user:password");
-  cmd->add_option("--header", flags->http.headers,
-                  "with --remote-write: an HTTP header sent with every request, 'Name: value' (repeatable; e.g. "
-                  "'X-Scope-OrgID: team-a')");
-  cmd->add_option("--ca-file", flags->http.ca_file,
-                  "with --remote-write: PEM certificates that sign the https receiver's certificate");
+  AddHttpClientFlags(cmd, flags->http, "with --remote-write: ");
   cmd->add_option("--promtool", flags->promtool, "promtool to run [backfill.promtool]");
   cmd->add_option("--rules", flags->rules,
                   "Prometheus rule files whose recording rules are backfilled too (default: the shipped "

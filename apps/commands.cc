@@ -94,6 +94,24 @@ void RegisterConfig(CLI::App& app, CommandRegistry& registry) {
   });
 }
 
+const char* HttpClientFlags::first_given() const {
+  if (!bearer_token_file.empty()) return "--bearer-token-file";
+  if (!basic_auth_file.empty()) return "--basic-auth-file";
+  if (!headers.empty()) return "--header";
+  if (!ca_file.empty()) return "--ca-file";
+  return nullptr;
+}
+
+void AddHttpClientFlags(CLI::App* cmd, HttpClientFlags& flags, const std::string& with) {
+  cmd->add_option("--bearer-token-file", flags.bearer_token_file,
+                  with + "send Authorization: Bearer with the token in FILE (one line)");
+  cmd->add_option("--basic-auth-file", flags.basic_auth_file, with + "HTTP basic authentication, FILE holding user:password");
+  cmd->add_option("--header", flags.headers,
+                  with + "an HTTP header sent with every request, 'Name: value' (repeatable; e.g. 'X-Scope-OrgID: team-a')");
+  cmd->add_option("--ca-file", flags.ca_file,
+                  with + "PEM certificates that sign the https server's certificate (default: the system's)");
+}
+
 core::Result<scoring::ClientOptions> ClientOptionsFromFlags(const HttpClientFlags& flags) {
   scoring::ClientOptions options;
   if (!flags.bearer_token_file.empty()) {

@@ -59,8 +59,12 @@ bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::stri
 struct HttpClientFlags {
   std::string bearer_token_file, basic_auth_file, ca_file;
   std::vector<std::string> headers;
-  bool any() const { return !bearer_token_file.empty() || !basic_auth_file.empty() || !ca_file.empty() || !headers.empty(); }
+  bool any() const { return first_given() != nullptr; }
+  /// The first of the four flags given (in the order above, --header last), nullptr if none.
+  const char* first_given() const;
 };
+/// Declares the four flags on cmd; `with` prefixes each help text (e.g. "with --remote-write: ").
+void AddHttpClientFlags(CLI::App* cmd, HttpClientFlags& flags, const std::string& with = "");
 core::Result<scoring::ClientOptions> ClientOptionsFromFlags(const HttpClientFlags& flags);
 
 }  // namespace acmetrace::apps

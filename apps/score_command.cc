@@ -79,9 +79,10 @@ std::string WithoutTrailingSlashes(std::string url) {
 void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string prometheus, faults, anomalies, notifications, from, to, json, html, sweep_for;
-    std::string bearer_token_file, basic_auth_file, ca_file, grafana, baseline;
+    std::string grafana, baseline;
+    HttpClientFlags http;
     std::string grafana_datasource = "prometheus";
-    std::vector<std::string> rules, headers;
+    std::vector<std::string> rules;
     std::string timeout_s = "60";
   };
   auto flags = std::make_shared<Flags>();
@@ -90,13 +91,7 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--prometheus", flags->prometheus,
                   "Prometheus (or VictoriaMetrics, Mimir, Thanos...) holding the trace's series, "
                   "http://HOST:PORT[/PREFIX] or https://...");
-  cmd->add_option("--bearer-token-file", flags->bearer_token_file,
-                  "send Authorization: Bearer with the token in FILE (one line)");
-  cmd->add_option("--basic-auth-file", flags->basic_auth_file, "HTTP basic authentication, FILE holding user:password");
-  cmd->add_option("--header", flags->headers,
-                  "an HTTP header sent with every request, 'Name: value' (repeatable; e.g. 'X-Scope-OrgID: team-a')");
-  cmd->add_option("--ca-file", flags->ca_file,
-                  "PEM certificates that sign the https server's certificate (default: the system's)");
+  AddHttpClientFlags(cmd, flags->http);
   cmd->add_option("--grafana", flags->grafana,
                   "a Grafana's URL: the report links each incident and false alert to its Explore page");
   cmd->add_option("--grafana-datasource", flags->grafana_datasource,
@@ -142,15 +137,9 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
         return usage("--rules needs --prometheus to query (or --notifications, for the kinds of its alerts)");
       }
       if (flags->prometheus.empty()) {
-        for (const auto& [flag, set] : {std::pair{"--bearer-token-file", !flags->bearer_token_file.empty()},
-                                        std::pair{"--basic-auth-file", !flags->basic_auth_file.empty()},
-                                        std::pair{"--header", !flags->headers.empty()},
-                                        std::pair{"--ca-file", !flags->ca_file.empty()}}) {
-          if (set) return usage(std::string(flag) + " needs --prometheus");
-        }
+        if (const char* flag = flags->http.first_given()) return usage(std::string(flag) + " needs --prometheus");
       }
-      core::Result<scoring::ClientOptions> client_flags = ClientOptionsFromFlags(
-          {flags->bearer_token_file, flags->basic_auth_file, flags->ca_file, flags->headers});
+      core::Result<scoring::ClientOptions> client_flags = ClientOptionsFromFlags(flags->http);
       if (!client_flags.ok()) return usage(client_flags.status().message());
       scoring::ClientOptions client_options = std::move(client_flags).value();
       scoring::ReportLinks links;
