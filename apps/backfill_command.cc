@@ -280,17 +280,16 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         core::LogError("backfill", files.status().message());
         return 1;
       }
-      const bool flags_from_unset = options.stream.range.from_ms == INT64_MIN;
       history::BackfillPlan plan =
           history::PlanBackfill(files.value(), options.stream.range, options.step_ms, options.persona);
       options.stream.range = plan.window;
-      if (flags_from_unset) {
-        // The window opens at the telemetry's first sample, but the jobs submitted or started before
-        // it (a slice of the release holds them) are replayed too: the state at the first scrape is
-        // the one `run` shows then.
-        options.scrape_from_ms = plan.window.from_ms;
-        options.stream.range.from_ms = INT64_MIN;
-      }
+      // The window opens at --from (or the telemetry's first sample), but everything before it is
+      // replayed too, unscraped: the jobs submitted or started before it (a slice of the release holds
+      // them), and, for a --from inside the data, the state that reaches it, so that the first scrape
+      // shows what the whole backfill's scrape then shows and slices add up to the whole.
+      options.scrape_from_ms = plan.window.from_ms;
+      options.stream.range.from_ms = INT64_MIN;
+      options.close_at_end = plan.ends_with_data;
       const int64_t temp_bytes =
           blocks == nullptr ? 0 : std::min(history::MaxChunksOnDisk(block_options) * chunk_bytes, plan.text_bytes);
       history::PrintPlan(stderr, plan, options.stream.data_dir, temp_bytes, history::MaxChunksOnDisk(block_options),

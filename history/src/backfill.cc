@@ -83,6 +83,14 @@ class Scraper : public core::RecordSink {
   /// that shows it, all at or before last_ms (the window's last millisecond).
   core::Status Finish(int64_t last_ms, const std::function<core::Status()>& close_input) {
     if (!started_) return close_input();
+    if (!options_.close_at_end) {
+      // A cut: every scrape due up to the window's end, as the whole backfill makes them before its
+      // next record (which lies past the cut); nothing closes.
+      while (next_scrape_ms_ <= last_ms) {
+        if (core::Status s = ScrapeAt(next_scrape_ms_); !s.ok()) return s;
+      }
+      return core::Status::Ok();
+    }
     const int64_t cap = last_ms >= 0 ? last_ms / 1000 * 1000 : (last_ms - 999) / 1000 * 1000;
     const int64_t due = std::min(next_scrape_ms_, cap);
     const bool room = stats_.scrapes == 0 || due > stats_.last_scrape_ms;

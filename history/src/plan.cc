@@ -61,6 +61,7 @@ BackfillPlan PlanBackfill(const producers::DataDirFiles& files, const producers:
       plan.window.to_ms = span->last_ms + 1;
       plan.to_data_end = true;
     }
+    plan.ends_with_data = plan.window.to_ms > span->last_ms;
   }
   const std::optional<int64_t> last_anywhere = producers::EstimateLastTimeMs(files);
   if (last_anywhere && plan.window.to_ms != INT64_MAX && *last_anywhere >= plan.window.to_ms) {

@@ -287,6 +287,26 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsGetsEverySampleScrapedBeforeASigt
   EXPECT_EQ(Count(got), sent);
 }
 
+// The recipe for the whole release (docs/monitoring.md, "Six months"): N backfills over disjoint
+// slices of the window into one store. Two slices, cut off the scrape grid, into one VictoriaMetrics
+// hold exactly the whole window's samples.
+TEST_F(BackfillRemoteWriteTest, TwoSlicesIntoOneVictoriaMetricsHoldTheWholeWindow) {
+  fs::create_directories(work_ / "slices");
+  LocalVictoriaMetrics vm(work_ / "slices");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const int64_t cut = kFrom + 3607;
+  for (const auto& [from, to] : {std::pair{kFrom, cut}, std::pair{cut, kTo}}) {
+    const std::string log = (work_ / "slices" / ("slice-" + std::to_string(from) + ".err")).string();
+    ASSERT_EQ(RunShell("cd " + work_.string() + " && " + Binary() + " backfill --data day --from " + std::to_string(from) +
+                       " --to " + std::to_string(to) + " --remote-write " + vm.WriteUrl() + " > /dev/null 2> " + log),
+              0)
+        << ReadFile(log);
+  }
+  const Samples got = vm.Export();
+  EXPECT_EQ(FirstDifference(reference_, got), "");
+  EXPECT_EQ(Count(got), Count(reference_));
+}
+
 TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
   const int port = FreePort();
   const fs::path dir = work_ / "prom";

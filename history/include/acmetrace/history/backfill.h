@@ -50,6 +50,10 @@ struct BackfillOptions {
   /// before it are still replayed, so the jobs submitted or running when it opens are known, as in
   /// `run`. INT64_MIN: from the first record.
   int64_t scrape_from_ms = INT64_MIN;
+  /// The window's end is the input's (BackfillPlan::ends_with_data): the windows and flags still open
+  /// close there, and a last scrape shows it. false: a cut (one slice of a longer backfill); the
+  /// scrapes due before the window's end see what the whole backfill's would, and nothing is closed.
+  bool close_at_end = true;
   ScrapeTargets targets;
   bool persona = true;                    // scrape the per-node targets (the dcgm-exporter persona)
   StopRequest* stop = nullptr;            // polled at every scrape: a requested stop ends the backfill

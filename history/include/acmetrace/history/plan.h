@@ -28,6 +28,10 @@ struct BackfillPlan {
   producers::TimeRange window;          // --from/--to, the missing ends from the data
   bool from_data_start = false;         // window.from_ms is the data's start (not --from)
   bool to_data_end = false;             // window.to_ms is just after the data's end (not --to)
+  /// The window ends where the data does (no --to, or a --to at or after it): the end of the window is
+  /// the end of the input, and the backfill closes what is open there. A --to inside the data is a cut:
+  /// a slice of a longer backfill, which closes nothing, so that slices add up to the whole.
+  bool ends_with_data = true;
   bool telemetry = true;                // the data's span is the telemetry's (else the job traces')
   std::optional<int64_t> jobs_end_ms;   // the last time anywhere in the data (job ends), if later than the window
   int64_t step_ms = 15'000;
