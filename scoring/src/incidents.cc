@@ -21,6 +21,26 @@
 
 namespace acmetrace::scoring {
 
+namespace {
+
+std::optional<IncidentSeverity> ParseSeverity(std::string_view text) {
+  for (IncidentSeverity s : {IncidentSeverity::kUntiered, IncidentSeverity::kWarning, IncidentSeverity::kCritical}) {
+    if (text == SeverityName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view SeverityName(IncidentSeverity severity) {
+  switch (severity) {
+    case IncidentSeverity::kWarning: return "warning";
+    case IncidentSeverity::kCritical: return "critical";
+    case IncidentSeverity::kUntiered: break;
+  }
+  return "";
+}
+
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
   // A directory opens, then reads as nothing: it would be a file of no incident, every flag false.
   struct stat st {};
@@ -44,32 +64,34 @@ core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
   std::vector<Incident> incidents;
   std::vector<std::string_view> f;
   bool any_row = false;
-  static const char* const kColumns[] = {"cluster", "kind", "subject", "start", "end"};
+  // The sixth column, severity, came later: files of five columns still read (incidents of no tier).
+  static const char* const kColumns[] = {"cluster", "kind", "subject", "start", "end", "severity"};
+  static const std::vector<std::string_view> kOldHeader(std::begin(kColumns), std::end(kColumns) - 1);
+  static const std::vector<std::string_view> kHeader(std::begin(kColumns), std::end(kColumns));
   while (!unreadable && reader.NextRow(f)) {
     if (unreadable) break;
     const bool first = !any_row;
     any_row = true;
     const std::string where = path + ":" + std::to_string(reader.line()) + ": ";
     if (first && !f.empty() && f[0] == "cluster") {
-      static const std::vector<std::string_view> kHeader(std::begin(kColumns), std::end(kColumns));
-      if (f != kHeader) {
+      if (f != kHeader && f != kOldHeader) {
         std::string got;
         for (size_t i = 0; i < f.size() && got.size() < 200; ++i) got += (i > 0 ? "," : "") + std::string(f[i]);
-        return core::Status::Error(where + "header: expected \"cluster,kind,subject,start,end\", got " +
-                                   core::QuotedValue(got));
+        return core::Status::Error(where + "header: expected \"cluster,kind,subject,start,end,severity\" (or " +
+                                   "without severity), got " + core::QuotedValue(got));
       }
       continue;
     }
-    if (f.size() != 5) {
+    if (f.size() != 5 && f.size() != 6) {
       return core::Status::Error(where + "row: " + std::to_string(f.size()) +
-                                 " fields, expected 5 (cluster,kind,subject,start,end)");
+                                 " fields, expected 6 (cluster,kind,subject,start,end,severity) or 5");
     }
     // An empty subject is an incident whose subject is unknown (a node failure seen in the job
     // trace names no node): it matches any subject of its kind and cluster.
     for (int i = 0; i < 2; ++i) {
       if (f[i].empty()) return core::Status::Error(where + kColumns[i] + ": empty");
     }
-    Incident incident{std::string(f[0]), std::string(f[1]), std::string(f[2]), 0, 0};
+    Incident incident{std::string(f[0]), std::string(f[1]), std::string(f[2]), 0, 0, IncidentSeverity::kUntiered};
     for (int i = 3; i < 5; ++i) {
       std::optional<int64_t> ms = core::ParseTimeMs(f[i]);
       if (!ms) {
@@ -82,6 +104,14 @@ core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path) {
       (i == 3 ? incident.start_ms : incident.end_ms) = *ms;
     }
     if (incident.end_ms < incident.start_ms) return core::Status::Error(where + "end: before start");
+    if (f.size() == 6) {
+      std::optional<IncidentSeverity> severity = ParseSeverity(f[5]);
+      if (!severity) {
+        return core::Status::Error(where + "severity: expected warning, critical or empty, got " +
+                                   core::QuotedValue(f[5]));
+      }
+      incident.severity = *severity;
+    }
     incidents.push_back(std::move(incident));
   }
   if (unreadable) return *unreadable;

@@ -41,6 +41,11 @@ void FillRatios(RuleScore& score) {
 
 }  // namespace
 
+bool ScoredOn(const std::set<std::string>& rule_kinds, bool critical, const Incident& incident) {
+  if (!rule_kinds.empty() && rule_kinds.count(incident.kind) == 0) return false;
+  return !critical || incident.severity != IncidentSeverity::kWarning;
+}
+
 std::string AlertSubject(const Labels& labels) {
   if (const std::string* subject = Find(labels, "subject")) return *subject;
   std::string node = AlertNode(labels);
@@ -75,11 +80,12 @@ RuleScore ScoreRule(const RuleFirings& firings, const std::vector<Incident>& inc
   score.group = firings.group;
   score.source = firings.source;
   score.kinds = firings.kinds;
+  score.critical = firings.critical;
   score.for_ms = firings.for_ms;
   // The rule's incidents, and where each sits among them.
   std::vector<int64_t> slot(incidents.size(), -1);
   for (size_t i = 0; i < incidents.size(); ++i) {
-    if (!firings.kinds.empty() && firings.kinds.count(incidents[i].kind) == 0) continue;
+    if (!ScoredOn(firings.kinds, firings.critical, incidents[i])) continue;
     slot[i] = static_cast<int64_t>(score.incidents.size());
     score.incidents.push_back({i, false, std::nullopt});
     KindCount& count = score.by_kind[incidents[i].kind];
@@ -108,7 +114,7 @@ RuleScore ScoreRule(const RuleFirings& firings, const std::vector<Incident>& inc
       const Incident& incident = incidents[*it];
       if (!Detects(interval.labels, onset, firings.kinds, incident, window)) continue;
       detects = true;
-      if (slot[*it] < 0) continue;  // cannot happen: Detects checks the kinds too
+      if (slot[*it] < 0) continue;  // an incident below the rule's tier: seen, not scored
       IncidentOutcome& outcome = score.incidents[static_cast<size_t>(slot[*it])];
       const int64_t ttd = onset - incident.start_ms;
       if (!outcome.caught) {

@@ -66,13 +66,17 @@ int64_t Caught(const RuleScore& s) {
   return n;
 }
 
+// How the scorecard says that a critical rule is scored on its tier only (matcher.h, ScoredOn).
+constexpr const char* kCriticalTier = "severity critical: incidents marked warning not counted";
+
 std::string ByKind(const RuleScore& s) {
   std::string out;
   for (const auto& [kind, count] : s.by_kind) {
     if (!out.empty()) out += ", ";
     out += TerminalSafe(kind) + " " + std::to_string(count.caught) + "/" + std::to_string(count.total);
   }
-  return out.empty() ? "no incidents of its kinds" : out;
+  if (out.empty()) out = "no incidents of its kinds";
+  return s.critical ? out + " (" + kCriticalTier + ")" : out;
 }
 
 std::string Time(int64_t ms) { return core::FormatIsoTime(ms, 0); }
@@ -232,7 +236,7 @@ std::vector<std::string> ExprsForIncident(const ScoreReport& report, const Incid
   std::vector<std::string> exprs;
   for (const RuleFirings& f : report.firings) {
     if (f.source != "rule" || f.expr.empty()) continue;
-    if (!f.kinds.empty() && f.kinds.count(incident.kind) == 0) continue;
+    if (!ScoredOn(f.kinds, f.critical, incident)) continue;
     if (std::find(exprs.begin(), exprs.end(), f.expr) != exprs.end()) continue;
     exprs.push_back(f.expr);
     if (exprs.size() == 4) break;
@@ -300,6 +304,7 @@ Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const
   j["source"] = s.source;
   j["kinds"] = Json::array();
   for (const std::string& k : s.kinds) j["kinds"].push_back(k);
+  j["critical"] = s.critical;
   if (firings != nullptr && s.source == "rule") {
     j["expr"] = firings->expr;
     j["file"] = firings->file;
@@ -330,6 +335,7 @@ Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const
     list.push_back({{"cluster", i.cluster},
                     {"kind", i.kind},
                     {"subject", i.subject},
+                    {"severity", SeverityName(i.severity)},
                     {"start", TimeJson(i.start_ms)},
                     {"end", TimeJson(i.end_ms)},
                     {"caught", o.caught},
@@ -697,7 +703,9 @@ std::string FormatHtml(const ScoreReport& report) {
     const Incident& inc = report.incidents[i];
     std::string by;
     for (const std::string& b : caught_by[i]) by += (by.empty() ? "" : ", ") + b;
+    const std::string_view severity = SeverityName(inc.severity);
     h += "<tr><td class=\"l\">" + Escape(inc.cluster) + "</td><td class=\"l\">" + Escape(inc.kind) +
+         (severity.empty() ? std::string() : " (" + std::string(severity) + ")") +
          "</td><td class=\"l\">" + (inc.subject.empty() ? std::string("(any)") : Escape(inc.subject)) +
          "</td><td class=\"l\">" + Escape(Time(inc.start_ms)) + "</td><td class=\"l\">" +
          Escape(ClusterTime(inc.start_ms, inc.cluster)) + "</td><td class=\"l\">" + Escape(Time(inc.end_ms)) +
@@ -721,7 +729,7 @@ std::string FormatHtml(const ScoreReport& report) {
            for (const std::string& kind : f.kinds) k += (k.empty() ? "" : ", ") + kind;
            return k;
          }()) +
-         "; noise " + Fixed(noise.onsets_per_day, 1) + " onsets/day, " + Fixed(noise.alert_minutes_per_day, 0) +
+         (f.critical ? std::string(" (") + kCriticalTier + ")" : std::string()) + "; noise " + Fixed(noise.onsets_per_day, 1) + " onsets/day, " + Fixed(noise.alert_minutes_per_day, 0) +
          " alert-minutes/day; " + std::to_string(false_alerts.size()) + " false alert" +
          (false_alerts.size() == 1 ? "" : "s") + "</p>\n";
     if (!f.expr.empty()) h += "<pre class=\"expr\">" + Escape(f.expr) + "</pre>\n";

@@ -417,6 +417,11 @@ std::set<std::string> KindsOfRule(const AlertRule& rule, const std::set<std::str
   return kinds;
 }
 
+bool IsCriticalRule(const AlertRule& rule) {
+  auto it = rule.labels.find("severity");
+  return it != rule.labels.end() && it->second == "critical";
+}
+
 std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet& rules) {
   std::vector<std::string> used;
   for (const RecordingRule& r : rules.records) {

@@ -101,6 +101,7 @@ core::Result<ScoreReport> ScoreRules(const RuleSet& rules, RangeQuerier* querier
     firings.file = rule.file;
     firings.line = rule.line;
     firings.kinds = KindsOfRule(rule, known_kinds);
+    firings.critical = IsCriticalRule(rule);
     firings.for_ms = rule.for_ms;
     firings.keep_firing_for_ms = rule.keep_firing_for_ms;
     firings.interval_ms = rule.interval_ms;

@@ -73,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ACMETRACE_FUZZ_CHECK(core::IsTraceTimeMs(i.start_ms) && core::IsTraceTimeMs(i.end_ms));
     ACMETRACE_FUZZ_CHECK(i.end_ms >= i.start_ms && i.start_ms >= last);
     ACMETRACE_FUZZ_CHECK(!i.cluster.empty() && !i.kind.empty());  // an empty subject: unknown
+    ACMETRACE_FUZZ_CHECK(i.severity <= scoring::IncidentSeverity::kCritical);
     last = i.start_ms;
   }
   return 0;

@@ -153,7 +153,7 @@ std::vector<Fault> ReadFaults(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line, "cluster,kind,subject,start,end");
+  EXPECT_EQ(line, "cluster,kind,subject,start,end,severity");
   std::vector<Fault> faults;
   while (std::getline(in, line)) {
     std::stringstream row(line);

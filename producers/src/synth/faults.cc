@@ -47,6 +47,16 @@ constexpr int64_t kStragglerSeenS = 300;
 // fell off the bus (79), contained and uncontained ECC (94, 95).
 constexpr uint16_t kInjectedXids[] = {31, 43, 48, 79, 94, 95};
 
+// Injected overheats, drawn from ten equally likely cases: half warning ones, held at 86-88 C (over
+// the 85 C warning, clocks slowing), half critical ones, held at 91 C (throttling hard, short of the
+// shutdown temperature). The level is held within a degree, so a warning overheat reads 85-89 C and a
+// critical one 90-92 C: its tier is never in doubt at the 90 C threshold.
+constexpr int kOverheatCases = 10;
+double OverheatLevelC(int64_t overheat_case) {
+  return overheat_case < kOverheatCases / 2 ? static_cast<double>(86 + overheat_case * 3 / (kOverheatCases / 2))
+                                            : kCriticalOverheatC + 1;
+}
+
 // Busy spans of one subject.
 class Spans {
  public:
@@ -746,9 +756,9 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   if (nodes > 1) {
     for (int n = CountFor(rng, days); n > 0; --n) place_gpu_fault(FaultKind::kTelemetryGap, 60, 600, 0);
   }
-  // Overheating: a GPU's cooling fails and it runs at 86-95 C for 2-20 minutes.
+  // Overheating: a GPU's cooling fails and it runs hot for 2-20 minutes (OverheatLevelC).
   for (int n = CountFor(rng, days); n > 0; --n) {
-    place_gpu_fault(FaultKind::kGpuOverheat, 120, 1200, static_cast<double>(Uniform(rng, 86, 95)));
+    place_gpu_fault(FaultKind::kGpuOverheat, 120, 1200, OverheatLevelC(Uniform(rng, 0, kOverheatCases - 1)));
   }
   // XID errors: the register holds the code for 2-30 minutes, as the generator's own XIDs do.
   for (int n = CountFor(rng, days); n > 0; --n) {
@@ -756,6 +766,19 @@ FaultPlan FaultPlan::Inject(const ClusterModel& model, Schedule& schedule, uint6
   }
   plan.Index();
   return plan;
+}
+
+bool IsHardwareXid(uint16_t code) {
+  static constexpr uint16_t kHardware[] = {48, 63, 64, 74, 79, 92, 94, 95};
+  return std::find(std::begin(kHardware), std::end(kHardware), code) != std::end(kHardware);
+}
+
+std::string_view FaultSeverity(const Fault& fault) {
+  switch (fault.kind) {
+    case FaultKind::kGpuOverheat: return fault.level >= kCriticalOverheatC ? "critical" : "warning";
+    case FaultKind::kXidError: return IsHardwareXid(static_cast<uint16_t>(fault.level)) ? "critical" : "warning";
+    default: return "";
+  }
 }
 
 void FaultPlan::Index() {
@@ -863,7 +886,7 @@ void FaultPlan::AppendRows(const ClusterModel& model, const ClusterLayout& layou
                            const std::vector<std::string>& job_ids, const std::vector<std::string>& metrics,
                            std::string& out) const {
   auto written = [&](std::string_view m) { return std::find(metrics.begin(), metrics.end(), m) != metrics.end(); };
-  std::vector<std::tuple<int64_t, std::string_view, std::string, int64_t>> rows;
+  std::vector<std::tuple<int64_t, std::string_view, std::string, int64_t, std::string_view>> rows;
   for (const Fault& f : faults_) {
     bool visible = true;
     std::string subject;
@@ -885,10 +908,10 @@ void FaultPlan::AppendRows(const ClusterModel& model, const ClusterLayout& layou
       case FaultKind::kTelemetryGap: subject = layout.nodes[f.node].name; break;
       default: subject = layout.nodes[f.node].name + "-" + std::to_string(f.gpu);
     }
-    rows.emplace_back(f.start_s, FaultKindName(f.kind), std::move(subject), f.end_s);
+    rows.emplace_back(f.start_s, FaultKindName(f.kind), std::move(subject), f.end_s, FaultSeverity(f));
   }
   std::sort(rows.begin(), rows.end());
-  for (const auto& [start, kind, subject, end] : rows) {
+  for (const auto& [start, kind, subject, end, severity] : rows) {
     out += model.name;
     out += ',';
     out += kind;
@@ -898,6 +921,8 @@ void FaultPlan::AppendRows(const ClusterModel& model, const ClusterLayout& layou
     out += std::to_string(start);
     out += ',';
     out += std::to_string(end);
+    out += ',';
+    out += severity;
     out += '\n';
   }
 }

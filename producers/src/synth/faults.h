@@ -39,6 +39,13 @@ inline int LargeJobGpus(int gpus) { return std::min(kLargeJobGpus, (gpus + 2) / 
 /// The detector kind id: "gpu_overheat", "xid_error", ...
 std::string_view FaultKindName(FaultKind kind);
 
+/// An overheat is critical from this GPU_TEMP (C) on: the shipped DcgmGpuTemperatureCritical's threshold,
+/// where an A100 throttles hard.
+inline constexpr double kCriticalOverheatC = 90;
+/// True for the XIDs of hardware or driver faults a GPU does not recover from without a reset or repair
+/// (48, 63, 64, 74, 79, 92, 94, 95: the shipped DcgmGpuXidHardwareError's list): a critical xid_error.
+bool IsHardwareXid(uint16_t code);
+
 /// One incident of a cluster. Times are unix seconds, [start_s, end_s) (start_s == end_s for a job that
 /// ended NODE_FAIL). Value type.
 struct Fault {
@@ -54,6 +61,10 @@ struct Fault {
   double level = 0;
   bool injected = true;  // false: the generator's own incident, listed as ground truth
 };
+
+/// faults.csv's severity of a fault: "critical" for an overheat reaching kCriticalOverheatC and a hardware
+/// XID, "warning" for a cooler overheat and another XID, "" (no tier) for the other kinds.
+std::string_view FaultSeverity(const Fault& fault);
 
 /// What the faults do to one GPU sample; the telemetry writer applies it. Value type.
 struct GpuFaultEffect {
@@ -102,7 +113,7 @@ class FaultPlan {
   /// Ends the current row: the mean GPU_UTIL of its GPUs before faults (negative: not computed).
   void EndRow(double mean_util);
 
-  /// DIR/faults.csv rows ("cluster,kind,subject,start,end") of this cluster, by start time. Kinds whose
+  /// DIR/faults.csv rows ("cluster,kind,subject,start,end,severity") of this cluster, by start time. Kinds whose
   /// evidence is not among the written metrics are left out (an overheat nobody can see).
   void AppendRows(const ClusterModel& model, const ClusterLayout& layout, const std::vector<std::string>& job_ids,
                   const std::vector<std::string>& metrics, std::string& out) const;

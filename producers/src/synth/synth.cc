@@ -137,7 +137,7 @@ core::Result<SynthReport> WriteSynthetic(const SynthOptions& options) {
   if (options.inject_faults) {
     synth::OutputFile out;
     if (auto status = out.Open(root + "/faults.csv"); !status.ok()) return status;
-    out.Append("cluster,kind,subject,start,end\n");
+    out.Append("cluster,kind,subject,start,end,severity\n");
     out.Append(fault_rows);
     report.bytes += out.bytes();
     report.files.push_back(out.path());

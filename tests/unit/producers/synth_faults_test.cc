@@ -61,6 +61,7 @@ std::string ReadFile(const std::string& path) {
 struct FaultRow {
   std::string cluster, kind, subject;
   int64_t start = 0, end = 0;
+  std::string severity;
 };
 
 std::vector<FaultRow> ReadFaults(const std::string& path, std::string* header = nullptr) {
@@ -71,9 +72,9 @@ std::vector<FaultRow> ReadFaults(const std::string& path, std::string* header = 
   std::vector<FaultRow> rows;
   while (std::getline(in, line)) {
     const auto f = Split(line);
-    EXPECT_EQ(f.size(), 5u) << line;
-    if (f.size() != 5) continue;
-    rows.push_back({f[0], f[1], f[2], std::stoll(f[3]), std::stoll(f[4])});
+    EXPECT_EQ(f.size(), 6u) << line;
+    if (f.size() != 6) continue;
+    rows.push_back({f[0], f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), f[5]});
   }
   return rows;
 }
@@ -200,7 +201,7 @@ std::vector<FaultRow>* SynthFaultsTest::faults_ = nullptr;
 TEST_F(SynthFaultsTest, FaultsCsvListsAFewOfEveryKindPerClusterInTheWindow) {
   std::string header;
   ReadFaults(faulted_->str() + "/faults.csv", &header);
-  EXPECT_EQ(header, "cluster,kind,subject,start,end");
+  EXPECT_EQ(header, "cluster,kind,subject,start,end,severity");
   EXPECT_FALSE(fs::exists(clean_->str() + "/faults.csv"));
   std::map<std::pair<std::string, std::string>, int> count;
   for (const FaultRow& f : *faults_) {
@@ -263,7 +264,7 @@ TEST_F(SynthFaultsTest, IncidentsOnOneSubjectOrNodeDoNotOverlap) {
   }
 }
 
-TEST_F(SynthFaultsTest, OverheatingGpusRunAt86To95CAndNothingElseAbove80) {
+TEST_F(SynthFaultsTest, OverheatingGpusRunAt86To88COrCriticallyAt91CAndNothingElseAbove80) {
   for (const char* cluster : {"seren", "kalos"}) {
     const Wide temp = ReadWide(File(cluster, "GPU_TEMP"));
     std::vector<FaultRow> overheats;
@@ -276,17 +277,19 @@ TEST_F(SynthFaultsTest, OverheatingGpusRunAt86To95CAndNothingElseAbove80) {
       EXPECT_LE(f.end - f.start, 1200);
       const int c = temp.Column(f.subject);
       ASSERT_GE(c, 0) << f.subject;
-      double hottest = 0;
+      double hottest = 0, coolest = 1000;
       for (size_t r = 0; r < temp.times.size(); ++r) {
         const int64_t t = temp.times[r];
         const double v = temp.rows[r][c];
         if (t >= f.start + 90 && t < f.end && !std::isnan(v)) {
-          EXPECT_GE(v, 85) << f.subject << " at " << t;  // the level, within the degree of jitter
           hottest = std::max(hottest, v);
+          coolest = std::min(coolest, v);
         }
       }
-      EXPECT_GE(hottest, 86);
-      EXPECT_LE(hottest, 96);
+      // The level, held within the degree of jitter once heated up: 86-88 C, or 91 C for a critical one.
+      EXPECT_GE(coolest, f.severity == "critical" ? 90 : 85) << f.subject << " " << f.start;
+      EXPECT_GE(hottest, 86) << f.subject << " " << f.start;
+      EXPECT_LE(hottest, f.severity == "critical" ? 92 : 89) << f.subject << " " << f.start;
     }
     for (size_t r = 0; r < temp.times.size(); ++r) {
       for (size_t c = 0; c < temp.columns.size(); ++c) {
@@ -340,6 +343,69 @@ TEST_F(SynthFaultsTest, EveryXidStartOfTheFilesIsListed) {
     }
     EXPECT_GT(starts, 0);
     EXPECT_GT(injected_codes, 0);
+  }
+}
+
+// The thresholds of the shipped DCGM rules whose tiers faults.csv marks: DcgmGpuTemperatureCritical's
+// temperature and DcgmGpuXidHardwareError's XID codes, read from configs/prometheus/rules/dcgm.yml.
+struct ShippedTiers {
+  double critical_c = NAN;
+  std::set<double> hardware_xids;
+};
+ShippedTiers ReadShippedTiers() {
+  const std::string text = ReadFile(std::string(ACMETRACE_FIXTURES) + "/../../configs/prometheus/rules/dcgm.yml");
+  ShippedTiers tiers;
+  auto expr_of = [&](const std::string& alert) {
+    const size_t at = text.find("alert: " + alert + "\n");
+    if (at == std::string::npos) return std::string();
+    const size_t expr = text.find("expr: ", at);
+    return text.substr(expr + 6, text.find('\n', expr) - expr - 6);
+  };
+  const std::string temp = expr_of("DcgmGpuTemperatureCritical");
+  if (const size_t ge = temp.find(">= "); ge != std::string::npos) tiers.critical_c = ToDouble(temp.substr(ge + 3));
+  const std::string xid = expr_of("DcgmGpuXidHardwareError");
+  if (const size_t re = xid.find("xid=~\""); re != std::string::npos) {
+    for (const std::string& code : Split(xid.substr(re + 6, xid.find('"', re + 6) - re - 6), '|')) {
+      tiers.hardware_xids.insert(ToDouble(code));
+    }
+  }
+  return tiers;
+}
+
+TEST_F(SynthFaultsTest, SeverityMarksTheTierTheTelemetryShowsByTheShippedRulesThresholds) {
+  const ShippedTiers tiers = ReadShippedTiers();
+  ASSERT_EQ(tiers.critical_c, 90);
+  ASSERT_EQ(tiers.hardware_xids, (std::set<double>{48, 63, 64, 74, 79, 92, 94, 95}));
+  std::map<std::string, std::map<std::string, int>> count;  // kind -> severity -> incidents
+  for (const FaultRow& f : *faults_) {
+    ++count[f.kind][f.severity];
+    if (f.kind != "gpu_overheat" && f.kind != "xid_error") {
+      EXPECT_EQ(f.severity, "") << f.kind << " " << f.subject;  // kinds without tiers
+      continue;
+    }
+    const Wide w = ReadWide(File(f.cluster, f.kind == "gpu_overheat" ? "GPU_TEMP" : "XID_ERRORS"));
+    const int c = w.Column(f.subject);
+    ASSERT_GE(c, 0) << f.subject;
+    std::set<double> values;
+    for (size_t r = 0; r < w.times.size(); ++r) {
+      if (w.times[r] >= f.start && w.times[r] < f.end && !std::isnan(w.rows[r][c])) values.insert(w.rows[r][c]);
+    }
+    ASSERT_FALSE(values.empty()) << f.subject << " " << f.start;
+    if (f.kind == "gpu_overheat") {
+      // Critical if and only if the GPU's temperature reached the critical rule's threshold.
+      EXPECT_EQ(f.severity, *values.rbegin() >= tiers.critical_c ? "critical" : "warning")
+          << f.subject << " " << f.start << " peaks at " << *values.rbegin();
+    } else {
+      // One code held over the incident, critical if and only if the hardware rule selects it.
+      ASSERT_EQ(values.size(), 1u) << f.subject << " " << f.start;
+      EXPECT_EQ(f.severity, tiers.hardware_xids.count(*values.begin()) > 0 ? "critical" : "warning")
+          << f.subject << " " << f.start << " holds XID " << *values.begin();
+    }
+  }
+  // Both tiers of both kinds occur in the day, so both tiers of the rules can be scored.
+  for (const char* kind : {"gpu_overheat", "xid_error"}) {
+    EXPECT_GE(count[kind]["critical"], 1) << kind;
+    EXPECT_GE(count[kind]["warning"], 1) << kind;
   }
 }
 

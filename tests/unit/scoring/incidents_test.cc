@@ -51,15 +51,50 @@ TEST(FaultsCsvTest, ASpreadsheetsFileReadsTheSame) {
   EXPECT_EQ(got.status().message().rfind(bad + ":1: row: unbalanced quote", 0), 0u) << got.status().message();
 }
 
+TEST(FaultsCsvTest, TheSeverityColumnIsReadAndFilesWithoutItStillRead) {
+  const std::string dir = TestDir();
+  core::Result<std::vector<Incident>> got =
+      LoadFaultsCsv(WriteFile(dir, "faults.csv",
+                              "cluster,kind,subject,start,end,severity\n"
+                              "seren,gpu_overheat,10.140.1.10-3,1688173200,1688173800,critical\n"
+                              "seren,xid_error,10.140.1.11-0,1688173300,1688173900,warning\n"
+                              "seren,util_drop,seren,1688173400,1688174000,\n"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got.value().size(), 3u);
+  EXPECT_EQ(got.value()[0].severity, IncidentSeverity::kCritical);
+  EXPECT_EQ(got.value()[1].severity, IncidentSeverity::kWarning);
+  EXPECT_EQ(got.value()[2].severity, IncidentSeverity::kUntiered);
+  // Five columns (files written before severity): incidents of no tier, as before.
+  got = LoadFaultsCsv(WriteFile(dir, "old.csv",
+                                "cluster,kind,subject,start,end\n"
+                                "seren,gpu_overheat,10.140.1.10-3,1688173200,1688173800\n"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got.value().size(), 1u);
+  EXPECT_EQ(got.value()[0].severity, IncidentSeverity::kUntiered);
+  EXPECT_EQ(got.value()[0].end_ms, 1'688'173'800'000);
+  // From a spreadsheet, headerless: BOM, CRLF, quoted cells; a row may leave the severity out.
+  got = LoadFaultsCsv(WriteFile(dir, "sheet.csv",
+                                "\xEF\xBB\xBF\"seren\",\"xid_error\",\"n-1\",\"1688173200\",\"1688173800\",\"critical\"\r\n"
+                                "seren,xid_error,n-2,1688173300,1688173900\r\n"));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got.value().size(), 2u);
+  EXPECT_EQ(got.value()[0].severity, IncidentSeverity::kCritical);
+  EXPECT_EQ(got.value()[1].severity, IncidentSeverity::kUntiered);
+}
+
 TEST(FaultsCsvTest, BadRowsNameFileLineAndField) {
   const std::string dir = TestDir();
   const std::pair<const char*, const char*> cases[] = {
-      {"cluster,kind,subject,start,end\nseren,gpu_overheat,g,1688173200\n", ":2: row: 4 fields, expected 5"},
+      {"cluster,kind,subject,start,end\nseren,gpu_overheat,g,1688173200\n", ":2: row: 4 fields, expected 6"},
       {"seren,gpu_overheat,g,soon,1688173800\n", ":1: start: not a time"},
       {"cluster,kind,subject,start,end\n\nseren,gpu_overheat,g,1688173200,1688173000\n", ":3: end: before start"},
       {"seren,,g,1688173200,1688173800\n", ":1: kind: empty"},
       {"seren,gpu_overheat,g,1688173200,99999999999\n", ":1: end: outside the accepted years"},
       {"cluster,kind,subject,begin,end\n", ":1: header: expected"},
+      {"cluster,kind,subject,start,end,tier\n", ":1: header: expected"},
+      {"seren,gpu_overheat,g,1688173200,1688173800,critical,x\n", ":1: row: 7 fields, expected 6"},
+      {"cluster,kind,subject,start,end,severity\nseren,gpu_overheat,g,1688173200,1688173800,Critical\n",
+       ":2: severity: expected warning, critical or empty, got 'Critical'"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string path = WriteFile(dir, "faults.csv", text);

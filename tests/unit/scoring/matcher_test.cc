@@ -120,6 +120,43 @@ TEST(MatcherTest, ARuleOfOneKindIsJudgedOnItsKindsIncidents) {
   EXPECT_DOUBLE_EQ(*s.recall, 1.0);
 }
 
+TEST(MatcherTest, ACriticalRuleIsScoredOnTheIncidentsNotMarkedWarning) {
+  // An overheat short of 90 C (warning), one above (critical), one of a faults.csv without severity.
+  Incident warning = kOverheat, critical = kOverheat, untiered = kOverheat;
+  warning.severity = IncidentSeverity::kWarning;
+  critical.severity = IncidentSeverity::kCritical;
+  critical.start_ms = kT0 + 300 * kMin;
+  critical.end_ms = kT0 + 310 * kMin;
+  untiered.start_ms = kT0 + 500 * kMin;
+  untiered.end_ms = kT0 + 510 * kMin;
+  const std::vector<Incident> incidents = {warning, critical, untiered};
+  // Fires on the warning and the untiered incident, misses the critical one.
+  RuleFirings f = Firings({{61, 62}, {501, 502}}, {{"cluster", "seren"}});
+  f.kinds = {"gpu_overheat"};
+  f.critical = true;
+  RuleScore s = ScoreRule(f, incidents, MatchWindow{});
+  ASSERT_EQ(s.incidents.size(), 2u);  // not scored on the warning one...
+  EXPECT_EQ(s.incidents[0].incident, 1u);
+  EXPECT_FALSE(s.incidents[0].caught);  // ...and still penalized for the critical one it missed
+  EXPECT_TRUE(s.incidents[1].caught);
+  EXPECT_DOUBLE_EQ(*s.recall, 0.5);
+  EXPECT_EQ(s.by_kind.at("gpu_overheat").total, 2);
+  // Its onset on the warning incident is no false alert: that incident happened.
+  EXPECT_EQ(s.false_alerts(), 0);
+  EXPECT_EQ(s.onset_detects, (std::vector<char>{1, 1}));
+  // A warning rule is scored on all three.
+  f.critical = false;
+  s = ScoreRule(f, incidents, MatchWindow{});
+  ASSERT_EQ(s.incidents.size(), 3u);
+  EXPECT_DOUBLE_EQ(*s.recall, 2.0 / 3.0);
+  // A critical rule that never fires over warning incidents alone has nothing to be scored on.
+  f = Firings({}, {{"cluster", "seren"}});
+  f.critical = true;
+  s = ScoreRule(f, {warning}, MatchWindow{});
+  EXPECT_TRUE(s.incidents.empty());
+  EXPECT_FALSE(s.recall.has_value());
+}
+
 TEST(MatcherTest, NeverFiringHasNoPrecisionAndNoRecall) {
   const RuleScore s = ScoreRule(Firings({}), {kOverheat}, MatchWindow{});
   EXPECT_EQ(s.onsets, 0);

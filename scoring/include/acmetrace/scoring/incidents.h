@@ -4,12 +4,23 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/scoring/alert_state.h"
 
 namespace acmetrace::scoring {
+
+/// How severe an incident is, for rules in severity tiers (faults.csv's `severity` column): a rule
+/// labelled severity="critical" is scored only on the incidents of its kinds not marked warning.
+enum class IncidentSeverity : uint8_t {
+  kUntiered,  // empty cell, or a five-column file: every rule of its kind is scored on it
+  kWarning,   // a warning rule should catch it, a critical rule need not (an overheat short of 90 C)
+  kCritical,  // every rule of its kind should catch it (a hardware XID, an overheat at 90 C or more)
+};
+/// "", "warning", "critical": as faults.csv writes it.
+std::string_view SeverityName(IncidentSeverity severity);
 
 /// One incident of faults.csv: [start_ms, end_ms] of kind on subject (a GPU "node-index", a node, a
 /// job id or the cluster; empty: unknown, any subject of that kind and cluster). Value type.
@@ -19,16 +30,18 @@ struct Incident {
   std::string subject;
   int64_t start_ms = 0;
   int64_t end_ms = 0;
+  IncidentSeverity severity = IncidentSeverity::kUntiered;
 };
 
-/// The longest faults.csv line read (a row is five short fields).
+/// The longest faults.csv line read (a row is six short fields).
 inline constexpr size_t kMaxFaultsLineBytes = 64 * 1024;
 
-/// Reads faults.csv ("cluster,kind,subject,start,end", header optional; times in unix seconds or ISO
-/// 8601 with an offset), sorted by start. RFC 4180 quoted cells, a UTF-8 BOM and CRLF line ends are
-/// read (core::CsvReader); an empty subject is an incident whose subject is unknown. A bad row is an error "FILE:LINE: field: reason" (the
-/// value echoed cut, core::QuotedValue); a directory or an empty file is an error too (a header
-/// alone is a file of no incident).
+/// Reads faults.csv ("cluster,kind,subject,start,end[,severity]", header optional; times in unix
+/// seconds or ISO 8601 with an offset; severity warning, critical or empty), sorted by start. Files of
+/// five columns (before severity) read as incidents of no tier. RFC 4180 quoted cells, a UTF-8 BOM and
+/// CRLF line ends are read (core::CsvReader); an empty subject is an incident whose subject is unknown.
+/// A bad row is an error "FILE:LINE: field: reason" (the value echoed cut, core::QuotedValue); a
+/// directory or an empty file is an error too (a header alone is a file of no incident).
 core::Result<std::vector<Incident>> LoadFaultsCsv(const std::string& path);
 
 /// The flags of one detector kind read from an anomalies file. Value type.

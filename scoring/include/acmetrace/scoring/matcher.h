@@ -29,11 +29,17 @@ struct RuleFirings {
   std::string file;             // where the rule is written (empty for flags)
   int line = 0;
   std::set<std::string> kinds;  // the incident kinds it speaks for; empty: every kind
+  bool critical = false;        // labelled severity="critical": scored only on incidents not marked warning
   int64_t for_ms = 0;
   int64_t keep_firing_for_ms = 0;
   int64_t interval_ms = 0;
   std::vector<FiringInterval> intervals;
 };
+
+/// True if a rule of these kinds (empty: every kind) and tier is scored on the incident: the incident's
+/// kind is among them, and the rule is not critical or the incident is not marked warning (a critical
+/// rule is not expected to catch an overheat that never reached 90 C, nor an application XID).
+bool ScoredOn(const std::set<std::string>& rule_kinds, bool critical, const Incident& incident);
 
 /// The subject an alert names: its `subject` label, else Hostname (or hostname, node) followed by
 /// "-" and its `gpu` label if it has one (the "node-index" of a GPU in faults.csv). Empty: none.
@@ -67,20 +73,23 @@ struct RuleScore {
   std::string group;
   std::string source = "rule";
   std::set<std::string> kinds;
+  bool critical = false;
   int64_t for_ms = 0;
   int64_t onsets = 0;
   int64_t detecting_onsets = 0;   // onsets that detect at least one incident
   int64_t false_alerts() const { return onsets - detecting_onsets; }
   std::optional<double> precision;  // detecting / onsets; none without onsets
-  std::optional<double> recall;     // caught / incidents of its kinds; none without incidents
+  std::optional<double> recall;     // caught / incidents it is scored on (ScoredOn); none without incidents
   std::optional<double> ttd_median_s;
   std::optional<double> ttd_worst_s;
-  std::vector<IncidentOutcome> incidents;  // the incidents of its kinds, in file order
+  std::vector<IncidentOutcome> incidents;  // the incidents it is scored on (ScoredOn), in file order
   std::map<std::string, KindCount> by_kind;
   std::vector<char> onset_detects;  // per interval of its RuleFirings: 1 if it detects something
 };
 
-/// Scores one rule against the incidents (the rule's incidents are those of its kinds, or all).
+/// Scores one rule against the incidents it is scored on (ScoredOn). An onset that detects an incident
+/// the rule is not scored on (a critical rule on a warning incident) is no false alert, and catches
+/// nothing.
 RuleScore ScoreRule(const RuleFirings& firings, const std::vector<Incident>& incidents, const MatchWindow& window);
 
 /// The score of a set of rules: every incident, caught when any rule caught it (its time to detect

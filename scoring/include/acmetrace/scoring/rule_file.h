@@ -70,6 +70,10 @@ core::Status LoadRuleFile(const std::string& path, RuleSet& out,
 /// job metric's kind="gpu" is not taken for an incident kind). Empty: a rule of no kind.
 std::set<std::string> KindsOfRule(const AlertRule& rule, const std::set<std::string>& known_kinds);
 
+/// True if the rule is labelled severity="critical": the top of a severity tier, scored only on the
+/// incidents not marked warning (matcher.h, ScoredOn).
+bool IsCriticalRule(const AlertRule& rule);
+
 /// Names of recording rules that an alert's expression uses (a plain substring test on metric-name
 /// boundaries), so the command can warn that their series must exist in Prometheus.
 std::vector<std::string> RecordingRulesUsed(const AlertRule& rule, const RuleSet& rules);
