@@ -63,7 +63,8 @@ struct SynthReport {
 /// 5: issue #14, a computing GPU's GPU_UTIL within a few points of its job's (every data set).
 /// 6: issue #22, one cluster behind trace and telemetry: jobs alive when the window opens are in the
 /// trace, the incidents' jobs take free GPUs, Seren's load set by its GPU_UTIL zero share (every data set).
-inline constexpr int kSynthGeneration = 6;
+/// 7: issue #24, overheats at 86-88 or 91 C and faults.csv's severity column (--inject-faults data only).
+inline constexpr int kSynthGeneration = 7;
 
 /// Generates the data set described by options. Deterministic: the same options give the same bytes.
 /// Not thread-safe with respect to its output directory; otherwise reentrant.
