@@ -16,11 +16,11 @@
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/history/plan.h"
 #include "acmetrace/history/remote_write_output.h"
-#include "acmetrace/remote_write/http_transport.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "commands.h"
+#include "remote_write_flags.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -29,8 +29,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string data, out, step, from, to, clusters, persona, openmetrics, promtool;
     std::vector<std::string> rules;
-    std::string remote_write;
-    HttpClientFlags http;
+    RemoteWriteFlags remote_write;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -47,10 +46,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--persona", flags->persona, "on|off: the per-node dcgm-exporter series too [backfill.persona]");
   cmd->add_option("--openmetrics", flags->openmetrics,
                   "write only the OpenMetrics text to FILE (- for stdout) instead of blocks");
-  cmd->add_option("--remote-write", flags->remote_write,
-                  "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
-                  "of blocks [remote_write.*]");
-  AddHttpClientFlags(cmd, flags->http, "with --remote-write: ");
+  AddRemoteWriteFlags(cmd, flags->remote_write,
+                      "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
+                      "of blocks",
+                      /*live=*/false);
   cmd->add_option("--promtool", flags->promtool, "promtool to run [backfill.promtool]");
   cmd->add_option("--rules", flags->rules,
                   "Prometheus rule files whose recording rules are backfilled too (default: the shipped "
@@ -69,17 +68,14 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       }
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
-      if ((flags->out.empty() ? 0 : 1) + (flags->openmetrics.empty() ? 0 : 1) + (flags->remote_write.empty() ? 0 : 1) !=
+      if ((flags->out.empty() ? 0 : 1) + (flags->openmetrics.empty() ? 0 : 1) +
+              (flags->remote_write.url.empty() ? 0 : 1) !=
           1) {
         core::LogError("backfill",
                        "give exactly one of --out PROMDIR (blocks), --openmetrics FILE (text only) and --remote-write URL");
         return 2;
       }
-      if (flags->remote_write.empty() && flags->http.any()) {
-        core::LogError("backfill", "--bearer-token-file, --basic-auth-file, --header and --ca-file need --remote-write");
-        return 2;
-      }
-      if (!flags->remote_write.empty() && !flags->rules.empty()) {
+      if (!flags->remote_write.url.empty() && !flags->rules.empty()) {
         core::LogError("backfill",
                        "--rules: recording rules and ALERTS are backfilled into blocks only; with --remote-write the "
                        "receiver's ruler evaluates them");
@@ -87,36 +83,8 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       }
       // The remote write client, checked before any work: URL, credentials, queue settings (its
       // senders start below, once the signal mask they must inherit is set).
-      remote_write::QueueOptions queue_options;
-      scoring::ClientOptions client_options;
-      if (!flags->remote_write.empty()) {
-        core::Result<scoring::ClientOptions> client = ClientOptionsFromFlags(flags->http);
-        if (!client.ok()) {
-          core::LogError("backfill", client.status().message());
-          return 2;
-        }
-        client.value().timeout_ms = config.GetInt("remote_write.timeout_s") * 1000;
-        if (auto probe = remote_write::HttpTransport::Create(flags->remote_write, client.value()); !probe.ok()) {
-          std::string why = probe.status().message();
-          // The URL parser is score's, whose messages name its flag.
-          if (constexpr std::string_view kScoreFlag = "--prometheus: "; why.rfind(kScoreFlag, 0) == 0) {
-            why.erase(0, kScoreFlag.size());
-          }
-          core::LogError("backfill", "--remote-write: " + why);
-          return 2;
-        }
-        queue_options.shards = static_cast<int>(config.GetInt("remote_write.shards"));
-        queue_options.max_samples_per_send = static_cast<int>(config.GetInt("remote_write.max_samples_per_send"));
-        queue_options.capacity_samples = static_cast<int>(config.GetInt("remote_write.capacity"));
-        queue_options.max_attempts = static_cast<int>(config.GetInt("remote_write.max_attempts"));
-        queue_options.min_backoff_ms = config.GetInt("remote_write.min_backoff_ms");
-        queue_options.max_backoff_ms = config.GetInt("remote_write.max_backoff_ms");
-        if (core::Status s = queue_options.Validate(); !s.ok()) {
-          core::LogError("backfill", s.message());
-          return 2;
-        }
-        client_options = std::move(client).value();
-      }
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "backfill");
+      if (!remote) return 2;
       std::vector<scoring::RuleFileText> rules = scoring::ShippedRules();
       if (!flags->rules.empty()) rules.clear();
       for (const std::string& path : flags->rules) {
@@ -163,19 +131,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::RemoteWriteOutput* remote_sink = nullptr;  // set below, read by stopped() and the report
       auto report_remote = [&remote_sink]() {
         const remote_write::QueueStats q = remote_sink->Stats();
-        core::Logf(core::LogLevel::kInfo, "backfill",
-                   "remote write: %lld series, %lld samples sent, %lld failed, %lld retried, %lld pending, %lld "
-                   "requests (%lld refused)",
-                   static_cast<long long>(remote_sink->series()), static_cast<long long>(q.samples_sent),
-                   static_cast<long long>(q.samples_failed), static_cast<long long>(q.samples_retried),
-                   static_cast<long long>(q.samples_pending), static_cast<long long>(q.requests),
-                   static_cast<long long>(q.requests_rejected));
-        if (q.requests_rejected > 0) {
-          core::Logf(core::LogLevel::kError, "backfill",
-                     "remote write: the receiver refused %lld requests (%lld samples, not retried); the first: %s",
-                     static_cast<long long>(q.requests_rejected), static_cast<long long>(q.samples_failed),
-                     q.first_rejection.c_str());
-        }
+        ReportRemoteWrite("backfill", remote_sink->series(), q, remote_sink->Refused(kRefusedSeriesNamed));
         return q;
       };
       auto stopped = [&](const char* phase) {
@@ -207,15 +163,8 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::PromtoolBlocks* blocks = nullptr;
       history::BlockOptions block_options;
       bool has_rules = false;
-      if (!flags->remote_write.empty()) {
-        const std::string url = flags->remote_write;
-        auto queue = std::make_unique<remote_write::WriteQueue>(
-            queue_options,
-            [url, client_options]() -> std::unique_ptr<remote_write::WriteTransport> {
-              return std::move(remote_write::HttpTransport::Create(url, client_options)).value();  // checked above
-            },
-            sleeper);
-        auto sink = std::make_unique<history::RemoteWriteOutput>(std::move(queue));
+      if (!remote->url.empty()) {
+        auto sink = std::make_unique<history::RemoteWriteOutput>(MakeWriteQueue(*remote, sleeper));
         remote_sink = sink.get();
         output = std::move(sink);
       } else if (!flags->openmetrics.empty()) {

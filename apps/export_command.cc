@@ -12,6 +12,7 @@
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/pipeline/stages.h"
 #include "commands.h"
+#include "remote_write_flags.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -21,6 +22,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
     std::string source, brokers, group, listen, metrics_out, notifications;
     bool until_end = false;
     bool strict = false;
+    RemoteWriteFlags remote_write;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -39,6 +41,10 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--notifications", flags->notifications,
                   "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
                   "its wall time and the newest trace time exported, to FILE (JSON lines)");
+  AddRemoteWriteFlags(cmd, flags->remote_write,
+                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
+                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
+                      /*live=*/true);
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -46,8 +52,13 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
       if (!flags->group.empty()) overrides.emplace_back("kafka.group_id", flags->group);
       if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
+      if (!flags->remote_write.interval.empty()) {
+        overrides.emplace_back("remote_write.scrape_interval_ms", flags->remote_write.interval);
+      }
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "export");
+      if (!remote) return 2;
       const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
       const std::string source = config.GetString("export.source");
       if (source != "stdin" && source != "kafka") {
@@ -81,6 +92,8 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       }
       std::printf("listening on %s", server.url().c_str());
       std::fflush(stdout);
+      std::unique_ptr<history::LiveRemoteWrite> live =
+          StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "export");
       std::unique_ptr<core::RecordInput> input;
       if (source == "stdin") {
         input = std::make_unique<core::StdioInput>(stdin, "stdin");
@@ -113,6 +126,8 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
         while (!stop.WaitFor(1000)) {
         }
       }
+      // The final state goes out by remote write as --metrics-out writes it.
+      if (live && !FinishLiveRemoteWrite(*live, "export")) rc = 1;
       if (!flags->metrics_out.empty()) {
         if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
           core::LogError("export", w.message());

@@ -19,6 +19,7 @@
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/producers/replay.h"
 #include "commands.h"
+#include "remote_write_flags.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -27,6 +28,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
     std::string data, speed, listen, brokers, clusters, metrics_out, pause_at, notifications;
     bool until_end = false;
     bool strict = false;
+    RemoteWriteFlags remote_write;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -50,6 +52,10 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--notifications", flags->notifications,
                   "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
                   "its wall and trace time, to FILE (JSON lines)");
+  AddRemoteWriteFlags(cmd, flags->remote_write,
+                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
+                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
+                      /*live=*/true);
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       std::vector<std::pair<std::string, std::string>> overrides;
@@ -59,8 +65,13 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
       if (flags->strict) overrides.emplace_back("replay.strict", "true");
       if (!flags->pause_at.empty()) overrides.emplace_back("replay.pause_at", flags->pause_at);
+      if (!flags->remote_write.interval.empty()) {
+        overrides.emplace_back("remote_write.scrape_interval_ms", flags->remote_write.interval);
+      }
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "run");
+      if (!remote) return 2;
 
       std::string speed_text = config.GetString("replay.speed");
       if (flags->data.empty() && flags->speed.empty()) speed_text = config.GetString("run.default_speed");
@@ -138,6 +149,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       }
       std::printf("listening on %s", server.url().c_str());
       std::fflush(stdout);
+      std::unique_ptr<history::LiveRemoteWrite> live =
+          StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "run");
       core::Logf(core::LogLevel::kInfo, "run", "replaying %s at speed %s%s%s", options.stream.data_dir.c_str(),
                    *speed > 0 ? speed_text.c_str() : "max", over_kafka ? ", every hop through Kafka at " : "",
                    over_kafka ? config.GetString("kafka.brokers").c_str() : "");
@@ -175,6 +188,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
           }
         }
       }
+      // The final state goes out by remote write as --metrics-out writes it.
+      if (live && !FinishLiveRemoteWrite(*live, "run")) rc = 1;
       if (!flags->metrics_out.empty()) {
         if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
           core::LogError("run", w.message());

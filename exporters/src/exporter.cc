@@ -272,6 +272,7 @@ std::string Exporter::ScrapeExposition(std::string_view target) {
   std::string out = Render(target, true);
   if (target.empty()) {
     AppendBuildInfo(out);
+    AppendExtraSelfMetrics(out);
     // As client_golang: a /proc that cannot be read leaves the process series out, not the scrape.
     core::Result<ProcessStats> stats = ReadProcessStats();
     if (stats.ok()) AppendProcessMetrics(out, stats.value());
@@ -284,6 +285,7 @@ void Exporter::ScrapeEveryTarget(std::string& cluster_view,
   Tick();
   cluster_view = Render({}, true, SeriesStore::Families::kNotPerTarget);
   AppendBuildInfo(cluster_view);
+  AppendExtraSelfMetrics(cluster_view);
   store_.ForEachTargetSample(on_target_sample);
 }
 
@@ -295,6 +297,16 @@ std::string Exporter::Render(std::string_view target, bool scrape_view, SeriesSt
   store_.AppendText(out, target, scrape_view, families);
   if (target.empty()) last_size_.store(out.size(), std::memory_order_relaxed);
   return out;
+}
+
+void Exporter::SetExtraSelfMetrics(std::function<void(std::string&)> fn) {
+  std::lock_guard<std::mutex> lock(extra_mutex_);
+  extra_self_metrics_ = std::move(fn);
+}
+
+void Exporter::AppendExtraSelfMetrics(std::string& out) {
+  std::lock_guard<std::mutex> lock(extra_mutex_);
+  if (extra_self_metrics_) extra_self_metrics_(out);
 }
 
 std::string Exporter::TargetsJson() const {

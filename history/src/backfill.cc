@@ -60,7 +60,7 @@ class Scraper : public core::RecordSink {
         process_counts_(process_counts),
         out_(out),
         stats_(stats),
-        cluster_target_(RenderTargetLabels(options.targets.job, options.targets.instance)) {}
+        scrape_(options.targets, options.persona) {}
 
   core::Status Write(const core::Record& record) override {
     const int64_t ts = core::TimestampMsOf(record);
@@ -120,55 +120,14 @@ class Scraper : public core::RecordSink {
     // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
     if (core::Status s = replay_out_.Flush(); !s.ok()) return s;
     if (core::Status s = process_counts_.Flush(); !s.ok()) return s;
-    text_.clear();
-    int64_t samples = 0;
-    exporter_.ScrapeEveryTarget(cluster_view_, [&](const exporters::SeriesStore::TargetSample& s) {
-      if (!options_.persona) return;
-      NodeTarget& node = NodeTargetOf(s.cluster, s.target);
-      node.scraped_at_ms = at;
-      AppendOpenMetricsSample(text_, s.family.name, s.labels_text, node.labels, s.value, at);
-      ++samples;
-    });
-    const size_t before = text_.size();
-    if (core::Status s = AppendOpenMetricsSamples(text_, cluster_view_, cluster_target_, at); !s.ok()) return s;
-    for (size_t i = before; i < text_.size(); ++i) samples += text_[i] == '\n' ? 1 : 0;
-    // What Prometheus adds for every target it scraped.
-    AppendOpenMetricsSample(text_, "up", {}, cluster_target_, 1.0, at);
-    ++samples;
-    for (const auto& [key, node] : node_targets_) {
-      if (node.scraped_at_ms != at) continue;  // not a target now: no series of it left
-      AppendOpenMetricsSample(text_, "up", node.up_labels, node.labels, 1.0, at);
-      ++samples;
-    }
+    core::Result<int64_t> samples = scrape_.Scrape(exporter_, at, text_);
+    if (!samples.ok()) return samples.status();
     ++stats_.scrapes;
-    stats_.samples += samples;
+    stats_.samples += samples.value();
     stats_.last_scrape_ms = at;
     core::Status written = out_.Scrape(at, text_);
     if (written.ok() && options_.on_scrape) options_.on_scrape(stats_);
     return written;
-  }
-
-  // A node's target: its target labels and `up`'s, rendered once; the last scrape it had series in.
-  struct NodeTarget {
-    std::string labels;     // job="acmetrace-gpu-nodes",instance="NODE"
-    std::string up_labels;  // {cluster="CLUSTER"}
-    int64_t scraped_at_ms = INT64_MIN;
-  };
-
-  NodeTarget& NodeTargetOf(std::string_view cluster, std::string_view node) {
-    key_.assign(cluster);  // a scratch key: no allocation per sample once the node is known
-    key_ += '/';
-    key_ += node;
-    auto it = node_targets_.find(key_);
-    if (it == node_targets_.end()) {
-      NodeTarget target;
-      target.labels = RenderTargetLabels(options_.targets.node_job, node);
-      target.up_labels = "{cluster=\"";
-      exporters::AppendEscaped(target.up_labels, cluster, true);
-      target.up_labels += "\"}";
-      it = node_targets_.emplace(key_, std::move(target)).first;
-    }
-    return it->second;
   }
 
   const BackfillOptions& options_;
@@ -178,13 +137,10 @@ class Scraper : public core::RecordSink {
   pipeline::CountingTee& process_counts_;
   ScrapeOutput& out_;
   BackfillStats& stats_;
-  const std::string cluster_target_;
+  TargetScrape scrape_;
   bool started_ = false;
   int64_t next_scrape_ms_ = 0;
   std::string text_;
-  std::string cluster_view_;
-  std::map<std::string, NodeTarget> node_targets_;  // "cluster/node" -> its target (sorted: `up` in node order)
-  std::string key_;
 };
 
 }  // namespace

@@ -58,7 +58,7 @@ void DeclareRunConfig(core::Config& config) {
                  "recording rules are backfilled this many trace hours at a time, each slice through a prometheus "
                  "serving only the blocks it reads (its memory is bounded by a slice's blocks)",
                  ConfigType::Int(1, 8'760));
-  // `backfill --remote-write` (remote_write/): named after Prometheus's queue_config.
+  // `backfill`, `run` and `export --remote-write` (remote_write/): named after Prometheus's queue_config.
   config.Declare("remote_write.shards", "4", "parallel senders; a series always goes through the same one (its order kept)",
                  ConfigType::Int(1, 256));
   // Ten times Prometheus's live defaults: history has thousands of series per shard, and a request
@@ -76,6 +76,13 @@ void DeclareRunConfig(core::Config& config) {
                  ConfigType::Int(0, 3'600'000));
   config.Declare("remote_write.max_backoff_ms", "5000", "longest wait between two attempts", ConfigType::Int(0, 3'600'000));
   config.Declare("remote_write.timeout_s", "30", "timeout of each remote write request, seconds", ConfigType::Int(1, 3'600));
+  // `run`/`export --remote-write`: the shipped prometheus.yml's scrape_interval (run's default speed 60).
+  config.Declare("remote_write.scrape_interval_ms", "250",
+                 "run/export: wall milliseconds between two internal scrapes sent by remote write",
+                 ConfigType::Int(10, 86'400'000));
+  config.Declare("remote_write.batch_send_deadline_ms", "5000",
+                 "run/export: a batch not full after this many milliseconds is sent anyway",
+                 ConfigType::Int(0, 3'600'000));
 }
 
 // --- CountingTee ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #include "acmetrace/remote_write/write_queue.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace acmetrace::remote_write {
@@ -24,6 +25,8 @@ uint64_t HashLabels(const std::vector<Label>& labels) {
 }
 
 bool Retried(int status) { return status == 429 || status >= 500; }
+// The statuses whose Retry-After says when to come back (RFC 9110: 503; RFC 6585: 429).
+bool HonoursRetryAfter(int status) { return status == 429 || status == 503; }
 
 }  // namespace
 
@@ -88,7 +91,7 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
     entry.slot = static_cast<int32_t>(shard.building.series.size());
     shard.building.series.push_back(SeriesSamples{&entry.labels, {}});
     shard.building.series.back().samples.reserve(entry.last_samples);
-    shard.building_ids.push_back(series);
+    shard.building.ids.push_back(series);
   }
   shard.building.series[static_cast<size_t>(entry.slot)].samples.push_back(sample);
   ++shard.building.samples;
@@ -99,12 +102,11 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
 
 core::Status WriteQueue::HandOver(Shard& shard) {
   if (shard.building.samples == 0) return core::Status::Ok();
-  for (uint32_t id : shard.building_ids) {
+  for (uint32_t id : shard.building.ids) {
     SeriesEntry& entry = series_[id];
     entry.last_samples = static_cast<uint32_t>(shard.building.series[static_cast<size_t>(entry.slot)].samples.size());
     entry.slot = -1;
   }
-  shard.building_ids.clear();
   Batch batch = std::move(shard.building);
   shard.building = Batch{};
   std::unique_lock<std::mutex> lock(shard.mu);
@@ -158,13 +160,10 @@ void WriteQueue::SendBatch(WriteTransport& transport, const Batch& batch) {
       why = answer.status().message();
     } else if (answer.value().status / 100 == 2) {
       sent_.fetch_add(batch.samples);
+      bytes_.fetch_add(static_cast<int64_t>(body.size()));
       return;
     } else if (!Retried(answer.value().status)) {
-      failed_.fetch_add(batch.samples);
-      if (rejected_.fetch_add(1) == 0) {
-        std::lock_guard<std::mutex> lock(report_mu_);
-        first_rejection_ = "HTTP " + std::to_string(answer.value().status) + ": " + BodyExcerpt(answer.value().body);
-      }
+      NoteRefused(batch, answer.value());
       return;
     } else {
       why = "HTTP " + std::to_string(answer.value().status) + ": " + BodyExcerpt(answer.value().body);
@@ -179,7 +178,10 @@ void WriteQueue::SendBatch(WriteTransport& transport, const Batch& batch) {
       break;
     }
     retried_.fetch_add(batch.samples);
-    sleeper_.SleepMs(backoff_ms);
+    // The receiver's own wait when it gives one (never longer than ours: a hostile or broken
+    // Retry-After must not stall the write for hours), else the doubling backoff.
+    const bool told = answer.ok() && HonoursRetryAfter(answer.value().status) && answer.value().retry_after_ms >= 0;
+    sleeper_.SleepMs(told ? std::min(answer.value().retry_after_ms, options_.max_backoff_ms) : backoff_ms);
     backoff_ms = std::min(backoff_ms * 2, options_.max_backoff_ms);
   }
   // A request given up on: wake a producer waiting for room, it fails at once.
@@ -187,6 +189,33 @@ void WriteQueue::SendBatch(WriteTransport& transport, const Batch& batch) {
     std::lock_guard<std::mutex> lock(shard->mu);
     shard->changed.notify_all();
   }
+}
+
+void WriteQueue::NoteRefused(const Batch& batch, const HttpAnswer& answer) {
+  failed_.fetch_add(batch.samples);
+  std::lock_guard<std::mutex> lock(report_mu_);
+  if (rejected_.fetch_add(1) == 0) {
+    first_rejection_ = "HTTP " + std::to_string(answer.status) + ": " + BodyExcerpt(answer.body);
+  }
+  for (size_t i = 0; i < batch.ids.size(); ++i) {
+    const uint32_t id = batch.ids[i];
+    if (refused_.size() <= id) refused_.resize(id + 1);
+    RefusedEntry& entry = refused_[id];
+    if (entry.requests == 0) {
+      ++series_refused_;
+      entry.labels = batch.series[i].labels;
+    }
+    entry.samples += static_cast<int64_t>(batch.series[i].samples.size());
+    ++entry.requests;
+  }
+}
+
+core::Status WriteQueue::Flush() {
+  if (fatal_.load()) return FatalStatus();
+  for (auto& shard : shards_) {
+    if (core::Status s = HandOver(*shard); !s.ok()) return s;
+  }
+  return core::Status::Ok();
 }
 
 core::Status WriteQueue::Close() {
@@ -219,9 +248,28 @@ QueueStats WriteQueue::Stats() const {
   st.samples_pending = appended_.load() - st.samples_sent - st.samples_failed;
   st.requests = requests_.load();
   st.requests_rejected = rejected_.load();
+  st.bytes_sent = bytes_.load();
+  st.shards = static_cast<int64_t>(shards_.size());
   std::lock_guard<std::mutex> lock(report_mu_);
   st.first_rejection = first_rejection_;
+  st.series_refused = series_refused_;
   return st;
+}
+
+std::vector<RefusedSeries> WriteQueue::Refused(size_t max) const {
+  std::vector<const RefusedEntry*> entries;
+  {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    for (const RefusedEntry& e : refused_) {
+      if (e.requests > 0) entries.push_back(&e);
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const RefusedEntry* a, const RefusedEntry* b) { return a->requests > b->requests; });
+    if (entries.size() > max) entries.resize(max);
+    std::vector<RefusedSeries> out;
+    for (const RefusedEntry* e : entries) out.push_back({*e->labels, e->samples, e->requests});
+    return out;
+  }
 }
 
 }  // namespace acmetrace::remote_write

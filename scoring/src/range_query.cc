@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -402,6 +403,26 @@ struct BoundedBody {
   bool over = false;
 };
 
+// One header line of the answer: keeps Retry-After's value (the last answer's, after a 100 Continue).
+size_t KeepRetryAfter(char* data, size_t size, size_t count, void* user) {
+  const size_t n = size * count;
+  std::string_view line(data, n);
+  constexpr std::string_view kName = "retry-after:";
+  if (line.size() > kName.size()) {
+    bool same = true;
+    for (size_t i = 0; i < kName.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(line[i])) == kName[i];
+    }
+    if (same) {
+      line.remove_prefix(kName.size());
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      while (!line.empty() && (line.back() == '\r' || line.back() == '\n' || line.back() == ' ')) line.remove_suffix(1);
+      static_cast<std::string*>(user)->assign(line.substr(0, 64));
+    }
+  }
+  return n;
+}
+
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* body = static_cast<BoundedBody*>(user);
   const size_t extra = size * count;
@@ -470,6 +491,11 @@ core::Status PrometheusClient::Fetch(const std::string& target, int& http_status
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &WriteBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_body_bytes));
+  if (post != nullptr && post->retry_after != nullptr) {
+    post->retry_after->clear();
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &KeepRetryAfter);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, post->retry_after);
+  }
   if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   if (options_.basic) {
     curl_easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));

@@ -1,5 +1,6 @@
 // libFuzzer target for the remote write parsers: any bytes (first byte 'w') as a request body a
-// receiver decodes (snappy, then WriteRequest), or as scrape text lines that backfill --remote-write
+// receiver decodes (snappy, then WriteRequest), (first byte 'r') as a receiver's Retry-After value
+// (a wait never negative but -1), or as scrape text lines that backfill --remote-write
 // reads back into labels and values. Errors only, never a crash or a hang; what decodes encodes and
 // decodes to the same; what parses has a name and sorted labels.
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "acmetrace/history/remote_write_output.h"
+#include "acmetrace/remote_write/http_transport.h"
 #include "acmetrace/remote_write/write_request.h"
 #include "fuzz_support.h"
 
@@ -24,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ACMETRACE_FUZZ_CHECK(again.value()[i].labels == decoded.value()[i].labels);
       ACMETRACE_FUZZ_CHECK(again.value()[i].samples.size() == decoded.value()[i].samples.size());
     }
+    return 0;
+  }
+  if (!text.empty() && text[0] == 'r') {
+    const int64_t wait_ms = remote_write::ParseRetryAfterMs(text.substr(1), 1'445'412'480'000);
+    ACMETRACE_FUZZ_CHECK(wait_ms >= -1);
     return 0;
   }
   history::ParsedSample sample;

@@ -147,13 +147,34 @@ class BackfillRemoteWriteTest : public testing::Test {
 // Debian's VictoriaMetrics on a free port, its data in dir; stopped by the destructor.
 class LocalVictoriaMetrics {
  public:
-  explicit LocalVictoriaMetrics(const fs::path& dir)
-      : dir_(dir),
-        port_(FreePort()),
-        vm_({"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
-             "-storageDataPath=" + (dir / "data").string(), "-retentionPeriod=100y"},
-            (dir / "vm.out").string(), (dir / "vm.err").string()) {}
+  explicit LocalVictoriaMetrics(const fs::path& dir) : dir_(dir), port_(FreePort()) { Start(); }
   bool Ready() { return WaitUntil([&] { return HttpGet(port_, "/health").status == 200; }, 30); }
+  // Stopped (SIGTERM: what it acknowledged is flushed to disk) and started again on the same port
+  // and storage, as an operator restarts it.
+  int Stop() { return vm_->Signal(SIGTERM); }
+  void Start() {
+    vm_ = std::make_unique<Child>(
+        std::vector<std::string>{"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
+                                 "-storageDataPath=" + (dir_ / "data").string(), "-retentionPeriod=100y"},
+        (dir_ / "vm.out").string(), (dir_ / "vm.err").string());
+  }
+  int port() const { return port_; }
+  // query_range of every series over the window at the scrape step, as a dashboard reads it:
+  // series -> [(t, value text)].
+  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> QueryRange() {
+    EXPECT_EQ(HttpGet(port_, "/internal/force_flush").status, 200);
+    const HttpResponse r = HttpGet(port_, "/api/v1/query_range?query=" + UrlEncode("{__name__=~\".+\"}") +
+                                              "&start=" + std::to_string(kFrom) + "&end=" + std::to_string(kTo) +
+                                              "&step=15s");
+    EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+    std::map<std::string, std::vector<std::pair<int64_t, std::string>>> out;
+    const nlohmann::json answer = nlohmann::json::parse(r.body);
+    for (const auto& series : answer["data"]["result"]) {
+      auto& points = out[Key(Labels(series["metric"]))];
+      for (const auto& p : series["values"]) points.emplace_back(p[0].get<int64_t>(), p[1].get<std::string>());
+    }
+    return out;
+  }
   std::string log() const { return ReadFile((dir_ / "vm.err").string()); }
   std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
   // Every sample it holds in the window (after a flush: what was written is searchable).
@@ -180,18 +201,21 @@ class LocalVictoriaMetrics {
  private:
   fs::path dir_;
   int port_;
-  Child vm_;
+  std::unique_ptr<Child> vm_;
 };
 
 // tests/integration/remote_write_fault_proxy.py in front of a receiver.
 class FaultProxy {
  public:
-  FaultProxy(const fs::path& dir, const std::string& upstream, const std::string& mode, int n)
+  FaultProxy(const fs::path& dir, const std::string& upstream, const std::string& mode, const std::string& arg)
       : port_(FreePort()),
         out_((dir / "proxy.out").string()),
         proxy_({"/usr/bin/python3", std::string(ACMETRACE_SOURCE_DIR) + "/tests/integration/remote_write_fault_proxy.py",
-                std::to_string(port_), upstream, mode, std::to_string(n)},
+                std::to_string(port_), upstream, mode, arg},
                out_, (dir / "proxy.err").string()) {}
+  FaultProxy(const fs::path& dir, const std::string& upstream, const std::string& mode, int n)
+      : FaultProxy(dir, upstream, mode, std::to_string(n)) {}
+  std::string output() const { return ReadFile(out_); }
   bool Ready() {
     return WaitUntil([&] { return ReadFile(out_).find("ready") != std::string::npos; }, 30);
   }
@@ -305,6 +329,285 @@ TEST_F(BackfillRemoteWriteTest, TwoSlicesIntoOneVictoriaMetricsHoldTheWholeWindo
   const Samples got = vm.Export();
   EXPECT_EQ(FirstDifference(reference_, got), "");
   EXPECT_EQ(Count(got), Count(reference_));
+}
+
+// The 400 of a receiver that refuses one series (a series it finds malformed, out of bounds...):
+// every request holding it is refused, counted and reported with the series; the others arrive.
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverRefusingOneSeriesGetsEveryOtherRequest) {
+  fs::create_directories(work_ / "vm400s");
+  LocalVictoriaMetrics vm(work_ / "vm400s");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vm400s", vm.WriteUrl(), "400series", "acmetrace_build_info");
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  // The proxy's own count of what it refused is what the backfill reports as failed.
+  const std::string said = proxy.output();
+  const size_t last = said.rfind("refused ");
+  ASSERT_NE(last, std::string::npos) << said;
+  const int64_t refused_requests = NumberBefore(said.substr(last), " requests");
+  const int64_t refused_samples = NumberBefore(said.substr(last), " samples");
+  EXPECT_EQ(NumberBefore(err, " failed"), refused_samples) << err << said;
+  EXPECT_NE(err.find("remote write: the receiver refused " + std::to_string(refused_requests) + " requests (" +
+                     std::to_string(refused_samples) + " samples of "),
+            std::string::npos)
+      << err << said;
+  // The receiver's answer names the series (as VictoriaMetrics's and Prometheus's do); the report
+  // counts the series of the refused requests and names the first ten.
+  EXPECT_NE(err.find("the first: HTTP 400: bad request: refused by the fault proxy: series acmetrace_build_info"),
+            std::string::npos)
+      << err;
+  const int64_t series_refused = NumberBefore(err, " series, not retried");
+  EXPECT_GT(series_refused, 10) << err;  // a whole shard's: each request holds every series of its shard
+  size_t named = 0;
+  for (size_t at = err.find("remote write: refused: "); at != std::string::npos;
+       at = err.find("remote write: refused: ", at + 1)) {
+    ++named;
+  }
+  EXPECT_EQ(named, 11u) << err;  // ten series and "... and N more series"
+  EXPECT_NE(err.find("remote write: refused: ... and " + std::to_string(series_refused - 10) + " more series"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;
+  // The rest delivered, exactly: every series the store holds equals the blocks path's, the refused
+  // series is not there, and what is missing is what was refused.
+  const Samples got = vm.Export();
+  Samples want_of_got;
+  for (const auto& [key, points] : got) {
+    if (reference_.count(key)) want_of_got[key] = reference_.at(key);
+  }
+  EXPECT_EQ(FirstDifference(want_of_got, got), "");
+  for (const auto& [key, _] : got) EXPECT_EQ(key.rfind("acmetrace_build_info{", 0), std::string::npos) << key;
+  EXPECT_EQ(Count(got) + refused_samples, Count(reference_));
+  EXPECT_EQ(static_cast<int64_t>(reference_.size() - got.size()), series_refused) << err;
+}
+
+// A receiver answering 429 with Retry-After: 2 (seconds): the retry comes after the receiver's
+// wait, cut to remote_write.max_backoff_ms (1 s here), not after the 30 ms backoff.
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverSayingRetryAfterIsRetriedThenNotBefore) {
+  fs::create_directories(work_ / "vmra");
+  LocalVictoriaMetrics vm(work_ / "vmra");
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(work_ / "vmra", vm.WriteUrl(), "retryafter", 2);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(RunShell("cd " + work_.string() + " && ACMETRACE_REMOTE_WRITE_MAX_BACKOFF_MS=1000 " + Binary() +
+                     " backfill --data day " + Window() + " --remote-write " + proxy.WriteUrl() +
+                     " > rw.out 2> rw.err"),
+            0)
+      << ReadFile((work_ / "rw.err").string());
+  err = ReadFile((work_ / "rw.err").string());
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
+  std::istringstream lines(proxy.output());
+  std::string line;
+  int gaps = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("retry_gap_ms ", 0) != 0) continue;
+    const int64_t gap = std::stoll(line.substr(13));
+    EXPECT_GE(gap, 950) << line;   // waited as told, not min_backoff_ms
+    EXPECT_LT(gap, 1900) << line;  // but no longer than max_backoff_ms
+    ++gaps;
+  }
+  EXPECT_EQ(gaps, 2) << proxy.output();
+  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+}
+
+// The receiver stopped in the middle of a backfill and started again on the same port and storage,
+// as an operator restarts it: the requests it could not take are retried, and every series reads
+// back through query_range exactly as from a store that was never restarted.
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQueriesAsAFreshOne) {
+  fs::create_directories(work_ / "vmfresh");
+  fs::create_directories(work_ / "vmrestart");
+  LocalVictoriaMetrics fresh(work_ / "vmfresh");
+  LocalVictoriaMetrics vm(work_ / "vmrestart");
+  ASSERT_TRUE(fresh.Ready()) << fresh.log();
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  std::string err;
+  ASSERT_EQ(Backfill(fresh.WriteUrl(), "", err), 0) << err;
+
+  // Small requests: the backfill is still sending when the first of them has landed.
+  const std::string err_path = (work_ / "vmrestart" / "backfill.err").string();
+  const std::string env = "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=2000 ACMETRACE_REMOTE_WRITE_CAPACITY=4000 ";
+  Child backfill({"/bin/sh", "-c",
+                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
+                      " --remote-write " + vm.WriteUrl()},
+                 (work_ / "vmrestart" / "backfill.out").string(), err_path);
+  auto rows = [&] {
+    const std::string body = HttpGet(vm.port(), "/metrics").body;
+    const std::string name = "vm_rows_inserted_total{type=\"promremotewrite\"} ";
+    const size_t at = body.find(name);
+    return at == std::string::npos ? 0 : std::stoll(body.substr(at + name.size()));
+  };
+  ASSERT_TRUE(WaitUntil([&] { return rows() > 0; }, 30)) << ReadFile(err_path);
+  ASSERT_EQ(vm.Stop(), 0) << vm.log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // requests meet a closed port meanwhile
+  vm.Start();
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  ASSERT_EQ(backfill.Wait(), 0) << ReadFile(err_path);
+  err = ReadFile(err_path);
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;  // the restart was met mid-backfill
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+
+  const auto want = fresh.QueryRange();
+  const auto got = vm.QueryRange();
+  ASSERT_GT(want.size(), 1000u);
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [key, points] : want) {
+    auto it = got.find(key);
+    if (it == got.end()) {
+      ADD_FAILURE() << "missing after the restart: " << key;
+      continue;
+    }
+    EXPECT_EQ(it->second, points) << key;
+  }
+  // Nothing lost either way: the raw samples are the blocks path's.
+  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+}
+
+// `run --until-end --remote-write`: what /metrics serves, scraped every --remote-write-interval of
+// wall time as the shipped prometheus.yml scrapes it (the exporter's own target, one per node),
+// each sample at its scrape's wall time, and a last scrape at the end: the store's last value of
+// every series is the one --metrics-out writes.
+TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
+  const fs::path dir = work_ / "vmlive";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const int64_t wall_from_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // An hour of the trace at speed 900: four seconds.
+  ASSERT_EQ(RunShell("cd " + dir.string() + " && ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) +
+                     " ACMETRACE_REPLAY_TO=" + std::to_string(kFrom + 3600) + " " + Binary() + " run --data " +
+                     (work_ / "day").string() +
+                     " --speed 900 --listen 127.0.0.1:0 --until-end --remote-write " + vm.WriteUrl() +
+                     " --remote-write-interval 100 --metrics-out final.prom > run.out 2> run.err"),
+            0)
+      << ReadFile((dir / "run.err").string());
+  const int64_t wall_to_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string err = ReadFile((dir / "run.err").string());
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
+
+  // --metrics-out: exposition text without timestamps (a 0 added for the parser).
+  std::string final_text;
+  {
+    std::istringstream lines(ReadFile((dir / "final.prom").string()));
+    std::string line;
+    while (std::getline(lines, line)) final_text += line.empty() || line[0] == '#' ? line + "\n" : line + " 0\n";
+  }
+  const Samples final_values = ParseOpenMetrics(final_text);
+  // The store, job and instance (the scrape's target labels) set aside: series -> last value.
+  // VictoriaMetrics makes the newest samples searchable a moment after it took them: read once
+  // every sample the run says it sent is there.
+  const int64_t sent = NumberBefore(err, " samples sent");
+  ASSERT_GT(sent, 0) << err;
+  std::vector<nlohmann::json> rows;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        EXPECT_EQ(HttpGet(vm.port(), "/internal/force_flush").status, 200);
+        const HttpResponse r = HttpGet(vm.port(), "/api/v1/export?match%5B%5D=" + UrlEncode("{__name__=~\".+\"}") +
+                                                      "&end=4102444800");
+        rows.clear();
+        int64_t n = 0;
+        std::istringstream lines(r.body);
+        std::string line;
+        while (std::getline(lines, line)) {
+          if (line.empty()) continue;
+          rows.push_back(nlohmann::json::parse(line));
+          n += static_cast<int64_t>(rows.back()["timestamps"].size());
+        }
+        return n == sent;
+      },
+      30))
+      << err;
+  std::map<std::string, double> last;
+  std::map<std::string, int64_t> scrapes;  // series -> samples
+  for (const nlohmann::json& row : rows) {
+    std::map<std::string, std::string> labels = Labels(row["metric"]);
+    EXPECT_TRUE(labels.count("job") && labels.count("instance")) << row["metric"];
+    labels.erase("job");
+    labels.erase("instance");
+    const std::string key = Key(labels);
+    // Only `up` is in every target (set apart by instance).
+    if (key.rfind("up{", 0) != 0) {
+      EXPECT_EQ(last.count(key), 0u) << "two targets serve " << key;
+    }
+    int64_t newest = INT64_MIN;
+    for (size_t i = 0; i < row["timestamps"].size(); ++i) {
+      const int64_t ts = row["timestamps"][i].get<int64_t>();
+      EXPECT_GE(ts, wall_from_ms) << key;  // stamped at wall time, during the run
+      EXPECT_LE(ts, wall_to_ms) << key;
+      if (ts > newest) {
+        newest = ts;
+        last[key] = row["values"][i].get<double>();
+      }
+    }
+    scrapes[key] = static_cast<int64_t>(row["timestamps"].size());
+  }
+  int persona = 0, flags = 0;
+  // --metrics-out leaves out the closed flags a scraper is still shown (docs/metrics.md), and so
+  // does its count of the flags' series.
+  const std::string flag_count = "acmetrace_series{metric=\"acmetrace_anomaly_active\",}";
+  for (const auto& [key, points] : final_values) {
+    ASSERT_EQ(points.size(), 1u);
+    if (key == flag_count) continue;
+    auto it = last.find(key);
+    if (it == last.end()) {
+      ADD_FAILURE() << "not sent: " << key;
+      continue;
+    }
+    // VictoriaMetrics keeps 12 significant digits (as in the backfill tests above).
+    const double want = points.begin()->second;
+    EXPECT_LE(std::fabs(it->second - want), 1e-12 * std::max(1.0, std::fabs(want))) << key << ": " << it->second;
+    persona += key.rfind("DCGM_", 0) == 0 ? 1 : 0;
+  }
+  for (const auto& [key, value] : last) {
+    if (key.rfind("acmetrace_anomaly_active{", 0) == 0) {
+      ++flags;
+      if (!final_values.count(key)) {
+        EXPECT_TRUE(value == 0 || value == 1) << key;
+      }
+      continue;
+    }
+    if (final_values.count(key)) continue;
+    // What only a scrape has: up, the process, the build, the remote write queue's own metrics.
+    const bool scrape_only = key.rfind("up{", 0) == 0 || key.rfind("process_", 0) == 0 ||
+                             key.rfind("acmetrace_build_info{", 0) == 0 ||
+                             key.rfind("acmetrace_remote_storage_", 0) == 0;
+    EXPECT_TRUE(scrape_only) << "sent but not in --metrics-out: " << key;
+  }
+  EXPECT_GT(persona, 100);
+  EXPECT_GT(flags, 0);
+  EXPECT_GE(scrapes["up{}"], 10);  // the exporter's own target, every 100 ms for seconds
+  // The queue's own metrics, scraped with the rest (its sends come after the last scrape).
+  EXPECT_EQ(last["acmetrace_remote_storage_shards{url=\"" + vm.WriteUrl() + "\",}"], 4);
+}
+
+// run without --until-end, stopped by SIGTERM while it serves: the scrapes so far and a last one
+// are sent before it exits, nothing left pending.
+TEST_F(BackfillRemoteWriteTest, RunStoppedBySigtermFlushesItsRemoteWriteToVictoriaMetrics) {
+  const fs::path dir = work_ / "vmliveterm";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const std::string err_path = (dir / "run.err").string();
+  Child run({Binary(), "run", "--data", (work_ / "day").string(), "--speed", "60", "--listen", "127.0.0.1:0",
+             "--remote-write", vm.WriteUrl()},
+            (dir / "run.out").string(), err_path);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(err_path).find("replaying") != std::string::npos; }, 30));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(run.Signal(SIGTERM), 0) << ReadFile(err_path);
+  const std::string err = ReadFile(err_path);
+  const int64_t sent = NumberBefore(err, " samples sent");
+  EXPECT_GT(sent, 0) << err;
+  EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  // The newest samples become searchable a moment after VictoriaMetrics took them.
+  int64_t stored = 0;
+  WaitUntil([&] { return (stored = Count(vm.Export(0, 4'102'444'800))) == sent; }, 20);
+  EXPECT_EQ(stored, sent) << err;
 }
 
 TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {

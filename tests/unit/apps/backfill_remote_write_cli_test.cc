@@ -36,6 +36,23 @@ TEST(BackfillRemoteWriteCliTest, UsageErrorsAreOneLineAndExit2) {
               "ACMETRACE_REMOTE_WRITE_CAPACITY=10 ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=100 ");
 }
 
+// run and export --remote-write: the same checks, before any data is read or served.
+TEST(BackfillRemoteWriteCliTest, RunAndExportUsageErrorsAreOneLineAndExit2) {
+  for (const std::string command : {"run --data /nonexistent", "export --source stdin"}) {
+    auto expect = [&](const std::string& args, const std::string& message) {
+      const ShellOutput run =
+          RunShellCapture(std::string(ACMETRACE_BINARY) + " " + command + " " + args + " 2>&1 < /dev/null");
+      EXPECT_EQ(run.exit_code, 2) << command << args << "\n" << run.out;
+      EXPECT_NE(run.out.find(message), std::string::npos) << command << args << "\n" << run.out;
+      EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << command << args << "\n" << run.out;
+    };
+    expect("--remote-write ftp://127.0.0.1/x", "--remote-write: \"ftp://127.0.0.1/x\": not an http:// or https:// URL");
+    expect("--header 'X-Scope-OrgID: t'", "need --remote-write (--header given)");
+    expect("--remote-write-interval 100", "need --remote-write (--remote-write-interval given)");
+    expect("--remote-write http://127.0.0.1:9/w --remote-write-interval 5", "--remote-write-interval");
+  }
+}
+
 // A receiver that never answers (nothing listens on the discard port): the backfill gives up after
 // max_attempts, says why in one line, counts every sample it took as failed (none left pending), exit 1.
 // Backoff 0 ms: nothing waits.

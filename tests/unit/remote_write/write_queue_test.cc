@@ -3,6 +3,9 @@
 // bounded number of attempts. A scripted transport answers; a recording sleeper never sleeps.
 #include "acmetrace/remote_write/write_queue.h"
 
+#include "acmetrace/remote_write/http_transport.h"
+#include "acmetrace/remote_write/queue_metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -15,14 +18,21 @@ namespace {
 struct Receiver {
   std::mutex mu;
   std::vector<int> script;  // statuses to answer in turn (0: no answer); then 200
+  std::vector<int64_t> retry_after_ms;  // the Retry-After of each scripted answer (-1: none)
   size_t next = 0;
+  std::string refuse_name;  // answer 400 to every request holding a series of this __name__
   std::map<std::string, std::vector<Sample>> stored;  // __name__ -> samples accepted, in order
   int posts = 0;
 
   core::Result<HttpAnswer> Answer(const std::string& body) {
     std::lock_guard<std::mutex> lock(mu);
     ++posts;
-    const int status = next < script.size() ? script[next++] : 200;
+    const size_t turn = next;
+    int status = next < script.size() ? script[next++] : 200;
+    if (!refuse_name.empty()) {
+      core::Result<std::vector<TimeSeries>> decoded = DecodeWriteRequest(body);
+      for (const TimeSeries& s : decoded.value()) status = s.labels.at(0).value == refuse_name ? 400 : status;
+    }
     if (status == 0) return core::Status::Error("connection refused");
     if (status == 200) {
       core::Result<std::vector<TimeSeries>> decoded = DecodeWriteRequest(body);
@@ -32,7 +42,8 @@ struct Receiver {
         into.insert(into.end(), s.samples.begin(), s.samples.end());
       }
     }
-    return HttpAnswer{status, status == 200 ? "" : "out of order sample\nfor series x"};
+    return HttpAnswer{status, status == 200 ? "" : "out of order sample\nfor series x",
+                      turn < retry_after_ms.size() ? retry_after_ms[turn] : -1};
   }
 };
 
@@ -153,6 +164,107 @@ TEST(WriteQueueTest, GivesUpAfterMaxAttemptsAndFailsTheProducer) {
   EXPECT_EQ(st.samples_pending, 0);  // every appended sample is counted as failed, none vanishes
   EXPECT_GT(st.samples_failed, 0);
   EXPECT_EQ(sleeper.waits().size(), 3u);
+}
+
+TEST(WriteQueueTest, RetryAfterOf429And503IsWaitedBoundedByMaxBackoffOthersUseTheBackoff) {
+  Receiver receiver;
+  // 429 says 50 ms; 503 says an hour, cut to max_backoff_ms; a 500 is not a status the protocol
+  // gives Retry-After to: the doubling backoff (30, 60, then 120 ms).
+  receiver.script = {429, 503, 500};
+  receiver.retry_after_ms = {50, 3'600'000, 7};
+  RecordingSleeper sleeper;
+  QueueOptions o = SmallOptions(1);
+  o.max_backoff_ms = 1'000;
+  WriteQueue queue(o, Factory(receiver), sleeper);
+  const uint32_t id = queue.AddSeries({{"__name__", "m"}});
+  for (int t = 0; t < 10; ++t) ASSERT_TRUE(queue.Append(id, {t, 1.0}).ok());
+  ASSERT_TRUE(queue.Close().ok());
+  EXPECT_EQ(sleeper.waits(), (std::vector<int64_t>{50, 1'000, 120}));
+  EXPECT_EQ(receiver.stored["m"].size(), 10u);
+}
+
+TEST(WriteQueueTest, RefusalsAreCountedPerSeriesTheRestDelivered) {
+  Receiver receiver;
+  receiver.refuse_name = "bad";
+  RecordingSleeper sleeper;
+  QueueOptions o = SmallOptions(1);
+  o.max_samples_per_send = 4;
+  o.capacity_samples = 8;
+  WriteQueue queue(o, Factory(receiver), sleeper);
+  const uint32_t good = queue.AddSeries({{"__name__", "good"}});
+  const uint32_t bad = queue.AddSeries({{"__name__", "bad"}, {"pod", "p\"1"}});
+  // Requests of 4 samples: good alone (two), then good and bad together (two).
+  for (int t = 0; t < 8; ++t) ASSERT_TRUE(queue.Append(good, {t, 1.0}).ok());
+  for (int t = 8; t < 12; ++t) {
+    ASSERT_TRUE(queue.Append(good, {t, 1.0}).ok());
+    ASSERT_TRUE(queue.Append(bad, {t, 2.0}).ok());
+  }
+  EXPECT_TRUE(queue.Close().ok());
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.requests_rejected, 2);
+  EXPECT_EQ(st.samples_failed, 8);
+  EXPECT_EQ(st.samples_sent, 8);
+  EXPECT_EQ(st.series_refused, 2);
+  EXPECT_EQ(st.bytes_sent > 0, true);
+  EXPECT_EQ(st.shards, 1);
+  EXPECT_EQ(receiver.stored["good"].size(), 8u);
+  const std::vector<RefusedSeries> refused = queue.Refused(10);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(SeriesText(refused[0].labels), "good{}");
+  EXPECT_EQ(refused[0].samples, 4);
+  EXPECT_EQ(refused[0].requests, 2);
+  EXPECT_EQ(SeriesText(refused[1].labels), "bad{pod=\"p\\\"1\"}");
+  EXPECT_EQ(refused[1].samples, 4);
+  EXPECT_EQ(queue.Refused(1).size(), 1u);
+}
+
+TEST(WriteQueueTest, FlushSendsAPartialBatch) {
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(SmallOptions(2), Factory(receiver), sleeper);
+  const uint32_t id = queue.AddSeries({{"__name__", "m"}});
+  ASSERT_TRUE(queue.Append(id, {1, 1.0}).ok());
+  ASSERT_TRUE(queue.Flush().ok());
+  ASSERT_TRUE(queue.Append(id, {2, 1.0}).ok());
+  ASSERT_TRUE(queue.Close().ok());
+  EXPECT_EQ(receiver.posts, 2);  // the flushed sample, then the closing one: not one batch of two
+  EXPECT_EQ(receiver.stored["m"].size(), 2u);
+}
+
+TEST(QueueMetricsTest, PrometheusRemoteStorageStyleTextWithTheUrl) {
+  QueueStats st;
+  st.samples_sent = 7;
+  st.samples_pending = 2;
+  st.shards = 4;
+  st.bytes_sent = 1234;
+  std::string text;
+  AppendQueueMetrics(text, st, "http://h:1/api/v1/write?a=\"b\"");
+  EXPECT_NE(text.find("# TYPE acmetrace_remote_storage_samples_total counter\n"
+                      "acmetrace_remote_storage_samples_total{url=\"http://h:1/api/v1/write?a=\\\"b\\\"\"} 7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("acmetrace_remote_storage_samples_pending{url="), std::string::npos);
+  EXPECT_NE(text.find("} 1234\n"), std::string::npos);
+  EXPECT_NE(text.find("acmetrace_remote_storage_shards{url=\"http://h:1/api/v1/write?a=\\\"b\\\"\"} 4\n"),
+            std::string::npos);
+  for (const char* name : {"samples_failed_total", "samples_retried_total", "requests_total",
+                           "requests_refused_total", "series_refused"}) {
+    EXPECT_NE(text.find(std::string("acmetrace_remote_storage_") + name + "{"), std::string::npos) << name;
+  }
+}
+
+TEST(RetryAfterTest, SecondsOrAnHttpDateElseNone) {
+  const int64_t now = 1'445'412'480'000;  // Wed, 21 Oct 2015 07:28:00 GMT
+  EXPECT_EQ(ParseRetryAfterMs("120", now), 120'000);
+  EXPECT_EQ(ParseRetryAfterMs("0", now), 0);
+  EXPECT_EQ(ParseRetryAfterMs("Wed, 21 Oct 2015 07:28:30 GMT", now), 30'000);
+  EXPECT_EQ(ParseRetryAfterMs("Wed, 21 Oct 2015 07:27:00 GMT", now), 0);  // past: at once
+  EXPECT_EQ(ParseRetryAfterMs("", now), -1);
+  EXPECT_EQ(ParseRetryAfterMs("-5", now), -1);
+  EXPECT_EQ(ParseRetryAfterMs("12abc", now), -1);
+  EXPECT_EQ(ParseRetryAfterMs("soon", now), -1);
+  EXPECT_EQ(ParseRetryAfterMs("99999999999999999999999", now), -1);
+  EXPECT_GT(ParseRetryAfterMs("9223372036854775", now), 0);  // no overflow into a negative wait
 }
 
 TEST(WriteQueueTest, OptionsAreValidated) {

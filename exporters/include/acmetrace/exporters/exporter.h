@@ -86,6 +86,10 @@ class Exporter {
   /// per-target (persona) series to on_target_sample.
   void ScrapeEveryTarget(std::string& cluster_view,
                          const std::function<void(const SeriesStore::TargetSample&)>& on_target_sample);
+  /// More self metrics, appended (text format) to every scrape of everything: ScrapeExposition
+  /// without a target and ScrapeEveryTarget's cluster view (another stage's own, e.g. the remote
+  /// write queue's). fn is called from scraping threads; an empty fn removes it.
+  void SetExtraSelfMetrics(std::function<void(std::string&)> fn);
   /// Prometheus HTTP service discovery: one target group per cluster, the nodes as targets.
   std::string TargetsJson() const;
   /// True once a record has been applied (the server's /-/ready).
@@ -133,6 +137,9 @@ class Exporter {
   std::unordered_map<std::string, FlagView> flags_;  // anomaly_active key -> what it shows
   size_t closed_flags_ = 0;                          // of flags_, closed and still shown
   std::set<std::string, std::less<>> clusters_;      // clusters whose counters were created at 0
+  std::mutex extra_mutex_;  // guards extra_self_metrics_ (held while it appends)
+  std::function<void(std::string&)> extra_self_metrics_;
+  void AppendExtraSelfMetrics(std::string& out);
   std::mutex self_mutex_;   // guards the two maps below
   std::map<std::string, int64_t, std::less<>> records_;       // "stage\x1ftopic" -> count
   std::map<std::string, int64_t, std::less<>> trace_time_ms_; // cluster -> newest event time

@@ -15,6 +15,7 @@
 #include "acmetrace/core/status.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/history/subprocess.h"
+#include "acmetrace/history/target_scrape.h"
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/stream_processor.h"
 #include "acmetrace/producers/event_stream.h"
@@ -30,13 +31,6 @@ class ScrapeOutput {
   virtual core::Status Scrape(int64_t ts_ms, std::string_view samples) = 0;
   /// No scrape follows: ends the text (# EOF) and completes whatever the output makes of it.
   virtual core::Status Finish() = 0;
-};
-
-/// The labels a scrape adds under the shipped configs/prometheus/prometheus.yml. Value type.
-struct ScrapeTargets {
-  std::string job = "acmetrace";               // the exporter's own target: everything but the persona
-  std::string instance = "127.0.0.1:9400";
-  std::string node_job = "acmetrace-gpu-nodes";  // one target per node (instance = the node)
 };
 
 /// What a backfill runs. Value type.

@@ -38,9 +38,12 @@ class RemoteWriteOutput : public ScrapeOutput {
  public:
   explicit RemoteWriteOutput(std::unique_ptr<remote_write::WriteQueue> queue) : queue_(std::move(queue)) {}
   core::Status Scrape(int64_t ts_ms, std::string_view samples) override;
+  /// Hands the batches in the making to the senders (WriteQueue::Flush).
+  core::Status Flush() { return queue_->Flush(); }
   /// Sends what is queued (retries included) and stops the senders.
   core::Status Finish() override;
   remote_write::QueueStats Stats() const { return queue_->Stats(); }
+  std::vector<remote_write::RefusedSeries> Refused(size_t max) const { return queue_->Refused(max); }
   int64_t series() const { return static_cast<int64_t>(ids_.size()); }
 
  private:

@@ -4,11 +4,16 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "acmetrace/remote_write/write_queue.h"
 #include "acmetrace/scoring/range_query.h"
 
 namespace acmetrace::remote_write {
+
+/// A Retry-After value as a wait in ms from now_unix_ms: delay-seconds ("120") or an HTTP-date
+/// ("Wed, 21 Oct 2015 07:28:00 GMT"; a past date is 0); -1 when it is neither.
+int64_t ParseRetryAfterMs(std::string_view value, int64_t now_unix_ms);
 
 /// POSTs to a remote write URL (http://host:port/api/v1/write). One per shard: not thread-safe.
 class HttpTransport : public WriteTransport {

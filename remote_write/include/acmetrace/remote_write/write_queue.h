@@ -1,7 +1,8 @@
 // Samples to a remote write receiver as Prometheus's queue manager sends them: a few shards, each
 // series always in the same shard (its order kept), batches of max_samples_per_send, a bounded
 // queue per shard that blocks the producer when full, retries with exponential backoff on 5xx, 429
-// and no answer, no retry on other statuses (counted and reported, never dropped silently).
+// and no answer (a 429's or 503's Retry-After honoured, up to the longest backoff), no retry on
+// other statuses (counted and reported per series, never dropped silently).
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@ namespace acmetrace::remote_write {
 struct HttpAnswer {
   int status = 0;
   std::string body;
+  int64_t retry_after_ms = -1;  // the Retry-After header as a wait, -1 without one
 };
 
 /// Sends one encoded request body. Each shard has its own: an instance is used by one thread.
@@ -60,15 +62,25 @@ struct QueueOptions {
   core::Status Validate() const;
 };
 
+/// A series with samples in requests the receiver refused. Value type.
+struct RefusedSeries {
+  std::vector<Label> labels;
+  int64_t samples = 0;   // its samples in the refused requests
+  int64_t requests = 0;  // the refused requests it was in
+};
+
 /// What the queue did, prometheus_remote_storage_* style. Value type.
 struct QueueStats {
   int64_t samples_sent = 0;       // accepted by the receiver (2xx)
   int64_t samples_failed = 0;     // refused (4xx other than 429) or given up on
   int64_t samples_retried = 0;    // sent again after a 5xx, 429 or no answer
   int64_t samples_pending = 0;    // appended, not yet answered
+  int64_t bytes_sent = 0;         // request bodies accepted (compressed, as on the wire)
   int64_t requests = 0;           // attempts, retries included
   int64_t requests_rejected = 0;  // answered with a status not retried (their samples are in failed)
+  int64_t shards = 0;
   std::string first_rejection;    // "HTTP 400: <body excerpt>" of the first of them
+  int64_t series_refused = 0;     // distinct series with samples in the refused requests
 };
 
 /// The shards and their senders. Append, AddSeries and Close from one producer thread; Stats from
@@ -88,20 +100,26 @@ class WriteQueue {
   /// Queues a sample of series (times rising per series). Waits while the series's shard is full;
   /// fails once a request was given up on (the message says which and why).
   core::Status Append(uint32_t series, Sample sample);
+  /// Hands every shard's batch in the making to its sender now, full or not (a live writer's
+  /// batch_send_deadline); waits as Append does when a shard is full.
+  core::Status Flush();
   /// Sends what is queued and stops the senders; the error of a request given up on, if any.
   /// Refused requests are not an error here: see Stats().
   core::Status Close();
   QueueStats Stats() const;
+  /// The series in refused requests, those in the most of them first (a receiver that refuses one
+  /// series refuses every request holding it: that series leads), at most max. Thread-safe.
+  std::vector<RefusedSeries> Refused(size_t max) const;
 
  private:
   struct Batch {
     std::vector<SeriesSamples> series;  // labels point into series_ (never moved: a deque)
+    std::vector<uint32_t> ids;          // the series' ids, in the order of series
     int64_t samples = 0;
   };
   struct Shard {
     // Producer side.
     Batch building;
-    std::vector<uint32_t> building_ids;  // the series in building, in order of building.series
     // Shared with the sender.
     std::mutex mu;
     std::condition_variable changed;
@@ -122,6 +140,7 @@ class WriteQueue {
   void SendLoop(Shard& shard);
   void SendBatch(WriteTransport& transport, const Batch& batch);
   core::Status FatalStatus() const;
+  void NoteRefused(const Batch& batch, const HttpAnswer& answer);
 
   QueueOptions options_;
   Sleeper& sleeper_;
@@ -133,11 +152,19 @@ class WriteQueue {
   std::atomic<int64_t> sent_{0};
   std::atomic<int64_t> failed_{0};
   std::atomic<int64_t> retried_{0};
+  std::atomic<int64_t> bytes_{0};
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> rejected_{0};
   std::atomic<bool> fatal_{false};  // a request was given up on: no more sends
   mutable std::mutex report_mu_;
   std::string first_rejection_;
+  struct RefusedEntry {
+    const std::vector<Label>* labels = nullptr;  // into series_ (never moved nor changed)
+    int64_t samples = 0;
+    int64_t requests = 0;
+  };
+  std::vector<RefusedEntry> refused_;  // by series id (guarded by report_mu_)
+  int64_t series_refused_ = 0;
   std::string fatal_message_;
 };
 

@@ -178,6 +178,7 @@ class PrometheusClient : public RangeQuerier {
   struct PostBody {
     std::string_view content;
     std::vector<std::string> headers;  // "Name: value" lines, besides the client's own
+    std::string* retry_after = nullptr;  // if set: the answer's Retry-After value ("" without one)
   };
   /// POSTs content to target (appended to the URL, "" for the URL itself) with the client's
   /// credentials and headers; the answer as Get's.
