@@ -785,7 +785,7 @@ RecordParser::~RecordParser() = default;
 
 Status RecordParser::ParseValue(std::string_view topic, std::string_view json, Record& out) {
   const RecordKind kind = RecordKindOfTopic(topic);
-  if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + std::string(topic) + "\"");
+  if (kind == RecordKind::kUnknown) return Status::Error("unknown topic " + QuotedValue(topic));
   if (impl_->fast && impl_->FastValue(kind, json, out)) return Status::Ok();
   od::document doc;
   if (auto e = impl_->Iterate(json).get(doc); e) return FieldError("(value)", e);
@@ -821,7 +821,7 @@ Status RecordParser::ParseFramedLine(std::string_view line, Record& out, std::st
       if (auto e = field.value().get_object().get(value); e) return FieldError("value", e);
       if (has_topic) {
         const RecordKind kind = RecordKindOfTopic(topic);
-        if (kind == RecordKind::kUnknown) return Status::Error("unknown topic \"" + topic + "\"");
+        if (kind == RecordKind::kUnknown) return Status::Error("unknown topic " + QuotedValue(topic));
         Status s = impl_->ParseObject(kind, value, out);
         if (!s.ok()) return Status::Error("value: " + s.message());
       } else {
