@@ -84,7 +84,8 @@ void GroupOwnership::OnAssigned(const std::vector<int32_t>& assigned) {
   // Clusters no longer ours go; ours that were kept in memory stay (their snapshot, saved at the
   // revocation, is still the latest: nobody else owned them in between).
   for (const std::string& cluster : processor_->owned()) {
-    if (held_.count(OwnerPartition(cluster)) == 0) processor_->Release(cluster);
+    if (held_.count(OwnerPartition(cluster)) > 0) continue;
+    if (core::Status s = processor_->Release(cluster); !s.ok() && callback_error_.ok()) callback_error_ = s;
   }
   std::set<std::string> candidates(options_.clusters.begin(), options_.clusters.end());
   for (const std::string& cluster : candidates) {
@@ -141,7 +142,9 @@ core::Status GroupOwnership::SaveSnapshots(bool final_flush_follows) {
   if (core::Status s = sink_.Flush(); !s.ok()) return s;
   if (!store_) return core::Status::Ok();
   for (const std::string& cluster : processor_->owned()) {
-    if (core::Status s = store_->Save(cluster, processor_->Snapshot(cluster, final_flush_follows)); !s.ok()) return s;
+    core::Result<std::string> snapshot = processor_->Snapshot(cluster, final_flush_follows);
+    if (!snapshot.ok()) return snapshot.status();
+    if (core::Status s = store_->Save(cluster, snapshot.value()); !s.ok()) return s;
   }
   CommitSnapshotOffsets();
   return core::Status::Ok();

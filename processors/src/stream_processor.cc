@@ -455,8 +455,8 @@ void StreamProcessor::Own(const std::string& cluster) {
   if (clusters_.find(cluster) == clusters_.end()) CreateCluster(cluster);
 }
 
-void StreamProcessor::Release(const std::string& cluster) {
-  (void)Drain();  // the worker may still apply its windows
+core::Status StreamProcessor::Release(const std::string& cluster) {
+  core::Status drained = Drain();  // the worker may still apply its windows
   if (auto it = clusters_.find(cluster); it != clusters_.end()) {
     for (PartitionTrust& t : trust_) {
       if (t.claim_cluster == it->second.get()) t.claim_cluster = nullptr;
@@ -464,6 +464,7 @@ void StreamProcessor::Release(const std::string& cluster) {
     clusters_.erase(it);
     ++ownership_changes_;
   }
+  return drained;
 }
 
 std::vector<std::string> StreamProcessor::owned() const {
@@ -831,10 +832,11 @@ void StreamProcessor::TakeEmptyWindow(std::vector<Pending>& window) {
   empty_windows_.pop_back();
 }
 
-std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
-  (void)Drain();  // every closed window applied: the state is consistent
+core::Result<std::string> StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
+  // Every closed window applied: the state is consistent (and not saved if one of them failed).
+  if (core::Status s = Drain(); !s.ok()) return s;
   auto it = clusters_.find(cluster);
-  if (it == clusters_.end()) return {};
+  if (it == clusters_.end()) return std::string();
   const ClusterState& c = *it->second;
   int64_t emitted = std::max(c.emitted_through, c.closed_through);
   if (final_flush_follows && !c.buffer.empty()) {
@@ -886,19 +888,19 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   if (!expected_cluster.empty() && cluster != expected_cluster) {
     return core::Status::Error("state snapshot is of cluster " + cluster + ", not " + std::string(expected_cluster));
   }
-  Release(cluster);
+  if (core::Status s = Release(cluster); !s.ok()) return s;
   ClusterState& c = CreateCluster(cluster);
   const size_t header_bytes = 8 + kSnapshotMagic.size() + 8 + 8 + cluster.size();
   StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
   std::string group = snapshot_group_;  // an older version names none: taken as this one's
   ClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group);
   if (!in.ok() || !in.at_end()) {
-    Release(cluster);
+    (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
     return core::Status::Error("state snapshot of " + cluster + ": " +
                                (in.error().empty() ? std::string("truncated or malformed") : in.error()));
   }
   if (group != snapshot_group_) {
-    Release(cluster);
+    (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
     return core::Status::Error("state snapshot of " + cluster + " is of consumer group " + core::QuotedValue(group) +
                                ", not " + core::QuotedValue(snapshot_group_));
   }

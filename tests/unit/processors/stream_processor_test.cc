@@ -473,7 +473,7 @@ TEST(StreamProcessorTest, TheWorkerThreadWritesTheSameBytesAndSnapshots) {
       p->ReuseRecord(r);
     }
   }
-  EXPECT_EQ(two.Snapshot("seren"), one.Snapshot("seren"));
+  EXPECT_EQ(two.Snapshot("seren").value(), one.Snapshot("seren").value());
   ASSERT_TRUE(two.Drain().ok());
   EXPECT_EQ(two_sink.text, one_sink.text);
   EXPECT_EQ(two.stats().windows, one.stats().windows);
@@ -556,7 +556,7 @@ TEST(StreamProcessorTest, ARestoredSnapshotResumesWithoutCountingAnythingTwice) 
       p.Own("kalos");
       const int part = p.DeclarePartition("acme.util/0");
       for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c).value());
       // ...and it goes on a little after the snapshot before it is killed: that output is lost
       // with it, or written again by the next run.
       for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
@@ -707,7 +707,7 @@ TEST(StreamProcessorTest, ARestoredSnapshotResumesDetectorsWithoutFlaggingAnythi
       p.Own("kalos");
       const int part = p.DeclarePartition("acme.util/0");
       for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c).value());
       before = Anomalies(first);
       // Killed a little after the snapshot: what it wrote after it is lost or written again.
       for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
@@ -740,7 +740,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
   p.Own("seren");
   const int part = p.DeclarePartition("acme.util/0");
   for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-  const std::string snapshot = p.Snapshot("seren");
+  const std::string snapshot = p.Snapshot("seren").value();
   for (size_t n = 0; n < snapshot.size(); n += (n < 64 ? 1 : 13)) {
     CaptureSink s2;
     StreamProcessor q(options, s2, FakeAndRealDetectors());
@@ -763,7 +763,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
     // Version 6 is version 4, then the consumer group ("" here: 8 bytes of zero), the evidence
     // gate's state (version 6) and a 4-byte checksum (version 5).
-    const std::string v6 = without.Snapshot("seren");
+    const std::string v6 = without.Snapshot("seren").value();
     StateReader in(v6);
     const std::string magic = in.Str();
     ASSERT_EQ(in.U64(), 6u);
@@ -794,7 +794,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
       CaptureSink s4;
       StreamProcessor r(options, s4, nullptr);
       ASSERT_TRUE(r.Restore(v4).ok());
-      EXPECT_EQ(without_checksum(r.Snapshot("seren")), v4_as_v6);
+      EXPECT_EQ(without_checksum(r.Snapshot("seren").value()), v4_as_v6);
     }
     v1.Str(magic);
     v1.U64(1);
@@ -840,7 +840,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     StreamProcessor r(options, s3, nullptr);
     ASSERT_TRUE(r.Restore(v3_bytes).ok());
     EXPECT_TRUE(r.EndedPartitions("seren").empty());
-    EXPECT_EQ(without_checksum(r.Snapshot("seren")), v4_as_v6);
+    EXPECT_EQ(without_checksum(r.Snapshot("seren").value()), v4_as_v6);
   }
 }
 
@@ -887,10 +887,10 @@ TEST(StreamProcessorTest, StateIsBoundedByTheWindowsNotTheHistory) {
   const std::vector<core::Record> feed = Feed(240, 5);
   size_t at_70_minutes = 0;
   for (const core::Record& r : feed) {
-    if (at_70_minutes == 0 && core::TimestampMsOf(r) >= kT0 + 70 * 60'000) at_70_minutes = p.Snapshot("seren").size();
+    if (at_70_minutes == 0 && core::TimestampMsOf(r) >= kT0 + 70 * 60'000) at_70_minutes = p.Snapshot("seren").value().size();
     ASSERT_TRUE(p.Process(part, -1, core::Record(r)).ok());
   }
-  const size_t at_end = p.Snapshot("seren").size();
+  const size_t at_end = p.Snapshot("seren").value().size();
   ASSERT_GT(at_70_minutes, 0u);
   EXPECT_LT(static_cast<double>(at_end), 1.3 * static_cast<double>(at_70_minutes));
   EXPECT_EQ(p.ResumeOffset(part), -1);
