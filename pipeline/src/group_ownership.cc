@@ -160,9 +160,7 @@ void GroupOwnership::CommitSnapshotOffsets() {
   for (size_t i = 0; i < partitions.size(); ++i) {
     const int64_t next = processor_->ResumeOffset(static_cast<int>(i));
     if (next < 0) continue;  // an owned cluster has read nothing of it yet
-    const std::string& name = partitions[i].name;  // "topic/N"
-    const size_t slash = name.rfind('/');
-    offsets.push_back(kafka::PartitionStart{partitions[i].topic, std::stoi(name.substr(slash + 1)), next});
+    offsets.push_back(kafka::PartitionStart{partitions[i].topic, partitions[i].number, next});
   }
   const core::Status s = membership_->Commit(offsets);
   if (!s.ok() && s.message() != last_commit_error_) log_("warning: " + s.message() + " (the snapshots hold the offsets)");
