@@ -12,8 +12,8 @@ namespace acmetrace::exporters {
 void DeclareExportConfig(core::Config& config) {
   using core::ConfigType;
   config.Declare("export.source", "stdin",
-                 "where `acmetrace export` reads records: stdin (JSON lines) or kafka (acme.util, acme.metrics, "
-                 "acme.anomalies)",
+                 "where `acmetrace export` reads records (acme.util, acme.metrics, acme.anomalies): a transport that "
+                 "reads (stdin: JSON lines)",
                  ConfigType::Enum({"stdin", "kafka"}));
   config.Declare("export.listen", "127.0.0.1:9400",
                  "HOST:PORT of /metrics (9400 is dcgm-exporter's port); port 0 picks a free one, printed on stdout",

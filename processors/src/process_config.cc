@@ -29,9 +29,9 @@ core::ConfigType CapacityType() {
 
 void DeclareProcessConfig(core::Config& config) {
   using core::ConfigType;
-  config.Declare("process.source", "stdin", "where records come from: stdin (JSON lines) or kafka",
+  config.Declare("process.source", "stdin", "where records come from: a transport that reads (stdin: JSON lines; docs/design.md \"Transports\")",
                  ConfigType::Enum({"stdin", "kafka"}));
-  config.Declare("process.sink", "stdout", "where acme.metrics and acme.anomalies go: stdout (JSON lines) or kafka",
+  config.Declare("process.sink", "stdout", "where acme.metrics and acme.anomalies go: a transport that writes (stdout: JSON lines)",
                  ConfigType::Enum({"stdout", "kafka"}));
   config.Declare("process.allowed_lateness_ms", "60000",
                  "event-time lateness tolerated: the watermark is the lowest, over input partitions, of the highest "

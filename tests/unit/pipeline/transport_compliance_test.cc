@@ -1,0 +1,30 @@
+// The transport compliance suite (transport_compliance.h) over every registered transport that
+// needs no server: the in-process queues. Kafka's instance is an
+// integration test (tests/integration/kafka_transport_compliance_test.cc).
+#include "transport_compliance.h"
+
+
+namespace acmetrace::pipeline::testing {
+namespace {
+
+std::vector<TransportCase> Cases() {
+  std::vector<TransportCase> cases;
+  for (const TransportKind* kind : TransportKinds()) {
+    if (!kind->in_one_process || kind->name == "kafka") continue;  // kafka: with its broker, label kafka
+    cases.push_back(TransportCase{std::string(kind->name), nullptr});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registered, TransportComplianceTest, ::testing::ValuesIn(Cases()), CaseName);
+
+TEST(TransportRegistryTest, EveryTransportThatHopsInOneProcessIsUnderTheSuite) {
+  // The suite runs over the registry, so a new transport is under it by being listed; Kafka's
+  // instance is the integration one.
+  std::vector<std::string> covered;
+  for (const TransportCase& c : Cases()) covered.push_back(c.kind);
+  EXPECT_NE(std::find(covered.begin(), covered.end(), "in-process"), covered.end());
+}
+
+}  // namespace
+}  // namespace acmetrace::pipeline::testing
