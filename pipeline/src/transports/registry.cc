@@ -9,10 +9,11 @@ extern const TransportKind kInProcessTransport;
 extern const TransportKind kStdioTransport;
 extern const TransportKind kNullTransport;
 extern const TransportKind kKafkaTransport;
+extern const TransportKind kFileTransport;
 
 const std::vector<const TransportKind*>& TransportKinds() {
   static const std::vector<const TransportKind*> kinds = {
-      &kInProcessTransport, &kStdioTransport, &kNullTransport, &kKafkaTransport,
+      &kInProcessTransport, &kStdioTransport, &kNullTransport, &kKafkaTransport, &kFileTransport,
   };
   return kinds;
 }

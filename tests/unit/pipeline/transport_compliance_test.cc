@@ -1,8 +1,11 @@
 // The transport compliance suite (transport_compliance.h) over every registered transport that
-// needs no server: the in-process queues. Kafka's instance is an
+// needs no server: the in-process queues and the file transport. Kafka's instance is an
 // integration test (tests/integration/kafka_transport_compliance_test.cc).
 #include "transport_compliance.h"
 
+#include <filesystem>
+
+#include "test_files.h"
 
 namespace acmetrace::pipeline::testing {
 namespace {
@@ -11,7 +14,12 @@ std::vector<TransportCase> Cases() {
   std::vector<TransportCase> cases;
   for (const TransportKind* kind : TransportKinds()) {
     if (!kind->in_one_process || kind->name == "kafka") continue;  // kafka: with its broker, label kafka
-    cases.push_back(TransportCase{std::string(kind->name), nullptr});
+    cases.push_back(TransportCase{std::string(kind->name), [](core::Config& config) {
+                                    // A fresh directory per test, three files per topic.
+                                    const std::string dir = acmetrace::TestDir();
+                                    ASSERT_TRUE(config.Set("file.dir", dir).ok());
+                                    ASSERT_TRUE(config.Set("file.partitions", "3").ok());
+                                  }});
   }
   return cases;
 }
@@ -24,6 +32,7 @@ TEST(TransportRegistryTest, EveryTransportThatHopsInOneProcessIsUnderTheSuite) {
   std::vector<std::string> covered;
   for (const TransportCase& c : Cases()) covered.push_back(c.kind);
   EXPECT_NE(std::find(covered.begin(), covered.end(), "in-process"), covered.end());
+  EXPECT_NE(std::find(covered.begin(), covered.end(), "file"), covered.end());
 }
 
 }  // namespace
