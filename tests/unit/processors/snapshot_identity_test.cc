@@ -135,7 +135,7 @@ TEST(SnapshotIdentityTest, EveryBitFlipIsRefused) {
     } else {
       ADD_FAILURE() << "bit " << bit << " flipped and the snapshot loaded";
     }
-    l.p.Release("seren");
+    EXPECT_TRUE(l.p.Release("seren").ok());
   }
   EXPECT_EQ(refused, tried);
   // The body's flips are found by the checksum, with one clear message.
