@@ -3,19 +3,9 @@
 
 #include <optional>
 
+#include "acmetrace/pipeline/cluster_hash.h"
+
 namespace acmetrace::pipeline {
-namespace {
-
-uint32_t Fnv1a(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
-}
-
-}  // namespace
 
 GroupOwnership::GroupOwnership(processors::ProcessOptions options, kafka::KafkaSettings settings,
                                core::RecordSink& sink, std::function<void(const std::string&)> log)
@@ -51,7 +41,7 @@ int32_t GroupOwnership::OwnerPartition(std::string_view cluster) const {
   for (size_t i = 0; i < options_.clusters.size(); ++i) {
     if (options_.clusters[i] == cluster) return static_cast<int32_t>(i % ownership_partitions_);
   }
-  return static_cast<int32_t>(Fnv1a(cluster) % static_cast<uint32_t>(ownership_partitions_));
+  return static_cast<int32_t>(ClusterHash(cluster) % static_cast<uint32_t>(ownership_partitions_));
 }
 
 core::Status GroupOwnership::Adopt(const std::string& cluster) {

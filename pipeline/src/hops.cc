@@ -95,6 +95,27 @@ StageOptions Transport::EndOfInput(bool until_end) const {
   return options;
 }
 
+namespace {
+
+// The stage's input from transport, and how it ends.
+core::Status ReadFrom(WiredStage& stage, Transport& transport, const InputHop& hop, bool until_end) {
+  core::Result<std::unique_ptr<core::RecordInput>> input = transport.Reader(hop);
+  if (!input.ok()) return input.status();
+  stage.input = std::move(input).value();
+  stage.options = transport.EndOfInput(until_end);
+  return core::Status::Ok();
+}
+
+// The stage's sink to transport.
+core::Status WriteTo(WiredStage& stage, Transport& transport, const OutputHop& hop) {
+  core::Result<std::unique_ptr<core::RecordSink>> sink = transport.Writer(hop);
+  if (!sink.ok()) return sink.status();
+  stage.sink = std::move(sink).value();
+  return core::Status::Ok();
+}
+
+}  // namespace
+
 core::Result<WiredStage> WireProcessStage(const core::Config& config, const processors::ProcessOptions& options,
                                           bool until_end, std::function<void(const std::string&)> log) {
   const TransportKind& source = EndpointKind(config, "process.source", /*reads=*/true);
@@ -106,48 +127,37 @@ core::Result<WiredStage> WireProcessStage(const core::Config& config, const proc
   core::Result<Transport*> in = TransportOf(stage, made, source, config);
   if (!in.ok()) return in.status();
   // The sink first: a group's snapshots flush it, so the ownership is made with it.
-  core::Result<std::unique_ptr<core::RecordSink>> written = out.value()->Writer(OutputHop{ProcessOutputTopics(), false});
-  if (!written.ok()) return written.status();
-  stage.sink = std::move(written).value();
+  if (core::Status s = WriteTo(stage, *out.value(), OutputHop{ProcessOutputTopics(), false}); !s.ok()) return s;
   InputHop hop;
   hop.topics = ProcessInputTopics();
   hop.ownership = InputHop::Ownership::kShared;
   hop.create_topics = true;
-  core::Result<std::unique_ptr<core::RecordInput>> input = in.value()->Reader(hop);
-  if (!input.ok()) return input.status();
-  stage.input = std::move(input).value();
+  if (core::Status s = ReadFrom(stage, *in.value(), hop, until_end); !s.ok()) return s;
   core::Result<std::unique_ptr<ClusterOwnership>> ownership =
       in.value()->Ownership(hop, options, *stage.sink, std::move(log));
   if (!ownership.ok()) return ownership.status();
   stage.ownership = std::move(ownership).value();
-  stage.options = in.value()->EndOfInput(until_end);
   return stage;
 }
 
 core::Result<WiredStage> WireExportStage(const core::Config& config, bool until_end) {
-  const TransportKind& source = EndpointKind(config, "export.source", /*reads=*/true);
   WiredStage stage;
   std::vector<const TransportKind*> made;
-  core::Result<Transport*> in = TransportOf(stage, made, source, config);
+  core::Result<Transport*> in =
+      TransportOf(stage, made, EndpointKind(config, "export.source", /*reads=*/true), config);
   if (!in.ok()) return in.status();
   InputHop hop;
   hop.topics = ExportInputTopics();
-  core::Result<std::unique_ptr<core::RecordInput>> input = in.value()->Reader(hop);
-  if (!input.ok()) return input.status();
-  stage.input = std::move(input).value();
-  stage.options = in.value()->EndOfInput(until_end);
+  if (core::Status s = ReadFrom(stage, *in.value(), hop, until_end); !s.ok()) return s;
   return stage;
 }
 
 core::Result<WiredStage> WireReplayStage(const core::Config& config) {
-  const TransportKind& sink = EndpointKind(config, "replay.sink", /*reads=*/false);
   WiredStage stage;
   std::vector<const TransportKind*> made;
-  core::Result<Transport*> out = TransportOf(stage, made, sink, config);
+  core::Result<Transport*> out = TransportOf(stage, made, EndpointKind(config, "replay.sink", /*reads=*/false), config);
   if (!out.ok()) return out.status();
-  core::Result<std::unique_ptr<core::RecordSink>> written = out.value()->Writer(OutputHop{ProcessInputTopics(), true});
-  if (!written.ok()) return written.status();
-  stage.sink = std::move(written).value();
+  if (core::Status s = WriteTo(stage, *out.value(), OutputHop{ProcessInputTopics(), true}); !s.ok()) return s;
   return stage;
 }
 

@@ -17,6 +17,7 @@
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/core/record_parse.h"
 #include "acmetrace/core/stream_markers.h"
+#include "acmetrace/pipeline/cluster_hash.h"
 #include "acmetrace/pipeline/hops.h"
 
 namespace acmetrace::pipeline {
@@ -66,15 +67,6 @@ core::Status MakeTopicDir(const FileSettings& s, std::string_view topic) {
   std::filesystem::create_directories(s.dir + "/" + std::string(topic), ec);
   if (ec) return core::Status::Error(s.dir + "/" + std::string(topic) + ": cannot create: " + ec.message());
   return core::Status::Ok();
-}
-
-uint32_t Fnv1a(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
 }
 
 int64_t SteadyMs() {
@@ -186,7 +178,7 @@ class FileSink : public core::RecordSink {
     while (t < topics_.size() && topics_[t] != topic) ++t;
     if (t == topics_.size()) return core::Status::Error("file transport: " + std::string(topic) + " is not a topic of this writer");
     const std::string_view cluster = std::visit([](const auto& r) -> std::string_view { return r.cluster; }, record);
-    const int32_t p = static_cast<int32_t>(Fnv1a(cluster) % static_cast<uint32_t>(settings_.partitions));
+    const int32_t p = static_cast<int32_t>(ClusterHash(cluster) % static_cast<uint32_t>(settings_.partitions));
     const int64_t ts = core::TimestampMsOf(record);
     if (progress_.DueBefore(ts)) {
       if (core::Status s = progress_.Round([&](size_t rt, int32_t rp) { return Marker(rt, rp, core::kProgressMarker, ts); });
