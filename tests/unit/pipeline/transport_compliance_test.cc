@@ -35,5 +35,28 @@ TEST(TransportRegistryTest, EveryTransportThatHopsInOneProcessIsUnderTheSuite) {
   EXPECT_NE(std::find(covered.begin(), covered.end(), "file"), covered.end());
 }
 
+// The stages' source and sink keys take exactly the registered names: every transport that writes
+// is a replay sink, every one that reads a process source, and nothing else is.
+TEST(TransportRegistryTest, SourceAndSinkKeysTakeTheRegisteredNames) {
+  for (const TransportKind* kind : TransportKinds()) {
+    core::Config config;
+    DeclareAllConfig(config);
+    if (!kind->writes_as.empty()) {
+      ASSERT_TRUE(config.Set("replay.sink", std::string(kind->writes_as)).ok());
+      EXPECT_TRUE(config.Validate().empty()) << kind->name;
+    }
+    if (!kind->reads_as.empty()) {
+      ASSERT_TRUE(config.Set("process.source", std::string(kind->reads_as)).ok());
+      EXPECT_TRUE(config.Validate().empty()) << kind->name;
+    }
+  }
+  core::Config config;
+  DeclareAllConfig(config);
+  ASSERT_TRUE(config.Set("replay.sink", "carrier-pigeon").ok());
+  const std::vector<std::string> errors = config.Validate();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors.front().rfind("replay.sink: expected stdout, null, kafka", 0), 0u) << errors.front();
+}
+
 }  // namespace
 }  // namespace acmetrace::pipeline::testing
