@@ -11,6 +11,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct TransportCase {
   std::string kind;
   std::function<void(core::Config&)> configure;
 };
+
+// Tests name the kind, not the bytes of the struct.
+inline void PrintTo(const TransportCase& c, std::ostream* os) { *os << c.kind; }
 
 inline std::string CaseName(const ::testing::TestParamInfo<TransportCase>& info) {
   std::string name;
