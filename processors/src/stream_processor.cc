@@ -12,6 +12,7 @@
 #include <cstring>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <tuple>
@@ -26,11 +27,16 @@ namespace acmetrace::processors {
 namespace {
 
 constexpr std::string_view kSnapshotMagic = "acmetrace.process.state";
+// 7: the state in named sections, each with its layout version and length (ClusterSections), then a
+//    CRC-32 of every byte before it: a new piece of state is a new section, which older snapshots lack
+//    (it starts at its default), not a gate on the snapshot's version.
+// Versions 1-6, still read (LegacyClusterSnapshotFields), were one run of fields grown at its end:
 // 2: detector state after the metrics. 1 (no detector state) still loads, with a warning.
 // 3: the capacity seen in telemetry after the detectors. 4: then the partitions whose writer ended.
 // 5: then the consumer group it was saved for, and a CRC-32 of every byte before it at the end.
 // 6: the evidence gate's state (open flags, last samples) after the group.
-constexpr uint64_t kSnapshotVersion = 6;
+constexpr uint64_t kSnapshotVersion = 7;
+constexpr uint64_t kSnapshotVersionWithoutSections = 6;
 constexpr uint64_t kSnapshotVersionWithoutEvidence = 5;
 constexpr uint64_t kSnapshotVersionWithoutIdentity = 4;
 constexpr uint64_t kSnapshotVersionWithoutWriterEnds = 3;
@@ -261,11 +267,30 @@ struct DetectorPartsRef {
   }
 };
 
-// A cluster's snapshot after its header (magic, version, name). Emitted: the end of the windows
-// already written (on saving, what the owner will have written when it stops).
+// A cluster's state as the sections of a snapshot (version 7): visit(name, layout version, fields)
+// for each, fields being a generic callable on a StateWriter or StateReader. Emitted: the end of the
+// windows already written (on saving, what the owner will have written when it stops). A new piece of
+// state is a new section here, with its default for snapshots without it (Restore); a section's
+// layout changes by its version, read by its fields.
+template <class Processor, class Cluster, class Emitted, class Group, class Visit>
+void ClusterSections(Processor& processor, const std::vector<std::string>& partitions, Cluster& c,
+                     Emitted& emitted_through, int64_t base_window_ms, Group& group, Visit visit) {
+  visit("windows", 1, [&](auto& io) {
+    io(PartitionsRef<Processor, Cluster>{processor, partitions, c}, c.watermark, c.closed_through, emitted_through,
+       c.seq, BufferRef<Member<decltype((c.buffer))>>{c.buffer, base_window_ms},
+       MetricsRef<Member<decltype((c.metrics))>>{c.metrics});
+  });
+  visit("detectors", 1, [&](auto& io) { io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name}); });
+  visit("capacity", 1, [&](auto& io) { ClusterMetrics::CapacityFields(io, c.metrics); });
+  visit("writer_ends", 1, [&](auto& io) { io(WriterEndsRef<Processor, Cluster>{processor, partitions, c}); });
+  visit("group", 1, [&](auto& io) { io(group); });
+  visit("evidence", 1, [&](auto& io) { io(c.evidence); });
+}
+
+// Versions 1-6 (read only): the same state as one run of fields after the header, grown at its end.
 template <class Io, class Processor, class Cluster, class Emitted, class Group>
-void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::string>& partitions, Cluster& c,
-                           Emitted& emitted_through, int64_t base_window_ms, Group& group) {
+void LegacyClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::string>& partitions, Cluster& c,
+                                 Emitted& emitted_through, int64_t base_window_ms, Group& group) {
   io(PartitionsRef<Processor, Cluster>{processor, partitions, c}, c.watermark, c.closed_through, emitted_through,
      c.seq, BufferRef<Member<decltype((c.buffer))>>{c.buffer, base_window_ms}, MetricsRef<Member<decltype((c.metrics))>>{c.metrics});
   // Version 1 ended there: no detector state.
@@ -279,7 +304,7 @@ void ClusterSnapshotFields(Io& io, Processor& processor, const std::vector<std::
   // Version 4 ended there: nothing said whose snapshot it was.
   if (io.version() >= kSnapshotVersionWithoutEvidence) io(group);
   // Version 5 ended there: flags whose evidence stopped before the snapshot were closed again.
-  if (io.version() >= kSnapshotVersion) io(c.evidence);
+  if (io.version() >= kSnapshotVersionWithoutSections) io(c.evidence);
 }
 
 }  // namespace
@@ -845,7 +870,19 @@ core::Result<std::string> StreamProcessor::Snapshot(const std::string& cluster, 
   StateWriter out;
   out.Str(kSnapshotMagic);
   out(kSnapshotVersion, c.name);
-  ClusterSnapshotFields(out, *this, partition_names_, c, emitted, options_.base_window_ms(), snapshot_group_);
+  std::vector<std::tuple<std::string_view, uint64_t, std::string>> sections;
+  ClusterSections(*this, partition_names_, c, emitted, options_.base_window_ms(), snapshot_group_,
+                  [&](std::string_view name, uint64_t version, const auto& fields) {
+                    StateWriter section;
+                    fields(section);
+                    sections.emplace_back(name, version, section.Take());
+                  });
+  out.U64(sections.size());
+  for (const auto& [name, version, bytes] : sections) {
+    out.Str(name);
+    out(version);
+    out.Str(bytes);
+  }
   std::string bytes = out.Take();
   const uint32_t checksum = SnapshotChecksum(bytes);
   char tail[kSnapshotChecksumBytes];
@@ -865,7 +902,8 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   StateReader header(snapshot);
   if (header.Str() != kSnapshotMagic) return core::Status::Error("not a processor state snapshot");
   const uint64_t version = header.U64();
-  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutEvidence &&
+  if (version != kSnapshotVersion && version != kSnapshotVersionWithoutSections &&
+      version != kSnapshotVersionWithoutEvidence &&
       version != kSnapshotVersionWithoutIdentity &&
       version != kSnapshotVersionWithoutWriterEnds &&
       version != kSnapshotVersionWithoutCapacity &&
@@ -890,21 +928,78 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   }
   if (core::Status s = Release(cluster); !s.ok()) return s;
   ClusterState& c = CreateCluster(cluster);
+  std::string group = snapshot_group_;  // an older snapshot names none: taken as this one's
+  bool has_detectors = version != kSnapshotVersionWithoutDetectors;
   const size_t header_bytes = 8 + kSnapshotMagic.size() + 8 + 8 + cluster.size();
-  StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
-  std::string group = snapshot_group_;  // an older version names none: taken as this one's
-  ClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group);
-  if (!in.ok() || !in.at_end()) {
-    (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
-    return core::Status::Error("state snapshot of " + cluster + ": " +
-                               (in.error().empty() ? std::string("truncated or malformed") : in.error()));
+  if (version >= kSnapshotVersion) {
+    StateReader body(snapshot.substr(header_bytes));
+    // The sections, read in whole first: each once, of a name and version this build reads.
+    struct Section {
+      uint64_t version;
+      std::string bytes;
+    };
+    std::map<std::string, Section, std::less<>> sections;
+    const uint64_t count = body.Count(8 + 8 + 8);  // each: its name's length, version and length
+    for (uint64_t i = 0; i < count && body.ok(); ++i) {
+      std::string name = body.Str();
+      const uint64_t section_version = body.U64();
+      std::string bytes = body.Str();
+      if (!body.ok()) break;
+      if (!sections.emplace(name, Section{section_version, std::move(bytes)}).second) {
+        (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
+        return core::Status::Error("state snapshot of " + cluster + ": section " + core::QuotedValue(name) + " twice");
+      }
+    }
+    if (!body.ok() || !body.at_end()) {
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
+      return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed sections");
+    }
+    std::string error;
+    std::vector<std::string_view> known;
+    ClusterSections(*this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group,
+                    [&](std::string_view name, uint64_t newest, const auto& fields) {
+                      known.push_back(name);
+                      auto it = sections.find(name);
+                      if (!error.empty() || it == sections.end()) {
+                        if (name == "detectors") has_detectors = false;
+                        return;  // not in this snapshot: its default
+                      }
+                      if (it->second.version == 0 || it->second.version > newest) {
+                        error = "section " + std::string(name) + " has layout " + std::to_string(it->second.version) +
+                                ", this build reads 1 to " + std::to_string(newest);
+                        return;
+                      }
+                      StateReader in(it->second.bytes, static_cast<uint32_t>(it->second.version));
+                      fields(in);
+                      if (!in.ok() || !in.at_end()) {
+                        error = in.error().empty() ? "section " + std::string(name) + ": truncated or malformed" : in.error();
+                      }
+                    });
+    if (error.empty() && sections.count("windows") == 0) error = "no windows section";
+    for (const auto& [name, section] : sections) {
+      if (error.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
+        error = "section " + core::QuotedValue(name) + " is not one this build reads (a newer acmetrace wrote it?)";
+      }
+    }
+    if (!error.empty()) {
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
+      return core::Status::Error("state snapshot of " + cluster + ": " + error);
+    }
+  } else {
+    StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
+    LegacyClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group);
+    if (!in.ok() || !in.at_end()) {
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
+      return core::Status::Error("state snapshot of " + cluster + ": " +
+                                 (in.error().empty() ? std::string("truncated or malformed") : in.error()));
+    }
   }
   if (group != snapshot_group_) {
     (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
     return core::Status::Error("state snapshot of " + cluster + " is of consumer group " + core::QuotedValue(group) +
                                ", not " + core::QuotedValue(snapshot_group_));
   }
-  if (version == kSnapshotVersionWithoutDetectors && warning != nullptr && !c.detectors.empty()) {
+  if (!has_detectors && warning != nullptr && !c.detectors.empty()) {
     *warning = "state snapshot of " + cluster + " has version " + std::to_string(version) +
                " (no detector state): its detectors start afresh";
   }

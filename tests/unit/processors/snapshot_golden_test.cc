@@ -19,6 +19,7 @@
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/state_codec.h"
 #include "acmetrace/processors/stream_processor.h"
+#include "snapshot_sections.h"
 
 namespace acmetrace::processors {
 namespace {
@@ -173,52 +174,58 @@ bool ReplacePart(std::string& expected, const std::string& snapshot, const std::
   return true;
 }
 
-// The golden (version 2) bytes as this build writes them: version 5, failure_burst's part at its layout 2
+// The golden (version 2) bytes as this build writes them: version 7, in sections, the golden's body
+// (after its header) being this build's "windows" section then its "detectors" section, with
+// failure_burst's part at its layout 2
 // (zeros added: see OnlyZerosAdded), gpu_straggler's part at its layout
 // 3 (each GPU's run of work and held memory, for the rules of issue #14, after layout 1's fields: the rest of the part
 // must be the golden's to the byte), util_drop's at its layout 2 (each GPU's busy-when-first-seen, down
 // and last-down after layout 1's fields, issue #14), large_job_failure's at its layout 2 (layout 1's outbox, then the
-// GPUs seen in the cluster's telemetry, issue #14), and appended after the detectors the capacity
-// seen in telemetry, the partitions whose writer ended, the consumer group and the checksum (the only changes since). rerun: snapshot is of a run of this build from the input's
+// GPUs seen in the cluster's telemetry, issue #14); the sections after them (the capacity seen in
+// telemetry, the partitions whose writer ended, the consumer group, the evidence gate) are the only
+// other changes since. rerun: snapshot is of a run of this build from the input's
 // start, whose failure_burst started its clock at the cluster's first record, not its first job (issue
 // #14), and whose queue_backlog starts it at the first telemetry sample or job end (issue #22): those
 // parts may differ.
 bool IsGoldenThenCapacity(const std::string& snapshot, const std::string& golden, bool rerun = false) {
-  uint64_t magic_size = 0;
-  std::memcpy(&magic_size, golden.data(), sizeof magic_size);
-  std::string expected = golden;
-  const size_t version_at = sizeof magic_size + static_cast<size_t>(magic_size);
-  const uint64_t version = 6;
-  std::memcpy(expected.data() + version_at, &version, sizeof version);
+  const testing::SnapshotSections sections = testing::ReadSnapshotSections(snapshot);
+  const std::vector<std::string> order = {"windows", "detectors", "capacity", "writer_ends", "group", "evidence"};
+  if (!sections.ok || sections.version != 7 || sections.cluster != "seren" || sections.Names() != order) return false;
+  for (const auto& [name, part] : sections.sections) {
+    if (part.first != 1) return false;
+  }
+  const std::string now = sections.Bytes("windows") + sections.Bytes("detectors");
+  const size_t golden_header = 8 + U64At(golden, 0) + 8 + 8 + U64At(golden, 8 + U64At(golden, 0) + 8);
+  std::string expected = golden.substr(golden_header);
   const Part old_part = FindPart(expected, "gpu_straggler");
-  const Part new_part = FindPart(snapshot, "gpu_straggler@3");
+  const Part new_part = FindPart(now, "gpu_straggler@3");
   if (old_part.tag_at == std::string::npos || new_part.tag_at == std::string::npos) return false;
-  const std::string_view new_bytes = std::string_view(snapshot).substr(new_part.bytes_at, new_part.bytes_size);
+  const std::string_view new_bytes = std::string_view(now).substr(new_part.bytes_at, new_part.bytes_size);
   if (StragglerLayout1(new_bytes) != expected.substr(old_part.bytes_at, old_part.bytes_size)) return false;
   expected.replace(old_part.tag_at, old_part.bytes_at + old_part.bytes_size - old_part.tag_at,
-                   snapshot.substr(new_part.tag_at, new_part.bytes_at + new_part.bytes_size - new_part.tag_at));
-  if (!ReplacePart(expected, snapshot, "large_job_failure", "large_job_failure@2",
-                   [](std::string_view now, std::string_view old) { return now.substr(0, old.size()) == old; })) {
+                   now.substr(new_part.tag_at, new_part.bytes_at + new_part.bytes_size - new_part.tag_at));
+  if (!ReplacePart(expected, now, "large_job_failure", "large_job_failure@2",
+                   [](std::string_view n, std::string_view old) { return n.substr(0, old.size()) == old; })) {
     return false;
   }
-  if (!ReplacePart(expected, snapshot, "util_drop", "util_drop@2",
-                   [](std::string_view now, std::string_view old) { return UtilDropLayout1(now) == old; })) {
+  if (!ReplacePart(expected, now, "util_drop", "util_drop@2",
+                   [](std::string_view n, std::string_view old) { return UtilDropLayout1(n) == old; })) {
     return false;
   }
   // failure_burst's layout 2 adds each step's jobs ended not failed, and the ends not yet stepped with
   // their sum (issue #14): a layout 1 part loaded and saved again gets zeros there and is otherwise the same.
-  if (!ReplacePart(expected, snapshot, "failure_burst", "failure_burst@2", [rerun](std::string_view now, std::string_view old) {
-        return rerun || OnlyZerosAdded(now, old);
+  if (!ReplacePart(expected, now, "failure_burst", "failure_burst@2", [rerun](std::string_view n, std::string_view old) {
+        return rerun || OnlyZerosAdded(n, old);
       })) {
     return false;
   }
   // queue_backlog's clock starts at the cluster's first telemetry sample or job end, no longer its first
   // job event (issue #22): a rerun's part may differ; the layout is the same.
-  if (rerun && !ReplacePart(expected, snapshot, "queue_backlog", "queue_backlog",
+  if (rerun && !ReplacePart(expected, now, "queue_backlog", "queue_backlog",
                             [](std::string_view, std::string_view) { return true; })) {
     return false;
   }
-  return snapshot.size() > expected.size() && snapshot.compare(0, expected.size(), expected) == 0;
+  return now == expected;
 }
 
 TEST(SnapshotGoldenTest, ThisBuildWritesTheOldBuildsBytesThenTheCapacity) {

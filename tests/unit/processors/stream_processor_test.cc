@@ -22,6 +22,7 @@
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/core/record_parse.h"
 #include "acmetrace/processors/state_codec.h"
+#include "snapshot_sections.h"
 
 namespace acmetrace::processors {
 namespace {
@@ -753,95 +754,121 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     EXPECT_FALSE(q.Restore(snapshot + "x").ok()) << "trailing bytes";
   }
 
-  // Version 1 was the same up to the metrics, without the detector part (nor version 3's capacity, nor version 4's
-  // partitions whose writer ended).
-  StateWriter v1;
+  // Versions 1-6 were one run of fields, each the one before with a piece more at its end (1: the windows;
+  // 2: the detectors; 3: the capacity; 4: the partitions whose writer ended; 5: the consumer group and a
+  // checksum; 6: the evidence gate). Made from this build's sections, each loads, and is saved again as
+  // version 7 with what it lacked at its default.
   {
     StreamProcessor without(options, sink, nullptr);
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    // Version 6 is version 4, then the consumer group ("" here: 8 bytes of zero), the evidence
-    // gate's state (version 6) and a 4-byte checksum (version 5).
-    const std::string v6 = without.Snapshot("seren").value();
-    StateReader in(v6);
-    const std::string magic = in.Str();
-    ASSERT_EQ(in.U64(), 6u);
-    const std::string body6 = v6.substr(0, v6.size() - 4);
-    // The evidence gate: the last bytes that read as exactly one gate with the 4 nodes seen.
-    size_t evidence_at = 0;
-    for (size_t at = body6.size() - 32; at > 0 && evidence_at == 0; --at) {
-      StateReader r(std::string_view(body6).substr(at));
-      EvidenceGate gate;
-      const uint64_t nodes = StateReader(std::string_view(body6).substr(at)).U64();
-      r(gate);
-      if (r.ok() && r.at_end() && nodes == 4) evidence_at = at;
-    }
-    ASSERT_GT(evidence_at, 8u);
-    ASSERT_EQ(body6.substr(evidence_at - 8, 8), std::string(8, '\0'));
-    std::string v4 = body6.substr(0, evidence_at - 8);
-    const uint64_t four = 4;
-    std::memcpy(v4.data() + 8 + magic.size(), &four, sizeof four);
-    // What an older snapshot is saved again as: version 6, the group, a gate that starts afresh
-    // (and the checksum, left out of the comparison).
+    const std::string v7 = without.Snapshot("seren").value();
+    const testing::SnapshotSections now = testing::ReadSnapshotSections(v7);
+    ASSERT_TRUE(now.ok);
+    ASSERT_EQ(now.version, 7u);
+    ASSERT_EQ(now.Names(), (std::vector<std::string>{"windows", "detectors", "capacity", "writer_ends", "group", "evidence"}));
+    ASSERT_EQ(now.Bytes("group"), std::string(8, '\0')) << "the group is \"\" here";
     StateWriter empty_gate;
     empty_gate(EvidenceGate{});
-    std::string v4_as_v6 = v4 + std::string(8, '\0') + empty_gate.bytes();
-    const uint64_t six = 6;
-    std::memcpy(v4_as_v6.data() + 8 + magic.size(), &six, sizeof six);
-    auto without_checksum = [](const std::string& snapshot) { return snapshot.substr(0, snapshot.size() - 4); };
-    {  // a version 4 snapshot (before the checksum) loads, and is saved again as version 6
-      CaptureSink s4;
-      StreamProcessor r(options, s4, nullptr);
-      ASSERT_TRUE(r.Restore(v4).ok());
-      EXPECT_EQ(without_checksum(r.Snapshot("seren").value()), v4_as_v6);
-    }
-    v1.Str(magic);
-    v1.U64(1);
-    const size_t header = 8 + magic.size() + 8;
-    // Version 4 ends with the detector part (empty: its count, 8 bytes of zero), the capacity (a
-    // map of node -> GPUs seen, then their sum) and the partitions whose writer ended (none: a count
-    // of zero): cut them off where the rest reads as exactly that.
-    auto is_capacity = [&v4](size_t at) {
-      StateReader r(std::string_view(v4).substr(at));
-      const uint64_t nodes = r.U64();
-      for (uint64_t i = 0; i < nodes && r.ok(); ++i) {
-        r.Str();
-        r.I64();
-      }
-      r.I64();
-      const uint64_t ended = r.U64();
-      return r.ok() && ended == 0 && r.at_end();
+    ASSERT_NE(now.Bytes("evidence"), empty_gate.bytes()) << "the gate should have seen the nodes";
+    auto saved_again = [&](const std::string& old, std::string* warning = nullptr) {
+      CaptureSink s;
+      StreamProcessor r(options, s, nullptr);
+      EXPECT_TRUE(r.Restore(old, warning).ok());
+      return testing::ReadSnapshotSections(r.Snapshot("seren").value());
     };
-    size_t detectors_at = 0;
-    for (size_t at = header; at + 24 <= v4.size(); ++at) {
-      if (v4.compare(at, 8, std::string(8, '\0')) == 0 && is_capacity(at + 8)) {
-        detectors_at = at;
-        break;
-      }
+    // Version 6: everything; saved again to the byte.
+    {
+      CaptureSink s6;
+      StreamProcessor r(options, s6, nullptr);
+      ASSERT_TRUE(r.Restore(testing::LegacySnapshot(now, 6, now.Names())).ok());
+      EXPECT_TRUE(r.Snapshot("seren").value() == v7);
     }
-    ASSERT_GT(detectors_at, header);
-    std::string body = v4.substr(header, detectors_at - header);
-    std::string bytes = v1.Take() + body;
-    CaptureSink s2;
-    StreamProcessor q(options, s2, FakeAndRealDetectors());
+    // Version 4 (before the checksum): the group is taken as this one's, the gate starts afresh.
+    const testing::SnapshotSections from4 =
+        saved_again(testing::LegacySnapshot(now, 4, {"windows", "detectors", "capacity", "writer_ends"}));
+    ASSERT_TRUE(from4.ok);
+    for (const char* name : {"windows", "detectors", "capacity", "writer_ends", "group"}) {
+      EXPECT_TRUE(from4.Bytes(name) == now.Bytes(name)) << name;
+    }
+    EXPECT_TRUE(from4.Bytes("evidence") == empty_gate.bytes());
+    // Version 3: no ended writer either.
+    {
+      CaptureSink s3;
+      StreamProcessor r(options, s3, nullptr);
+      ASSERT_TRUE(r.Restore(testing::LegacySnapshot(now, 3, {"windows", "detectors", "capacity"})).ok());
+      EXPECT_TRUE(r.EndedPartitions("seren").empty());
+      const testing::SnapshotSections from3 = testing::ReadSnapshotSections(r.Snapshot("seren").value());
+      EXPECT_TRUE(from3.Bytes("windows") == now.Bytes("windows"));
+      EXPECT_TRUE(from3.Bytes("capacity") == now.Bytes("capacity"));
+    }
+    // Version 1: the windows only; detectors start afresh, with a warning, and it resumes where it was.
+    CaptureSink s1;
+    StreamProcessor q(options, s1, FakeAndRealDetectors());
     std::string warning;
-    ASSERT_TRUE(q.Restore(bytes, &warning).ok());
+    ASSERT_TRUE(q.Restore(testing::LegacySnapshot(now, 1, {"windows"}), &warning).ok());
     EXPECT_NE(warning.find("detectors start afresh"), std::string::npos) << warning;
     EXPECT_EQ(q.ResumeOffset(0), static_cast<int64_t>(feed.size() / 2));
-
-    // Version 3 is version 4 without the partitions whose writer ended: it loads, knows of no
-    // ended writer, and is saved again as the same version 5 bytes.
-    StateWriter v3;
-    v3.Str(magic);
-    v3.U64(3);
-    const std::string v3_bytes = v3.Take() + v4.substr(header, v4.size() - header - 8);
-    CaptureSink s3;
-    StreamProcessor r(options, s3, nullptr);
-    ASSERT_TRUE(r.Restore(v3_bytes).ok());
-    EXPECT_TRUE(r.EndedPartitions("seren").empty());
-    EXPECT_EQ(without_checksum(r.Snapshot("seren").value()), v4_as_v6);
   }
+}
+
+// Version 7's sections: a new piece of state is a new section. A section this build does not know
+// (written by a newer one), one twice, one at a newer layout, or no windows section: refused by name,
+// nothing owned; a section left out (an older writer's) loads at its default.
+TEST(StreamProcessorTest, SnapshotSectionsUnknownTwiceNewerOrMissingAreRefusedByName) {
+  const std::vector<core::Record> feed = Feed(10, 3);
+  const ProcessOptions options = TestOptions();
+  CaptureSink sink;
+  StreamProcessor p(options, sink, FakeAndRealDetectors());
+  p.Own("seren");
+  const int part = p.DeclarePartition("acme.util/0");
+  for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
+  const testing::SnapshotSections now = testing::ReadSnapshotSections(p.Snapshot("seren").value());
+  ASSERT_TRUE(now.ok);
+  auto write = [&](const std::vector<std::pair<std::string, std::pair<uint64_t, std::string>>>& sections) {
+    StateWriter w;
+    w.Str(now.magic);
+    w(now.version, now.cluster);
+    w.U64(sections.size());
+    for (const auto& [name, part] : sections) {
+      w.Str(name);
+      w(part.first);
+      w.Str(part.second);
+    }
+    std::string bytes = w.Take();
+    const uint32_t crc = testing::SnapshotCrc(bytes);
+    bytes.append(reinterpret_cast<const char*>(&crc), sizeof crc);
+    return bytes;
+  };
+  auto refusal = [&](const std::string& snapshot) {
+    CaptureSink s;
+    StreamProcessor q(options, s, FakeAndRealDetectors());
+    const core::Status status = q.Restore(snapshot);
+    EXPECT_EQ(q.owned_count(), status.ok() ? 1u : 0u);
+    return status.ok() ? std::string("loaded") : status.message();
+  };
+  ASSERT_EQ(refusal(write(now.sections)), "loaded");
+  auto with_extra = now.sections;
+  with_extra.push_back({"gpu_power", {1, "x"}});
+  EXPECT_EQ(refusal(write(with_extra)),
+            "state snapshot of seren: section 'gpu_power' is not one this build reads (a newer acmetrace wrote it?)");
+  auto twice = now.sections;
+  twice.push_back(now.sections[4]);
+  EXPECT_EQ(refusal(write(twice)), "state snapshot of seren: section 'group' twice");
+  auto newer = now.sections;
+  newer[1].second.first = 2;
+  EXPECT_EQ(refusal(write(newer)), "state snapshot of seren: section detectors has layout 2, this build reads 1 to 1");
+  auto no_windows = now.sections;
+  no_windows.erase(no_windows.begin());
+  EXPECT_EQ(refusal(write(no_windows)), "state snapshot of seren: no windows section");
+  auto cut = now.sections;
+  cut[0].second.second.pop_back();
+  EXPECT_EQ(refusal(write(cut)), "state snapshot of seren: section windows: truncated or malformed");
+  // Without the evidence section (as a writer before it would have left it): loads, the gate afresh.
+  auto older = now.sections;
+  older.pop_back();
+  EXPECT_EQ(refusal(write(older)), "loaded");
 }
 
 TEST(StreamProcessorTest, ClustersOwnedByTwoInstancesGiveTheSameOutputAsOne) {
