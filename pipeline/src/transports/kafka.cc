@@ -50,13 +50,21 @@ class KafkaTransport : public Transport {
   core::Result<std::unique_ptr<ClusterOwnership>> Ownership(const InputHop& hop, const processors::ProcessOptions& options,
                                                             core::RecordSink& sink,
                                                             std::function<void(const std::string&)> log) override {
-    if (hop.ownership == InputHop::Ownership::kAll) return Transport::Ownership(hop, options, sink, std::move(log));
+    // The last of a process stage's hops (run's and process's wiring make it last): the admin
+    // client is not needed any more.
+    if (hop.ownership == InputHop::Ownership::kAll) {
+      admin_.reset();
+      return Transport::Ownership(hop, options, sink, std::move(log));
+    }
     if (hop.create_topics) {
       // One partition per cluster: the group's assignment of it says who owns the cluster.
       const kafka::TopicSpec spec{options.ownership_topic, static_cast<int32_t>(options.clusters.size()),
                                   settings_.replication_factor, -1};
-      if (core::Status s = Ensure({spec}); !s.ok()) return s;
+      const core::Status s = Ensure({spec});
+      admin_.reset();
+      if (!s.ok()) return s;
     }
+    admin_.reset();
     return std::unique_ptr<ClusterOwnership>(std::make_unique<GroupOwnership>(options, settings_, sink, std::move(log)));
   }
 
@@ -68,16 +76,21 @@ class KafkaTransport : public Transport {
   // Its reads and writes time out by themselves.
 
  private:
+  // One admin client for every hop a transport makes (a client is threads and a connection).
   core::Status Ensure(const std::vector<kafka::TopicSpec>& specs) {
     if (!settings_.create_topics || specs.empty()) return core::Status::Ok();
-    core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(settings_, log_);
-    if (!admin.ok()) return admin.status();
-    core::Result<std::vector<kafka::TopicDescription>> ensured = admin.value()->EnsureTopics(specs);
+    if (!admin_) {
+      core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(settings_, log_);
+      if (!admin.ok()) return admin.status();
+      admin_ = std::move(admin).value();
+    }
+    core::Result<std::vector<kafka::TopicDescription>> ensured = admin_->EnsureTopics(specs);
     if (!ensured.ok()) return ensured.status();
     return core::Status::Ok();
   }
   kafka::KafkaSettings settings_;
   std::FILE* log_;
+  std::unique_ptr<kafka::KafkaAdmin> admin_;
 };
 
 core::Result<std::unique_ptr<Transport>> Make(const core::Config& config, std::FILE* log) {
