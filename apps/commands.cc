@@ -84,11 +84,15 @@ bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::stri
 }
 
 void RegisterConfig(CLI::App& app, CommandRegistry& registry) {
-  CLI::App* cmd = app.add_subcommand("config", "print every configuration key with its default and help, as YAML");
-  cmd->callback([&registry] {
-    registry.OnRun([&registry] {
+  CLI::App* cmd = app.add_subcommand(
+      "config", "print the effective configuration (--config file and ACMETRACE_* variables applied) as commented YAML");
+  auto defaults = std::make_shared<bool>(false);
+  cmd->add_flag("--defaults", *defaults, "print every key's default instead (what configs/acmetrace.yaml holds)");
+  cmd->callback([&registry, defaults] {
+    registry.OnRun([&registry, defaults] {
       if (!LoadConfig(registry, {})) return 2;
-      std::fputs(registry.config().DocumentedYaml().c_str(), stdout);
+      const core::Config::Values values = *defaults ? core::Config::Values::kDefaults : core::Config::Values::kEffective;
+      std::fputs(registry.config().DocumentedYaml(values).c_str(), stdout);
       return 0;
     });
   });

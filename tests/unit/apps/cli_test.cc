@@ -16,8 +16,9 @@ using acmetrace::RunShellCapture;
 using acmetrace::ShellOutput;
 
 // Runs the binary with args through the shell; stdout captured, stderr discarded.
-ShellOutput RunAcmetrace(const std::string& args) {
-  return RunShellCapture(std::string(ACMETRACE_BINARY) + " " + args + " 2>/dev/null");
+// env: NAME=VALUE assignments put before the command (the shell's syntax).
+ShellOutput RunAcmetrace(const std::string& args, const std::string& env = "") {
+  return RunShellCapture((env.empty() ? "" : env + " ") + std::string(ACMETRACE_BINARY) + " " + args + " 2>/dev/null");
 }
 
 std::string ReadFile(const std::string& path) {
@@ -31,10 +32,27 @@ const std::string kRepo = std::string(ACMETRACE_FIXTURES) + "/../..";
 
 TEST(CliTest, ShippedConfigIsTheDocumentedDefaults) {
   // configs/acmetrace.yaml must list every key with its default and help: regenerate it with
-  // `build/apps/acmetrace config > configs/acmetrace.yaml` when a key changes.
-  ShellOutput run = RunAcmetrace("config");
+  // `build/apps/acmetrace config --defaults > configs/acmetrace.yaml` when a key changes.
+  ShellOutput run = RunAcmetrace("config --defaults");
   ASSERT_EQ(run.exit_code, 0);
   EXPECT_EQ(run.out, ReadFile(kRepo + "/configs/acmetrace.yaml"));
+}
+
+TEST(CliTest, ConfigPrintsTheEffectiveValuesAndWhereEachWasSet) {
+  // A file sets one key and a variable another: `acmetrace config` shows both values with where they
+  // came from, the rest at their defaults; --defaults ignores both.
+  const std::string path = testing::TempDir() + "/effective.yaml";
+  std::ofstream(path) << "export:\n  http_threads: 8\n";
+  ShellOutput run = RunAcmetrace("--config " + path + " config", "ACMETRACE_PROCESS_UNITS=percent");
+  ASSERT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("  # set by " + path + ":2: export.http_threads (default: 4)\n  http_threads: 8\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("  # set by ACMETRACE_PROCESS_UNITS (default: raw)\n  units: percent\n"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("  render_cache_ms: 1000\n"), std::string::npos);
+  ShellOutput defaults = RunAcmetrace("--config " + path + " config --defaults", "ACMETRACE_PROCESS_UNITS=percent");
+  EXPECT_EQ(defaults.out, ReadFile(kRepo + "/configs/acmetrace.yaml"));
 }
 
 TEST(CliTest, ShippedConfigLoadsWithoutError) {

@@ -148,8 +148,11 @@ class Config {
   /// A comma-separated list ("seren,kalos"); empty text gives an empty list.
   std::vector<std::string> GetList(const std::string& key) const;
 
-  /// Every key in declaration order, with its default, help and type, as a commented YAML document.
-  std::string DocumentedYaml() const;
+  /// Every key in declaration order, with its help and type, as a commented YAML document: with
+  /// kDefaults each key's default (configs/acmetrace.yaml); with kEffective its value now, and where a
+  /// file, variable or flag set it, a comment saying which (`acmetrace config`).
+  enum class Values { kDefaults, kEffective };
+  std::string DocumentedYaml(Values values = Values::kDefaults) const;
   const std::vector<ConfigKey>& keys() const { return keys_; }
 
  private:
