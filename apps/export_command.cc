@@ -1,4 +1,4 @@
-// acmetrace export: records (stdin JSON lines or Kafka) into Prometheus state served on /metrics.
+// acmetrace export: records (from the transport export.source names) into Prometheus state served on /metrics.
 #include <cstdio>
 
 #include "acmetrace/core/input_errors.h"
@@ -6,8 +6,6 @@
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
-#include "acmetrace/kafka/kafka_config.h"
-#include "acmetrace/kafka/kafka_input.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/pipeline/stages.h"
@@ -27,7 +25,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
-  cmd->add_option("--source", flags->source, "stdin (JSON lines, as process/replay --sink stdout write) or kafka [export.source]");
+  cmd->add_option("--source", flags->source, "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ... [export.source]");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
   cmd->add_option("--group", flags->group,
                   "accepted for compatibility: the exporter reads every partition from its beginning by assignment and joins no group");
@@ -60,13 +58,6 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "export");
       if (!remote) return 2;
       const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
-      const std::string source = config.GetString("export.source");
-      if (source != "stdin" && source != "kafka") {
-        throw std::invalid_argument("export.source: expected stdin or kafka, got '" + source + "'");
-      }
-      const std::optional<kafka::KafkaSettings> settings =
-          source == "kafka" ? std::optional(kafka::KafkaSettingsFromConfig(config)) : std::nullopt;
-
       core::InputErrors errors(stderr, flags->strict);
       exporters::Exporter exporter(options, &errors);
       pipeline::StopLatch stop;
@@ -94,27 +85,15 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       std::fflush(stdout);
       std::unique_ptr<history::LiveRemoteWrite> live =
           StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "export");
-      std::unique_ptr<core::RecordInput> input;
-      if (source == "stdin") {
-        input = std::make_unique<core::StdioInput>(stdin, "stdin");
-      } else {
-        // Every partition from its beginning: the exporter's state (latest values, counters) is
-        // rebuilt from the topics, whatever an earlier instance had read.
-        kafka::KafkaInputOptions input_options;
-        input_options.topics = pipeline::ExportInputTopics();
-        input_options.idle_timeout_ms = settings->idle_timeout_ms;
-        core::Result<std::unique_ptr<kafka::KafkaInput>> opened = kafka::KafkaInput::Open(*settings, input_options);
-        if (!opened.ok()) {
-          core::LogError("export", opened.status().message());
-          server.Stop();
-          return 1;
-        }
-        input = std::move(opened).value();
+      // The transport export.source names makes the input (every partition from its beginning: the
+      // exporter's state is rebuilt from it, whatever an earlier instance had read).
+      core::Result<pipeline::WiredStage> wired = pipeline::WireExportStage(config, flags->until_end);
+      if (!wired.ok()) {
+        core::LogError("export", wired.status().message());
+        server.Stop();
+        return 1;
       }
-      pipeline::StageOptions stage;
-      stage.until_end = source == "stdin" || flags->until_end;
-      if (settings) stage.unmarked_end_after_ms = settings->unmarked_end_timeout_ms;
-      core::Status s = pipeline::RunExportStage(*input, exporter, errors, stage, stop.flag());
+      core::Status s = pipeline::RunExportStage(*wired.value().input, exporter, errors, wired.value().options, stop.flag());
       if (s.ok() && errors.must_stop()) s = core::Status::Error("stopping at the first input error (strict)");
       errors.Finish();
       int rc = 0;

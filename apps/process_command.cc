@@ -1,5 +1,5 @@
-// acmetrace process: the stream processors, from stdin (framed JSON lines) or Kafka, to stdout or
-// Kafka (acme.metrics, acme.anomalies).
+// acmetrace process: the stream processors, from the transport process.source names (stdin, Kafka,
+// files) to process.sink's (acme.metrics, acme.anomalies).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,11 +8,6 @@
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/log.h"
-#include "acmetrace/core/transport.h"
-#include "acmetrace/kafka/kafka_admin.h"
-#include "acmetrace/kafka/kafka_input.h"
-#include "acmetrace/kafka/kafka_sink.h"
-#include "acmetrace/pipeline/group_ownership.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/stages.h"
 #include "acmetrace/processors/detector.h"
@@ -56,8 +51,8 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "process", "compute rolling cluster metrics (acme.metrics) and anomaly flags (acme.anomalies) in event time");
-  cmd->add_option("--source", flags->source, "stdin (JSON lines, as replay --sink stdout writes) or kafka [process.source]");
-  cmd->add_option("--sink", flags->sink, "stdout (JSON lines) or kafka [process.sink]");
+  cmd->add_option("--source", flags->source, "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ... [process.source]");
+  cmd->add_option("--sink", flags->sink, "stdout (JSON lines), kafka, file, ... [process.sink]");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
   cmd->add_option("--group", flags->group, "consumer group: instances of one group share the clusters [kafka.group_id]");
   cmd->add_option("--state-dir", flags->state_dir, "directory of state snapshots for restarts [process.state_dir]");
@@ -76,18 +71,6 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       if (!LoadConfig(registry, overrides)) return 2;
       const core::Config& config = registry.config();
       const processors::ProcessOptions options = processors::ProcessOptionsFromConfig(config);
-      const std::string source = config.GetString("process.source");
-      const std::string sink_name = config.GetString("process.sink");
-      if (source != "stdin" && source != "kafka") {
-        throw std::invalid_argument("process.source: expected stdin or kafka, got '" + source + "'");
-      }
-      if (sink_name != "stdout" && sink_name != "kafka") {
-        throw std::invalid_argument("process.sink: expected stdout or kafka, got '" + sink_name + "'");
-      }
-      const bool uses_kafka = source == "kafka" || sink_name == "kafka";
-      const std::optional<kafka::KafkaSettings> settings =
-          uses_kafka ? std::optional(kafka::KafkaSettingsFromConfig(config)) : std::nullopt;
-
       // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.
       std::atomic<bool> stop{false};
       ShutdownOnSignal shutdown([&stop] { stop.store(true); });
@@ -95,61 +78,20 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
         core::LogError("process", s.message());
         return 1;
       };
-      if (settings && settings->create_topics) {
-        core::Result<std::unique_ptr<kafka::KafkaAdmin>> admin = kafka::KafkaAdmin::Open(*settings, stderr);
-        if (!admin.ok()) return fail(admin.status());
-        std::vector<kafka::TopicSpec> specs;
-        for (const kafka::TopicSpec& spec : kafka::TopicSpecsFromSettings(*settings)) {
-          const bool input = source == "kafka" && std::count(pipeline::ProcessInputTopics().begin(),
-                                                             pipeline::ProcessInputTopics().end(), spec.name) > 0;
-          const bool output = sink_name == "kafka" && (spec.name == core::kTopicMetrics || spec.name == core::kTopicAnomalies);
-          if (input || output) specs.push_back(spec);
-        }
-        if (source == "kafka") {
-          specs.push_back(kafka::TopicSpec{options.ownership_topic, static_cast<int32_t>(options.clusters.size()),
-                                           settings->replication_factor, -1});
-        }
-        core::Result<std::vector<kafka::TopicDescription>> ensured = admin.value()->EnsureTopics(specs);
-        if (!ensured.ok()) return fail(ensured.status());
-      }
-      std::unique_ptr<core::RecordSink> sink;
-      if (sink_name == "stdout") {
-        sink = std::make_unique<core::StdioSink>(stdout);
-      } else {
-        core::Result<std::unique_ptr<kafka::KafkaSink>> opened = kafka::KafkaSink::Open(*settings, stderr);
-        if (!opened.ok()) return fail(opened.status());
-        if (core::Status s = opened.value()->DeclareStream(
-                {std::string(core::kTopicMetrics), std::string(core::kTopicAnomalies)}, 0);
-            !s.ok()) {
-          return fail(s);
-        }
-        sink = std::move(opened).value();
-      }
-      std::unique_ptr<core::RecordInput> input;
-      std::unique_ptr<pipeline::ClusterOwnership> ownership;
-      if (source == "stdin") {
-        input = std::make_unique<core::StdioInput>(stdin, "stdin");
-        ownership = std::make_unique<pipeline::OwnAllClusters>();
-      } else {
-        kafka::KafkaInputOptions input_options;
-        input_options.topics = pipeline::ProcessInputTopics();
-        input_options.idle_timeout_ms = settings->idle_timeout_ms;
-        core::Result<std::unique_ptr<kafka::KafkaInput>> opened = kafka::KafkaInput::Open(*settings, input_options);
-        if (!opened.ok()) return fail(opened.status());
-        input = std::move(opened).value();
-        ownership = std::make_unique<pipeline::GroupOwnership>(
-            options, *settings, *sink,
-            [](const std::string& line) { core::LogInfo("process", line); });
-      }
+      // The transports process.source and process.sink name make the input, its cluster ownership
+      // and the sink.
+      core::Result<pipeline::WiredStage> wired = pipeline::WireProcessStage(
+          config, options, flags->until_end, [](const std::string& line) { core::LogInfo("process", line); });
+      if (!wired.ok()) return fail(wired.status());
+      core::RecordInput& input = *wired.value().input;
+      core::RecordSink& sink = *wired.value().sink;
       processors::DetectorFactory detectors;
       if (options.detectors) {
         detectors = processors::MakeDetectorFactory(config);
       }
-      processors::StreamProcessor processor(options, *sink, detectors);
+      processors::StreamProcessor processor(options, sink, detectors);
       core::InputErrors errors(stderr, flags->strict);
-      pipeline::StageOptions stage;
-      stage.until_end = source == "stdin" || flags->until_end;
-      if (settings) stage.unmarked_end_after_ms = settings->unmarked_end_timeout_ms;
+      pipeline::StageOptions stage = wired.value().options;
       stage.progress_interval_ms = ProgressIntervalMs();
       int64_t last_items = 0;
       stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
@@ -164,7 +106,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
       };
       const auto started = std::chrono::steady_clock::now();
       int rc = 0;
-      if (core::Status s = pipeline::RunProcessStage(*input, processor, *sink, errors, *ownership, stage, stop);
+      if (core::Status s = pipeline::RunProcessStage(input, processor, sink, errors, *wired.value().ownership, stage, stop);
           !s.ok()) {
         rc = fail(s);
       }

@@ -8,7 +8,6 @@
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/time.h"
 #include "acmetrace/core/transport.h"
-#include "acmetrace/kafka/kafka_sink.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/replay.h"
@@ -28,7 +27,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
   CLI::App* cmd = app.add_subcommand("replay", "replay a data directory as one event-time-ordered feed");
   cmd->add_option("--data", flags->data, "release directory (DIR/data/job_trace, DIR/data/utilization)")->required();
   cmd->add_option("--speed", flags->speed, "trace seconds per wall second, or max [replay.speed]");
-  cmd->add_option("--sink", flags->sink, "kafka, stdout (JSON lines) or null (count only) [replay.sink]");
+  cmd->add_option("--sink", flags->sink, "stdout (JSON lines), null (count only), kafka, file, ... [replay.sink]");
   cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] for --sink kafka [kafka.brokers]");
   cmd->add_option("--clusters", flags->clusters, "comma-separated clusters, e.g. seren,kalos [replay.clusters]");
   cmd->add_option("--from", flags->from, "first trace time (unix seconds or ISO 8601 with offset) [replay.from]");
@@ -60,12 +59,6 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
 
       std::optional<double> speed = producers::ParseSpeed(config.GetString("replay.speed"));
       if (!speed) throw std::invalid_argument("replay.speed: not max or a positive number: '" + config.GetString("replay.speed") + "'");
-      const std::string sink_name = config.GetString("replay.sink");
-      if (sink_name != "stdout" && sink_name != "null" && sink_name != "kafka") {
-        throw std::invalid_argument("replay.sink: expected kafka, stdout or null, got '" + sink_name + "'");
-      }
-      const std::optional<kafka::KafkaSettings> kafka_settings =
-          sink_name == "kafka" ? std::optional(kafka::KafkaSettingsFromConfig(config)) : std::nullopt;
       producers::EventStreamOptions options;
       options.data_dir = flags->data;
       options.clusters = config.GetList("replay.clusters");
@@ -103,28 +96,14 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
         current_stream = stream.get();
         return std::unique_ptr<producers::RecordSource>(std::move(stream));
       };
-      std::unique_ptr<core::RecordSink> sink;
-      kafka::KafkaSink* kafka_sink = nullptr;
-      if (sink_name == "stdout") {
-        sink = std::make_unique<core::StdioSink>(stdout);
-      } else if (sink_name == "null") {
-        sink = std::make_unique<core::NullSink>();
-      } else {
-        core::Result<std::unique_ptr<kafka::KafkaSink>> opened = kafka::KafkaSink::Open(*kafka_settings, stderr);
-        if (!opened.ok()) {
-          core::LogError("replay", opened.status().message());
-          return 1;
-        }
-        kafka_sink = opened.value().get();
-        // The replay's records come in trace-time order: it tells readers how far it has got
-        // (progress markers) and when it is done (end markers), partition by partition.
-        if (core::Status s = kafka_sink->DeclareStream(pipeline::ProcessInputTopics(), kafka_settings->progress_interval_ms);
-            !s.ok()) {
-          std::fprintf(stderr, "acmetrace replay: %s\n", s.message().c_str());
-          return 1;
-        }
-        sink = std::move(opened).value();
+      // The transport replay.sink names makes the output: the processors' topics, in trace-time order
+      // (it tells readers how far it has got and when it is done, partition by partition).
+      core::Result<pipeline::WiredStage> wired = pipeline::WireReplayStage(config);
+      if (!wired.ok()) {
+        core::LogError("replay", wired.status().message());
+        return 1;
       }
+      core::RecordSink* sink = wired.value().sink.get();
       producers::ReplayOptions replay_options;
       replay_options.speed = *speed;
       replay_options.progress_out = stderr;
@@ -157,15 +136,8 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       if (core::Status s = sink->End({}); !s.ok() && stats.ok()) stats = s;
       errors.Finish();
       if (current_stream != nullptr) out_of_order += current_stream->out_of_order();
-      if (kafka_sink != nullptr) {
-        const kafka::DeliveryCounts c = kafka_sink->counts();
-        core::Logf(core::LogLevel::kInfo, "replay",
-                   "kafka: %lld records produced (and %lld stream markers), %lld delivery reports (%lld delivered, "
-                   "%lld failed), %lld queue-full waits",
-                   static_cast<long long>(c.produced - c.markers), static_cast<long long>(c.markers),
-                   static_cast<long long>(c.delivered + c.failed),
-                     static_cast<long long>(c.delivered), static_cast<long long>(c.failed),
-                     static_cast<long long>(c.queue_full_waits));
+      if (const std::string report = sink->Report(); !report.empty()) {
+        core::Logf(core::LogLevel::kInfo, "replay", "%s", report.c_str());
       }
       if (!stats.ok()) {
         core::LogError("replay", stats.status().message());

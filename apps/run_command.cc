@@ -12,7 +12,6 @@
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/exporters/metrics_server.h"
-#include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
@@ -61,7 +60,10 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       std::vector<std::pair<std::string, std::string>> overrides;
       if (!flags->speed.empty()) overrides.emplace_back("replay.speed", flags->speed);
       if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
-      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
+      if (!flags->brokers.empty()) {
+        overrides.emplace_back("kafka.brokers", flags->brokers);
+        overrides.emplace_back("run.transport", "kafka");
+      }
       if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
       if (flags->strict) overrides.emplace_back("replay.strict", "true");
       if (!flags->pause_at.empty()) overrides.emplace_back("replay.pause_at", flags->pause_at);
@@ -109,15 +111,16 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
 
       core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
       exporters::Exporter exporter(export_options, &errors);
-      // In-process queues, or Kafka on every hop with --brokers: the same stages either way.
-      const bool over_kafka = !flags->brokers.empty();
-      std::unique_ptr<pipeline::Transport> transport;
-      if (over_kafka) {
-        transport = std::make_unique<pipeline::KafkaTransport>(kafka::KafkaSettingsFromConfig(config), stderr);
-      } else {
-        transport = std::make_unique<pipeline::InProcessTransport>(
-            static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity"))));
+      // In-process queues, or the transport run.transport names on every hop (--brokers: Kafka): the
+      // same stages either way.
+      core::Result<std::unique_ptr<pipeline::Transport>> made = pipeline::MakeRunTransport(config);
+      if (!made.ok()) {
+        core::LogError("run", made.status().message());
+        return 1;
       }
+      std::unique_ptr<pipeline::Transport> transport = std::move(made).value();
+      const std::string transport_name = config.GetString("run.transport");
+      const bool over_kafka = transport_name == "kafka";
       pipeline::Pipeline run(options, *transport, exporter, errors);
       pipeline::StopLatch stop;
       ShutdownOnSignal shutdown([&stop, &run] {
@@ -151,9 +154,11 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       std::fflush(stdout);
       std::unique_ptr<history::LiveRemoteWrite> live =
           StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "run");
-      core::Logf(core::LogLevel::kInfo, "run", "replaying %s at speed %s%s%s", options.stream.data_dir.c_str(),
-                   *speed > 0 ? speed_text.c_str() : "max", over_kafka ? ", every hop through Kafka at " : "",
-                   over_kafka ? config.GetString("kafka.brokers").c_str() : "");
+      const std::string hops = over_kafka                        ? ", every hop through Kafka at " + config.GetString("kafka.brokers")
+                               : transport_name != "in-process" ? ", every hop through " + transport_name
+                                                                : std::string();
+      core::Logf(core::LogLevel::kInfo, "run", "replaying %s at speed %s%s", options.stream.data_dir.c_str(),
+                 *speed > 0 ? speed_text.c_str() : "max", hops.c_str());
 
       // The replay's speed and lag, for acmetrace_replay_speed and acmetrace_replay_lag_seconds.
       pipeline::StopLatch run_done;

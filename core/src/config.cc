@@ -348,6 +348,19 @@ void Config::Declare(const std::string& key, const std::string& default_value, c
   values_[key] = Value{default_value, ""};
 }
 
+void Config::SetChoices(const std::string& key, std::vector<std::string> choices) {
+  for (ConfigKey& k : keys_) {
+    if (k.key != key) continue;
+    ConfigType type = ConfigType::Enum(std::move(choices));
+    if (std::optional<std::string> why = type.Check(k.default_value)) {
+      throw std::logic_error("config key " + key + ": its default is not a choice: " + *why);
+    }
+    k.type = std::move(type);
+    return;
+  }
+  throw std::logic_error("config key not declared: " + key);
+}
+
 const ConfigKey* Config::FindOrNull(std::string_view key) const {
   for (const ConfigKey& k : keys_) {
     if (k.key == key) return &k;

@@ -21,8 +21,8 @@ const core::Settings<ExportOptions>& ExportSettings() {
       core::Settings<O>("export")
           .Unbound("source", "stdin",
                    ConfigType::Enum({"stdin", "kafka"}),
-                   "where `acmetrace export` reads records: stdin (JSON lines) or kafka (acme.util, acme.metrics, "
-                   "acme.anomalies)")
+                   "where `acmetrace export` reads records (acme.util, acme.metrics, acme.anomalies): a transport that "
+                   "reads (stdin: JSON lines)")
           .Text("listen", &O::listen, ConfigType::HostPort(),
                 "HOST:PORT of /metrics (9400 is dcgm-exporter's port); port 0 picks a free one, printed on stdout")
           .Text("basic_auth_user", &O::basic_auth_user, ConfigType::String(),

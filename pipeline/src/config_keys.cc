@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "acmetrace/exporters/export_config.h"
-#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
@@ -15,12 +15,13 @@ namespace acmetrace::pipeline {
 
 void DeclareAllConfig(core::Config& config) {
   producers::DeclareReplayConfig(config);
-  kafka::DeclareKafkaConfig(config);
+  DeclareTransportConfig(config);
   producers::DeclareSynthConfig(config);
   processors::DeclareProcessConfig(config);
   processors::DeclareDetectorConfig(config);
   exporters::DeclareExportConfig(config);
   DeclareRunConfig(config);
+  NarrowTransportKeys(config);
 }
 
 std::vector<std::string> CheckAllConfig(const core::Config& config) {

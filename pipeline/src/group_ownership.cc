@@ -3,19 +3,9 @@
 
 #include <optional>
 
+#include "acmetrace/pipeline/cluster_hash.h"
+
 namespace acmetrace::pipeline {
-namespace {
-
-uint32_t Fnv1a(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
-}
-
-}  // namespace
 
 GroupOwnership::GroupOwnership(processors::ProcessOptions options, kafka::KafkaSettings settings,
                                core::RecordSink& sink, std::function<void(const std::string&)> log)
@@ -51,7 +41,7 @@ int32_t GroupOwnership::OwnerPartition(std::string_view cluster) const {
   for (size_t i = 0; i < options_.clusters.size(); ++i) {
     if (options_.clusters[i] == cluster) return static_cast<int32_t>(i % ownership_partitions_);
   }
-  return static_cast<int32_t>(Fnv1a(cluster) % static_cast<uint32_t>(ownership_partitions_));
+  return static_cast<int32_t>(ClusterHash(cluster) % static_cast<uint32_t>(ownership_partitions_));
 }
 
 core::Status GroupOwnership::Adopt(const std::string& cluster) {
@@ -84,7 +74,8 @@ void GroupOwnership::OnAssigned(const std::vector<int32_t>& assigned) {
   // Clusters no longer ours go; ours that were kept in memory stay (their snapshot, saved at the
   // revocation, is still the latest: nobody else owned them in between).
   for (const std::string& cluster : processor_->owned()) {
-    if (held_.count(OwnerPartition(cluster)) == 0) processor_->Release(cluster);
+    if (held_.count(OwnerPartition(cluster)) > 0) continue;
+    if (core::Status s = processor_->Release(cluster); !s.ok() && callback_error_.ok()) callback_error_ = s;
   }
   std::set<std::string> candidates(options_.clusters.begin(), options_.clusters.end());
   for (const std::string& cluster : candidates) {
@@ -141,7 +132,9 @@ core::Status GroupOwnership::SaveSnapshots(bool final_flush_follows) {
   if (core::Status s = sink_.Flush(); !s.ok()) return s;
   if (!store_) return core::Status::Ok();
   for (const std::string& cluster : processor_->owned()) {
-    if (core::Status s = store_->Save(cluster, processor_->Snapshot(cluster, final_flush_follows)); !s.ok()) return s;
+    core::Result<std::string> snapshot = processor_->Snapshot(cluster, final_flush_follows);
+    if (!snapshot.ok()) return snapshot.status();
+    if (core::Status s = store_->Save(cluster, snapshot.value()); !s.ok()) return s;
   }
   CommitSnapshotOffsets();
   return core::Status::Ok();
@@ -157,9 +150,7 @@ void GroupOwnership::CommitSnapshotOffsets() {
   for (size_t i = 0; i < partitions.size(); ++i) {
     const int64_t next = processor_->ResumeOffset(static_cast<int>(i));
     if (next < 0) continue;  // an owned cluster has read nothing of it yet
-    const std::string& name = partitions[i].name;  // "topic/N"
-    const size_t slash = name.rfind('/');
-    offsets.push_back(kafka::PartitionStart{partitions[i].topic, std::stoi(name.substr(slash + 1)), next});
+    offsets.push_back(kafka::PartitionStart{partitions[i].topic, partitions[i].number, next});
   }
   const core::Status s = membership_->Commit(offsets);
   if (!s.ok() && s.message() != last_commit_error_) log_("warning: " + s.message() + " (the snapshots hold the offsets)");

@@ -30,6 +30,10 @@ std::string_view ClusterOf(const core::Record& record) {
 
 void DeclareRunConfig(core::Config& config) {
   using core::ConfigType;
+  config.Declare("run.transport", "in-process",
+                 "what makes the hops between run's stages: in-process queues, or a transport between processes "
+                 "(docs/design.md \"Transports\"); --brokers chooses kafka",
+                 ConfigType::NonEmptyString());
   config.Declare("run.queue_capacity", "4096",
                  "records per in-process queue between stages (memory bound; a full queue blocks its writer)",
                  ConfigType::Int(1, 16'777'216));
@@ -167,14 +171,16 @@ core::Status Pipeline::Run() {
   std::unique_ptr<producers::EventStream> stream = std::move(opened).value();
 
   // Readers first: over Kafka they start where the topics end now, so they read only this run.
-  core::Result<std::unique_ptr<core::RecordInput>> process_in = transport_.Reader(ProcessInputTopics());
+  InputHop process_hop{ProcessInputTopics(), InputHop::Start::kEnd, InputHop::Ownership::kAll, /*create_topics=*/true};
+  core::Result<std::unique_ptr<core::RecordInput>> process_in = transport_.Reader(process_hop);
   if (!process_in.ok()) return core::Status::Error("process: " + process_in.status().message());
-  core::Result<std::unique_ptr<core::RecordInput>> export_in = transport_.Reader(ExportInputTopics());
+  core::Result<std::unique_ptr<core::RecordInput>> export_in =
+      transport_.Reader(InputHop{ExportInputTopics(), InputHop::Start::kEnd, InputHop::Ownership::kAll, true});
   if (!export_in.ok()) return core::Status::Error("export: " + export_in.status().message());
-  core::Result<std::unique_ptr<core::RecordSink>> replay_sink = transport_.Writer(ProcessInputTopics(), true);
+  core::Result<std::unique_ptr<core::RecordSink>> replay_sink = transport_.Writer(OutputHop{ProcessInputTopics(), true});
   if (!replay_sink.ok()) return core::Status::Error("replay: " + replay_sink.status().message());
-  core::Result<std::unique_ptr<core::RecordSink>> process_sink = transport_.Writer(
-      {std::string(core::kTopicMetrics), std::string(core::kTopicAnomalies)}, false);
+  core::Result<std::unique_ptr<core::RecordSink>> process_sink =
+      transport_.Writer(OutputHop{ProcessOutputTopics(), false});
   if (!process_sink.ok()) return core::Status::Error("process: " + process_sink.status().message());
 
   CountingTee replay_out("replay", exporter_, /*note_trace_time=*/true, *replay_sink.value());
@@ -205,8 +211,11 @@ core::Status Pipeline::Run() {
   std::thread process_thread([&] {
     CountingTee process_out("process", exporter_, /*note_trace_time=*/false, *process_sink.value());
     processors::StreamProcessor processor(options_.process, process_out, options_.detectors);
-    OwnAllClusters all;
-    process_status = RunProcessStage(*process_in.value(), processor, process_out, errors_, all, StageOptions{}, stop_);
+    core::Result<std::unique_ptr<ClusterOwnership>> owner =
+        transport_.Ownership(process_hop, options_.process, process_out, [](const std::string&) {});
+    process_status = owner.ok() ? RunProcessStage(*process_in.value(), processor, process_out, errors_, *owner.value(),
+                                                  transport_.EndOfInput(true), stop_)
+                                : owner.status();
     process_stats_ = processor.stats();
     if (!process_status.ok()) {
       (void)process_out.End({});  // the exporter still sees the end of what was written
@@ -215,7 +224,8 @@ core::Status Pipeline::Run() {
   });
 
   // Exporter: this thread.
-  const core::Status export_status = RunExportStage(*export_in.value(), exporter_, errors_, StageOptions{}, stop_);
+  const core::Status export_status =
+      RunExportStage(*export_in.value(), exporter_, errors_, transport_.EndOfInput(true), stop_);
   if (!export_status.ok()) fail();
   replay_thread.join();
   process_thread.join();

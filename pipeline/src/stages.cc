@@ -19,8 +19,6 @@ int64_t SteadyMs() {
       .count();
 }
 
-std::string_view ClusterOfKey(std::string_view key) { return key.substr(0, key.find('/')); }
-
 bool IsInputTopic(std::string_view topic) {
   return topic == core::kTopicJobs || topic == core::kTopicUtil || topic == core::kTopicPower;
 }
@@ -127,7 +125,7 @@ class ItemReader {
  private:
   void Report(const core::InputItem& item, std::string_view message) {
     const core::InputPartition& p = input_.partitions()[static_cast<size_t>(item.partition)];
-    errors_.Report(ClusterOfKey(item.key), "record", p.where, item.line_no >= 0 ? item.line_no : item.offset, "",
+    errors_.Report(item.cluster, "record", p.where, item.line_no >= 0 ? item.line_no : item.offset, "",
                    std::string(message));
   }
   const core::RecordInput& input_;
@@ -272,9 +270,9 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     }
     ++items;
     // A record of a cluster owned elsewhere is not parsed: its time moves the watermark only.
-    std::string_view cluster = item.kind == Kind::kFramed && !item.key.empty() ? ClusterOfKey(item.key)
-                               : item.kind == Kind::kRecord                     ? ClusterOfRecord(*item.record)
-                                                                                : std::string_view();
+    std::string_view cluster = item.kind == Kind::kFramed ? item.cluster
+                               : item.kind == Kind::kRecord ? ClusterOfRecord(*item.record)
+                                                            : std::string_view();
     if (!cluster.empty() && !processor.Owns(cluster)) {
       if (core::Status s = ownership.Consider(cluster); !s.ok()) {
         status = s;

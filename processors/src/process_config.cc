@@ -70,9 +70,9 @@ const core::Settings<ProcessOptions>& ProcessSettings() {
   static const core::Settings<O> settings =
       core::Settings<O>("process")
           .Unbound("source", "stdin", ConfigType::Enum({"stdin", "kafka"}),
-                   "where records come from: stdin (JSON lines) or kafka")
+                   "where records come from: a transport that reads (stdin: JSON lines; docs/design.md \"Transports\")")
           .Unbound("sink", "stdout", ConfigType::Enum({"stdout", "kafka"}),
-                   "where acme.metrics and acme.anomalies go: stdout (JSON lines) or kafka")
+                   "where acme.metrics and acme.anomalies go: a transport that writes (stdout: JSON lines)")
           .Int("allowed_lateness_ms", &O::allowed_lateness_ms, 0, max_ms,
                "event-time lateness tolerated: the watermark is the lowest, over input partitions, of the highest "
                "event time seen, minus this; records below it are late (counted, folded into the oldest open window)")

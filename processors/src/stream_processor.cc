@@ -480,8 +480,8 @@ void StreamProcessor::Own(const std::string& cluster) {
   if (clusters_.find(cluster) == clusters_.end()) CreateCluster(cluster);
 }
 
-void StreamProcessor::Release(const std::string& cluster) {
-  (void)Drain();  // the worker may still apply its windows
+core::Status StreamProcessor::Release(const std::string& cluster) {
+  core::Status drained = Drain();  // the worker may still apply its windows
   if (auto it = clusters_.find(cluster); it != clusters_.end()) {
     for (PartitionTrust& t : trust_) {
       if (t.claim_cluster == it->second.get()) t.claim_cluster = nullptr;
@@ -489,6 +489,7 @@ void StreamProcessor::Release(const std::string& cluster) {
     clusters_.erase(it);
     ++ownership_changes_;
   }
+  return drained;
 }
 
 std::vector<std::string> StreamProcessor::owned() const {
@@ -856,10 +857,11 @@ void StreamProcessor::TakeEmptyWindow(std::vector<Pending>& window) {
   empty_windows_.pop_back();
 }
 
-std::string StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
-  (void)Drain();  // every closed window applied: the state is consistent
+core::Result<std::string> StreamProcessor::Snapshot(const std::string& cluster, bool final_flush_follows) const {
+  // Every closed window applied: the state is consistent (and not saved if one of them failed).
+  if (core::Status s = Drain(); !s.ok()) return s;
   auto it = clusters_.find(cluster);
-  if (it == clusters_.end()) return {};
+  if (it == clusters_.end()) return std::string();
   const ClusterState& c = *it->second;
   int64_t emitted = std::max(c.emitted_through, c.closed_through);
   if (final_flush_follows && !c.buffer.empty()) {
@@ -924,7 +926,7 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
   if (!expected_cluster.empty() && cluster != expected_cluster) {
     return core::Status::Error("state snapshot is of cluster " + cluster + ", not " + std::string(expected_cluster));
   }
-  Release(cluster);
+  if (core::Status s = Release(cluster); !s.ok()) return s;
   ClusterState& c = CreateCluster(cluster);
   std::string group = snapshot_group_;  // an older snapshot names none: taken as this one's
   bool has_detectors = version != kSnapshotVersionWithoutDetectors;
@@ -944,12 +946,12 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
       std::string bytes = body.Str();
       if (!body.ok()) break;
       if (!sections.emplace(name, Section{section_version, std::move(bytes)}).second) {
-        Release(cluster);
+        (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
         return core::Status::Error("state snapshot of " + cluster + ": section " + core::QuotedValue(name) + " twice");
       }
     }
     if (!body.ok() || !body.at_end()) {
-      Release(cluster);
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
       return core::Status::Error("state snapshot of " + cluster + ": truncated or malformed sections");
     }
     std::string error;
@@ -980,20 +982,20 @@ core::Status StreamProcessor::Restore(std::string_view snapshot, std::string* wa
       }
     }
     if (!error.empty()) {
-      Release(cluster);
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
       return core::Status::Error("state snapshot of " + cluster + ": " + error);
     }
   } else {
     StateReader in(snapshot.substr(header_bytes), static_cast<uint32_t>(version));
     LegacyClusterSnapshotFields(in, *this, partition_names_, c, c.emitted_through, options_.base_window_ms(), group);
     if (!in.ok() || !in.at_end()) {
-      Release(cluster);
+      (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
       return core::Status::Error("state snapshot of " + cluster + ": " +
                                  (in.error().empty() ? std::string("truncated or malformed") : in.error()));
     }
   }
   if (group != snapshot_group_) {
-    Release(cluster);
+    (void)Release(cluster);  // drained just before restoring: the error below is the one to tell
     return core::Status::Error("state snapshot of " + cluster + " is of consumer group " + core::QuotedValue(group) +
                                ", not " + core::QuotedValue(snapshot_group_));
   }

@@ -16,7 +16,7 @@ namespace acmetrace::producers {
 void DeclareReplayConfig(core::Config& config) {
   using core::ConfigType;
   config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)", SpeedType());
-  config.Declare("replay.sink", "stdout", "where records go: stdout (JSON lines), null (count only) or kafka",
+  config.Declare("replay.sink", "stdout", "where records go: a transport that writes (stdout: JSON lines; null: count only)",
                  ConfigType::Enum({"stdout", "null", "kafka"}));
   config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)",
                  ConfigType::List(ConfigType::String()));

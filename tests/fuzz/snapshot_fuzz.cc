@@ -82,7 +82,9 @@ std::string ValidSnapshot() {
                  std::to_string(t0 + 600'000) + "," + job +
                  R"(,"state":"FAILED","duration_s":595,"queue_s":5,"gpu_time":152320}})");
   if (!p.EndMarker(jobs, offset++, "seren").ok() || !p.EndMarker(util, offset++, "seren").ok()) std::abort();
-  return p.Snapshot("seren");
+  core::Result<std::string> snapshot = p.Snapshot("seren");
+  if (!snapshot.ok()) std::abort();
+  return snapshot.value();
 }
 
 }  // namespace
@@ -118,7 +120,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ACMETRACE_FUZZ_CHECK(p.owned_count() == 1);
   const std::string cluster = p.owned().front();
-  const std::string saved = p.Snapshot(cluster);
+  const core::Result<std::string> taken = p.Snapshot(cluster);
+  ACMETRACE_FUZZ_CHECK(taken.ok());
+  const std::string& saved = taken.value();
   processors::StreamProcessor again(processors::ProcessOptions(), sink, Detectors());
   again.DeclarePartition("acme.jobs/0");
   again.DeclarePartition("acme.util/0");
@@ -126,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::fprintf(stderr, "a saved snapshot does not load: %s\n", s.message().c_str());
     std::abort();
   }
-  ACMETRACE_FUZZ_CHECK(again.Snapshot(cluster) == saved);
+  const core::Result<std::string> resaved = again.Snapshot(cluster);
+  ACMETRACE_FUZZ_CHECK(resaved.ok() && resaved.value() == saved);
   return 0;
 }

@@ -13,42 +13,16 @@
 #include <thread>
 #include <vector>
 
+#include "exposition_state.h"
 #include "kafka_test_support.h"
 #include "local_processes.h"
 
 namespace acmetrace::kafka::testing {
 namespace {
 
-// The exposition's sample lines, sorted (series order within a family is not part of the format),
-// without what describes the running processes rather than the data: the replay's progress gauges,
-// records counted per stage (each process counts only its own stages) and the series count of
-// families only a replaying process has.
-std::vector<std::string> State(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line.rfind("acmetrace_replay_", 0) == 0 || line.rfind("acmetrace_records_total", 0) == 0 ||
-        line.rfind("acmetrace_series{metric=\"acmetrace_replay_", 0) == 0 ||
-        line.rfind("acmetrace_series{metric=\"acmetrace_records_total\"}", 0) == 0 || line.rfind("process_", 0) == 0) {
-      continue;
-    }
-    lines.push_back(line);
-  }
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
-
-// Lines in one state and not the other, for the failure message.
+std::vector<std::string> State(const std::string& text) { return acmetrace::test::ExpositionState(text); }
 std::string Difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::string> only_a, only_b;
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only_a));
-  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(only_b));
-  std::string out;
-  for (size_t i = 0; i < only_a.size() && i < 10; ++i) out += "\n  expected: " + only_a[i];
-  for (size_t i = 0; i < only_b.size() && i < 10; ++i) out += "\n  got:      " + only_b[i];
-  return out;
+  return acmetrace::test::StateDifference(a, b);
 }
 
 class KafkaPipelineEqualityTest : public ::testing::Test {

@@ -8,6 +8,13 @@
 #include "rdkafka_handles.h"
 
 namespace acmetrace::kafka {
+namespace {
+
+// A record's key starts with its cluster: "{cluster}/...".
+std::string_view ClusterOfKey(std::string_view key) { return key.substr(0, key.find('/')); }
+
+}  // namespace
+
 struct KafkaInput::Impl {
   KafkaInputOptions options;
   std::unique_ptr<KafkaPartitionReader> reader;
@@ -60,7 +67,7 @@ core::Result<std::unique_ptr<KafkaInput>> KafkaInput::Open(const KafkaSettings& 
   impl->infos = std::move(infos).value();
   for (const PartitionInfo& p : impl->infos) {
     const std::string n = std::to_string(p.partition);
-    impl->partitions.push_back(core::InputPartition{p.topic + "/" + n, p.topic, p.topic + "[" + n + "]"});
+    impl->partitions.push_back(core::InputPartition{p.topic + "/" + n, p.topic, p.topic + "[" + n + "]", p.partition});
   }
   impl->caught_up_since.assign(impl->infos.size(), -1);
   impl->idle_reported.assign(impl->infos.size(), false);
@@ -134,6 +141,7 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
       item.kind = core::InputItem::Kind::kFramed;
       item.topic = r.topic;
       item.key = r.key;
+      item.cluster = ClusterOfKey(r.key);
       item.value = r.value;
       break;
     case StreamHeaders::Kind::kProgress:
@@ -149,6 +157,7 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
     case StreamHeaders::Kind::kInvalid:  // an input error, reported where it is (topic[partition]:offset)
       item.kind = core::InputItem::Kind::kUnreadable;
       item.key = r.key;
+      item.cluster = ClusterOfKey(r.key);
       item.ts_ms = core::InputItem::kNoTs;
       s.error = std::move(h.error);
       item.error = s.error;

@@ -35,44 +35,4 @@ std::optional<int64_t> ParseTraceTs(std::string_view text) {
   return v;
 }
 
-StreamHeaders ReadStreamHeaders(std::string_view marker, std::string_view trace_ts) {
-  StreamHeaders h;
-  auto invalid = [&h](std::string error) {
-    h.kind = StreamHeaders::Kind::kInvalid;
-    h.error = std::move(error);
-    return h;
-  };
-  if (!trace_ts.empty()) {
-    const std::optional<int64_t> ts = ParseTraceTs(trace_ts);
-    // A marker at year 9999 or INT64_MAX said a partition was done for ever.
-    if (!ts || !core::IsTraceTimeMs(*ts)) {
-      return invalid("header " + std::string(kTraceTsHeader) + ": " +
-                     (ts ? std::string(core::kTraceTimeRangeReason) : std::string("not a whole number of unix ms")) +
-                     ": " + core::QuotedValue(trace_ts));
-    }
-    h.trace_ts_ms = *ts;
-  }
-  if (marker.empty()) return h;
-  if (marker == kProgressMarker || marker == kPausedProgressMarker) {
-    if (h.trace_ts_ms == kNoTraceTs) return invalid("progress marker without a " + std::string(kTraceTsHeader) + " header");
-    h.kind = StreamHeaders::Kind::kProgress;
-    h.paused = marker == kPausedProgressMarker;
-    return h;
-  }
-  if (marker.substr(0, kEndMarkerPrefix.size()) == kEndMarkerPrefix) {
-    h.clusters = marker.substr(kEndMarkerPrefix.size());
-    for (std::string_view rest = h.clusters; !rest.empty();) {
-      const size_t comma = rest.find(',');
-      if (rest.substr(0, comma).size() > core::kMaxNameBytes) {
-        return invalid("end marker: a cluster name longer than " + std::to_string(core::kMaxNameBytes) + " bytes");
-      }
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-    h.kind = StreamHeaders::Kind::kEnd;
-    return h;
-  }
-  h.kind = StreamHeaders::Kind::kOtherMarker;
-  return h;
-}
-
 }  // namespace acmetrace::kafka

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "acmetrace/core/log.h"
-#include "acmetrace/kafka/progress_markers.h"
+#include "acmetrace/core/stream_markers.h"
 #include "rdkafka_handles.h"
 #include "topic_admin.h"
 
@@ -96,7 +96,7 @@ struct KafkaSink::Impl {
   // The declared stream (DeclareStream): every partition of its topics gets the end markers, and the
   // progress markers that ProgressMarkers finds needed.
   std::vector<std::pair<size_t, int32_t>> stream_partitions;  // topics_written index, partition count
-  ProgressMarkers progress{{}, 0};
+  core::ProgressMarkers progress{{}, 0};
   // The stream's records go to the partition librdkafka's murmur2_random would pick, chosen here so
   // that a partition that got a record is known and needs no progress marker. Off when another
   // partitioner is configured: those records are left to librdkafka (and every partition gets markers).
@@ -329,7 +329,7 @@ core::Status KafkaSink::DeclareStream(const std::vector<std::string>& topics, in
   }
   std::vector<int32_t> counts;
   for (const auto& [topic, partitions] : s.stream_partitions) counts.push_back(partitions);
-  s.progress = ProgressMarkers(std::move(counts), progress_every_ms);
+  s.progress = core::ProgressMarkers(std::move(counts), progress_every_ms);
   return core::Status::Ok();
 }
 
@@ -376,11 +376,8 @@ core::Status KafkaSink::End(const std::vector<std::string>& clusters) {
   Impl& s = *impl_;
   if (core::Status st = Flush(); !st.ok()) return st;
   if (s.stream_partitions.empty()) return core::Status::Ok();
-  std::string marker(kEndMarkerPrefix);
-  for (const std::string& cluster : clusters.empty() ? std::vector<std::string>(s.clusters.begin(), s.clusters.end()) : clusters) {
-    if (marker.size() > kEndMarkerPrefix.size()) marker += ',';
-    marker += cluster;
-  }
+  const std::string marker =
+      core::EndMarkerText(clusters.empty() ? std::vector<std::string>(s.clusters.begin(), s.clusters.end()) : clusters);
   for (const auto& [topic, partitions] : s.stream_partitions) {
     for (int32_t p = 0; p < partitions; ++p) {
       if (core::Status st = s.ProduceMarker(topic, p, marker, s.last_trace_ts); !st.ok()) return st;
@@ -428,6 +425,14 @@ DeliveryCounts KafkaSink::counts() const {
   c.failed = impl_->state.failed.load();
   c.queue_full_waits = impl_->queue_full_waits;
   return c;
+}
+
+std::string KafkaSink::Report() const {
+  const DeliveryCounts c = counts();
+  return "kafka: " + std::to_string(c.produced - c.markers) + " records produced (and " + std::to_string(c.markers) +
+         " stream markers), " + std::to_string(c.delivered + c.failed) + " delivery reports (" +
+         std::to_string(c.delivered) + " delivered, " + std::to_string(c.failed) + " failed), " +
+         std::to_string(c.queue_full_waits) + " queue-full waits";
 }
 
 const std::vector<TopicDescription>& KafkaSink::topics() const { return impl_->topics; }

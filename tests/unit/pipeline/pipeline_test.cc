@@ -9,6 +9,7 @@
 #include <thread>
 #include <mutex>
 
+#include "acmetrace/pipeline/config_keys.h"
 #include "acmetrace/processors/detector.h"
 #include "test_files.h"
 
@@ -18,6 +19,16 @@ namespace {
 const std::string kFixture = std::string(ACMETRACE_FIXTURES) + "/release";
 
 bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+
+// The in-process transport from the registry, with queues of capacity records.
+std::unique_ptr<Transport> Queues(int capacity) {
+  core::Config config;
+  DeclareAllConfig(config);
+  EXPECT_TRUE(config.Set("run.queue_capacity", std::to_string(capacity)).ok());
+  core::Result<std::unique_ptr<Transport>> made = FindTransport("in-process")->make(config, stderr);
+  EXPECT_TRUE(made.ok());
+  return std::move(made).value();
+}
 
 core::Status ExportFromStdio(std::FILE* in, exporters::Exporter& exporter, core::InputErrors& errors,
                              const std::atomic<bool>& stop) {
@@ -31,8 +42,8 @@ TEST(PipelineTest, ReplaysProcessesAndExportsTheFixtureRelease) {
   PipelineOptions options;
   options.stream.data_dir = kFixture;
   options.replay.speed = 0;  // max
-  InProcessTransport queues(8);  // small: backpressure is exercised
-  Pipeline run(options, queues, exporter, errors);
+  std::unique_ptr<Transport> queues = Queues(8);  // small: backpressure is exercised
+  Pipeline run(options, *queues, exporter, errors);
   ASSERT_TRUE(run.Run().ok());
   const std::string text = exporter.Exposition();
   // trace_seren.csv: 3 jobs (Other, FAILED gpu 936 GPU-s; Other COMPLETED cpu; ...); kalos 1.
@@ -89,8 +100,8 @@ TEST(PipelineTest, AMissingDataDirectoryIsAnError) {
   exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
   PipelineOptions options;
   options.stream.data_dir = "/nonexistent/acmetrace";
-  InProcessTransport queues(8);
-  Pipeline run(options, queues, exporter, errors);
+  std::unique_ptr<Transport> queues = Queues(8);
+  Pipeline run(options, *queues, exporter, errors);
   EXPECT_FALSE(run.Run().ok());
 }
 
@@ -100,8 +111,8 @@ TEST(PipelineTest, StopBeforeRunEndsAtOnce) {
   PipelineOptions options;
   options.stream.data_dir = kFixture;
   options.replay.speed = 0.001;  // would take years
-  InProcessTransport queues(8);
-  Pipeline run(options, queues, exporter, errors);
+  std::unique_ptr<Transport> queues = Queues(8);
+  Pipeline run(options, *queues, exporter, errors);
   run.Stop();
   EXPECT_TRUE(run.Run().ok());
 }

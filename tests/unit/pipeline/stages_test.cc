@@ -253,7 +253,7 @@ TEST(ProcessStageTest, AnOwnerTakingOverAfterTheEndMarkersEndsWithTheLastWindows
   CaptureSink sink;
   processors::StreamProcessor next(options, sink, nullptr);
   core::InputErrors errors(nullptr);
-  TakeOverFromSnapshot take_over(first.Snapshot("seren"));
+  TakeOverFromSnapshot take_over(first.Snapshot("seren").value());
   ASSERT_TRUE(RunProcessStage(rest, next, sink, errors, take_over, StageOptions{}, stop).ok());
   EXPECT_FALSE(rest.read_past_end()) << "the new owner did not learn that the input had ended";
   EXPECT_TRUE(sink.ended);
@@ -344,7 +344,7 @@ TEST(ProcessStageTest, ARecordAfterTheEndMarkerReopensThePartition) {
   CaptureSink next_sink;
   processors::StreamProcessor next(options, next_sink, nullptr);
   for (const core::InputPartition& in : kInputs) next.DeclarePartition(in.name);
-  ASSERT_TRUE(next.Restore(p.Snapshot("kalos")).ok());
+  ASSERT_TRUE(next.Restore(p.Snapshot("kalos").value()).ok());
   EXPECT_EQ(next.EndedPartitions("kalos"), (std::vector<int>{0, 1}));
 }
 

@@ -233,7 +233,7 @@ TEST(SnapshotGoldenTest, ThisBuildWritesTheOldBuildsBytesThenTheCapacity) {
   const std::vector<core::Record> input = Input();
   ProcessorRun run;
   run.Feed(input, 0, CutIndex(input));
-  EXPECT_TRUE(IsGoldenThenCapacity(run.p.Snapshot("seren"), golden, /*rerun=*/true))
+  EXPECT_TRUE(IsGoldenThenCapacity(run.p.Snapshot("seren").value(), golden, /*rerun=*/true))
       << "the snapshot format changed beyond versions 3 and 4 (capacity, ended writers) and gpu_straggler's layout 3: "
          "old snapshots may not load";
 }
@@ -274,11 +274,11 @@ TEST(SnapshotGoldenTest, AnOldSnapshotResumesToTheOutputOfAnUninterruptedRun) {
   // version 5 snapshot round-trips exactly.
   ProcessorRun reloaded(false);
   ASSERT_TRUE(reloaded.p.Restore(golden).ok());
-  const std::string resaved = reloaded.p.Snapshot("seren");
+  const std::string resaved = reloaded.p.Snapshot("seren").value();
   EXPECT_TRUE(IsGoldenThenCapacity(resaved, golden));
   ProcessorRun again(false);
   ASSERT_TRUE(again.p.Restore(resaved).ok());
-  EXPECT_TRUE(again.p.Snapshot("seren") == resaved);
+  EXPECT_TRUE(again.p.Snapshot("seren").value() == resaved);
 }
 
 TEST(SnapshotGoldenTest, EveryDetectorsStateRoundTripsAfterARealRun) {
@@ -290,10 +290,10 @@ TEST(SnapshotGoldenTest, EveryDetectorsStateRoundTripsAfterARealRun) {
     SCOPED_TRACE(cut);
     ProcessorRun run;
     run.Feed(input, 0, cut);
-    const std::string snapshot = run.p.Snapshot("seren");
+    const std::string snapshot = run.p.Snapshot("seren").value();
     ProcessorRun restored(false);
     ASSERT_TRUE(restored.p.Restore(snapshot).ok());
-    EXPECT_TRUE(restored.p.Snapshot("seren") == snapshot);
+    EXPECT_TRUE(restored.p.Snapshot("seren").value() == snapshot);
   }
   core::Config config;
   DeclareDetectorConfig(config);
@@ -353,7 +353,7 @@ TEST(SnapshotGoldenTest, CorruptedBytesAreAnErrorOrAValueNeverACrash) {
       EXPECT_NE(s.message().find("snapshot"), std::string::npos) << s.message();
       EXPECT_EQ(q.p.owned_count(), 0u);
     }
-    q.p.Release("seren");
+    EXPECT_TRUE(q.p.Release("seren").ok());
   }
   EXPECT_GT(refused, 0);
 }

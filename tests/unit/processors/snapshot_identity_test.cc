@@ -48,7 +48,7 @@ std::string SnapshotOf(const std::string& cluster, const std::vector<std::string
   for (int64_t i = 0; i < 40; ++i) {
     EXPECT_TRUE(p.Process(static_cast<int>(i % partitions.size()), i, Util(cluster, kT0 + i * 15'000)).ok());
   }
-  return p.Snapshot(cluster);
+  return p.Snapshot(cluster).value();
 }
 
 const std::vector<std::string> kKafka = {"acme.jobs/0", "acme.util/0", "acme.util/1"};
@@ -105,7 +105,7 @@ TEST(SnapshotIdentityTest, AnEndedWriterOfAnotherInputsPartitionIsRefused) {
   p.Own("seren");
   ASSERT_TRUE(p.Process(1, 0, Util("seren", kT0)).ok());
   ASSERT_TRUE(p.EndMarker(2, 0, "seren").ok());
-  std::string snapshot = p.Snapshot("seren");
+  std::string snapshot = p.Snapshot("seren").value();
   const size_t at = snapshot.rfind("acme.util/1");  // the ended writer's partition, after the detectors
   ASSERT_NE(at, std::string::npos);
   snapshot[at + 10] = '7';
@@ -135,7 +135,7 @@ TEST(SnapshotIdentityTest, EveryBitFlipIsRefused) {
     } else {
       ADD_FAILURE() << "bit " << bit << " flipped and the snapshot loaded";
     }
-    l.p.Release("seren");
+    EXPECT_TRUE(l.p.Release("seren").ok());
   }
   EXPECT_EQ(refused, tried);
   // The body's flips are found by the checksum, with one clear message.

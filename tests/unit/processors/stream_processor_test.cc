@@ -474,7 +474,7 @@ TEST(StreamProcessorTest, TheWorkerThreadWritesTheSameBytesAndSnapshots) {
       p->ReuseRecord(r);
     }
   }
-  EXPECT_EQ(two.Snapshot("seren"), one.Snapshot("seren"));
+  EXPECT_EQ(two.Snapshot("seren").value(), one.Snapshot("seren").value());
   ASSERT_TRUE(two.Drain().ok());
   EXPECT_EQ(two_sink.text, one_sink.text);
   EXPECT_EQ(two.stats().windows, one.stats().windows);
@@ -557,7 +557,7 @@ TEST(StreamProcessorTest, ARestoredSnapshotResumesWithoutCountingAnythingTwice) 
       p.Own("kalos");
       const int part = p.DeclarePartition("acme.util/0");
       for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c).value());
       // ...and it goes on a little after the snapshot before it is killed: that output is lost
       // with it, or written again by the next run.
       for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
@@ -708,7 +708,7 @@ TEST(StreamProcessorTest, ARestoredSnapshotResumesDetectorsWithoutFlaggingAnythi
       p.Own("kalos");
       const int part = p.DeclarePartition("acme.util/0");
       for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c));
+      for (const std::string& c : p.owned()) snapshots.push_back(p.Snapshot(c).value());
       before = Anomalies(first);
       // Killed a little after the snapshot: what it wrote after it is lost or written again.
       for (size_t i = cut; i < std::min(cut + 40, feed.size()); ++i) {
@@ -741,7 +741,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
   p.Own("seren");
   const int part = p.DeclarePartition("acme.util/0");
   for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-  const std::string snapshot = p.Snapshot("seren");
+  const std::string snapshot = p.Snapshot("seren").value();
   for (size_t n = 0; n < snapshot.size(); n += (n < 64 ? 1 : 13)) {
     CaptureSink s2;
     StreamProcessor q(options, s2, FakeAndRealDetectors());
@@ -763,7 +763,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
     without.Own("seren");
     const int wp = without.DeclarePartition("acme.util/0");
     for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(without.Process(wp, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-    const std::string v7 = without.Snapshot("seren");
+    const std::string v7 = without.Snapshot("seren").value();
     const testing::SnapshotSections now = testing::ReadSnapshotSections(v7);
     ASSERT_TRUE(now.ok);
     ASSERT_EQ(now.version, 7u);
@@ -776,14 +776,14 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
       CaptureSink s;
       StreamProcessor r(options, s, nullptr);
       EXPECT_TRUE(r.Restore(old, warning).ok());
-      return testing::ReadSnapshotSections(r.Snapshot("seren"));
+      return testing::ReadSnapshotSections(r.Snapshot("seren").value());
     };
     // Version 6: everything; saved again to the byte.
     {
       CaptureSink s6;
       StreamProcessor r(options, s6, nullptr);
       ASSERT_TRUE(r.Restore(testing::LegacySnapshot(now, 6, now.Names())).ok());
-      EXPECT_TRUE(r.Snapshot("seren") == v7);
+      EXPECT_TRUE(r.Snapshot("seren").value() == v7);
     }
     // Version 4 (before the checksum): the group is taken as this one's, the gate starts afresh.
     const testing::SnapshotSections from4 =
@@ -799,7 +799,7 @@ TEST(StreamProcessorTest, ATruncatedSnapshotIsAnErrorAndAnOldVersionLoadsWithFre
       StreamProcessor r(options, s3, nullptr);
       ASSERT_TRUE(r.Restore(testing::LegacySnapshot(now, 3, {"windows", "detectors", "capacity"})).ok());
       EXPECT_TRUE(r.EndedPartitions("seren").empty());
-      const testing::SnapshotSections from3 = testing::ReadSnapshotSections(r.Snapshot("seren"));
+      const testing::SnapshotSections from3 = testing::ReadSnapshotSections(r.Snapshot("seren").value());
       EXPECT_TRUE(from3.Bytes("windows") == now.Bytes("windows"));
       EXPECT_TRUE(from3.Bytes("capacity") == now.Bytes("capacity"));
     }
@@ -824,7 +824,7 @@ TEST(StreamProcessorTest, SnapshotSectionsUnknownTwiceNewerOrMissingAreRefusedBy
   p.Own("seren");
   const int part = p.DeclarePartition("acme.util/0");
   for (size_t i = 0; i < feed.size() / 2; ++i) ASSERT_TRUE(p.Process(part, static_cast<int64_t>(i), core::Record(feed[i])).ok());
-  const testing::SnapshotSections now = testing::ReadSnapshotSections(p.Snapshot("seren"));
+  const testing::SnapshotSections now = testing::ReadSnapshotSections(p.Snapshot("seren").value());
   ASSERT_TRUE(now.ok);
   auto write = [&](const std::vector<std::pair<std::string, std::pair<uint64_t, std::string>>>& sections) {
     StateWriter w;
@@ -914,10 +914,10 @@ TEST(StreamProcessorTest, StateIsBoundedByTheWindowsNotTheHistory) {
   const std::vector<core::Record> feed = Feed(240, 5);
   size_t at_70_minutes = 0;
   for (const core::Record& r : feed) {
-    if (at_70_minutes == 0 && core::TimestampMsOf(r) >= kT0 + 70 * 60'000) at_70_minutes = p.Snapshot("seren").size();
+    if (at_70_minutes == 0 && core::TimestampMsOf(r) >= kT0 + 70 * 60'000) at_70_minutes = p.Snapshot("seren").value().size();
     ASSERT_TRUE(p.Process(part, -1, core::Record(r)).ok());
   }
-  const size_t at_end = p.Snapshot("seren").size();
+  const size_t at_end = p.Snapshot("seren").value().size();
   ASSERT_GT(at_70_minutes, 0u);
   EXPECT_LT(static_cast<double>(at_end), 1.3 * static_cast<double>(at_70_minutes));
   EXPECT_EQ(p.ResumeOffset(part), -1);

@@ -104,6 +104,10 @@ class Config {
   /// variable another key already has, is a programming error.
   void Declare(const std::string& key, const std::string& default_value, const std::string& help,
                ConfigType type = ConfigType::String());
+  /// Narrows a declared key to choices its declaring stage cannot know (a transport's name: the
+  /// pipeline's registry of transports has them), before anything is loaded. Its default must be
+  /// one of them; an undeclared key is a programming error.
+  void SetChoices(const std::string& key, std::vector<std::string> choices);
 
   /// Loads a YAML file of sections and keys ({section: {key: value}}). Unknown sections or keys,
   /// keys set twice, non-scalar values and malformed YAML are errors naming the file and line; every

@@ -54,15 +54,20 @@ class RecordSink {
     (void)clusters;
     return Flush();
   }
+  /// What the sink did, in words for the writer's last log line (Kafka: records produced, delivery
+  /// reports, queue-full waits); "" when it has nothing to tell.
+  virtual std::string Report() const { return ""; }
 };
 
 /// One input partition: a stable name (the processors' snapshots key offsets by it: "stdin",
-/// "in-process", "acme.util/3"), its topic ("" when a partition carries every topic), and where an
-/// error message says a bad record was ("stdin", "acme.util[3]").
+/// "in-process", "acme.util/3"), its topic ("" when a partition carries every topic), where an
+/// error message says a bad record was ("stdin", "acme.util[3]"), and its number within its topic
+/// (-1 when the transport has none).
 struct InputPartition {
   std::string name;
   std::string topic;
   std::string where;
+  int32_t number = -1;
 };
 
 /// What RecordInput::Next yields. Views and the record pointer are valid until the next Next.
@@ -88,6 +93,7 @@ struct InputItem {
   std::string_view topic;
   std::string_view key;
   std::string_view value;
+  std::string_view cluster;  // kFramed, kUnreadable: its cluster when the transport knows it unparsed ("" if not)
   std::string_view error;
   std::string_view clusters;
   bool paused = false;    // kProgress: the writer said it is paused (a heartbeat of a paused replay)

@@ -98,9 +98,11 @@ class StreamProcessor {
   /// The state of an owned cluster (metrics, buffered records, detectors) and the offsets it covers. With final_flush_follows, the
   /// snapshot also records that the windows still open are about to be written by Finish, so a
   /// later owner does not write them again.
-  std::string Snapshot(const std::string& cluster, bool final_flush_follows = false) const;
-  /// Stops owning cluster and drops its state.
-  void Release(const std::string& cluster);
+  /// Waits for the windows already closed to be applied first: an error of theirs is the result.
+  core::Result<std::string> Snapshot(const std::string& cluster, bool final_flush_follows = false) const;
+  /// Stops owning cluster and drops its state, after the windows already closed are applied; their
+  /// error, if any (the cluster is released all the same).
+  core::Status Release(const std::string& cluster);
   std::vector<std::string> owned() const;
   size_t owned_count() const { return clusters_.size(); }
   /// Where to start reading partition: the lowest next offset over the owned clusters; -1 if some

@@ -69,6 +69,8 @@ class KafkaSink : public core::RecordSink {
   core::Status End(const std::vector<std::string>& clusters) override;
 
   DeliveryCounts counts() const;
+  /// counts() in words: "kafka: N records produced (and M stream markers), ...".
+  std::string Report() const override;
   /// The configured topics: created now or found.
   const std::vector<TopicDescription>& topics() const;
 

@@ -1,6 +1,6 @@
 // The replay's progress markers: a round each progress interval of trace time, a marker only into
 // the partitions whose last record is more than an interval before the round.
-#include "acmetrace/kafka/progress_markers.h"
+#include "acmetrace/core/stream_markers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace acmetrace::kafka {
+namespace acmetrace::core {
 namespace {
 
 using Marked = std::vector<std::pair<size_t, int32_t>>;
@@ -92,4 +92,4 @@ TEST(ProgressMarkersTest, AFailedMarkerStopsTheRound) {
 }
 
 }  // namespace
-}  // namespace acmetrace::kafka
+}  // namespace acmetrace::core
