@@ -24,13 +24,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$root/$build/apps/acmetrace
 [[ -x "$bin" ]] || { echo "backfill_day: $bin not built (scripts/build)" >&2; exit 1; }
 mkdir -p "$work"
-data=$work/d$days-s$scale
-if [[ ! -f "$data/.complete" ]]; then
-  echo "synthesizing $days day(s) of seren and kalos at scale $scale into $data ..."
-  rm -rf "$data"
-  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 3 --inject-faults > "$work/synth.log" 2>&1
-  touch "$data/.complete"
-fi
+# shellcheck source=bench/synth_cached.sh
+source "$root/bench/synth_cached.sh"
+synth_cached "$bin" "$work" "$days" "$scale"
 promdir=$work/promdir-d$days-s$scale
 rm -rf "$promdir"
 # The default window: what the telemetry covers (the synthesized days; their jobs end later).

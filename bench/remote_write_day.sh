@@ -37,13 +37,9 @@ if ((blocks)); then
   blocks_rate=$(sed -n 's/.* s, \([0-9]*\) samples\/s end to end/\1/p' "$work/blocks.txt")
   promtool_cpu=$(sed -n 's/^  promtool CPU *\([0-9.]*\) s.*/\1/p' "$work/blocks.txt")
 fi
-data=$work/d$days-s$scale
-if [[ ! -f "$data/.complete" ]]; then
-  echo "synthesizing $days day(s) of seren and kalos at scale $scale into $data ..."
-  rm -rf "$data"
-  "$bin" synth --out "$data" --days "$days" --scale "$scale" --seed 3 --inject-faults > "$work/synth.log" 2>&1
-  touch "$data/.complete"
-fi
+# shellcheck source=bench/synth_cached.sh
+source "$root/bench/synth_cached.sh"
+synth_cached "$bin" "$work" "$days" "$scale"
 
 # (b) Remote write into a fresh VictoriaMetrics.
 store=$work/vm-d$days-s$scale
