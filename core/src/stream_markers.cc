@@ -1,12 +1,15 @@
 // Stream markers: their text, how a reader reads them, and the progress schedule of an ordered writer.
 #include "acmetrace/core/stream_markers.h"
 
+#include <simdjson.h>
+
 #include <charconv>
 #include <optional>
 #include <utility>
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/record.h"
+#include "acmetrace/core/record_json.h"
 #include "acmetrace/core/time.h"
 
 namespace acmetrace::core {
@@ -83,6 +86,45 @@ bool ProgressMarkers::DueBefore(int64_t trace_ts_ms) {
   next_ms_ = trace_ts_ms + every_ms_;
   round_ms_ = trace_ts_ms;
   return !first;
+}
+
+namespace {
+constexpr std::string_view kMarkerLineStart = "{\"marker\":";
+}  // namespace
+
+void AppendMarkerLine(std::string& out, std::string_view marker, int64_t trace_ts_ms) {
+  out.append(kMarkerLineStart);
+  AppendJsonString(out, marker);
+  if (trace_ts_ms != kNoTraceTs) {
+    out.append(",\"trace_ts_ms\":");
+    out.append(std::to_string(trace_ts_ms));
+  }
+  out.append("}\n");
+}
+
+bool ReadMarkerLine(std::string_view line, std::string& text, std::string& trace_ts) {
+  // Records are framed lines ({"topic":...}): only a line that starts as a marker is parsed.
+  if (line.substr(0, kMarkerLineStart.size()) != kMarkerLineStart) return false;
+  static thread_local simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(line.data(), line.size()).get(object) != simdjson::SUCCESS) return false;
+  bool has_marker = false;
+  trace_ts.clear();
+  for (const auto field : object) {
+    if (field.key == "marker") {
+      std::string_view value;
+      if (field.value.get(value) != simdjson::SUCCESS) return false;
+      text.assign(value);
+      has_marker = true;
+    } else if (field.key == "trace_ts_ms") {
+      // The number's own text: ReadStreamMarker decides what a trace time is.
+      if (!field.value.is_number()) return false;
+      trace_ts = simdjson::minify(field.value);
+    } else {
+      return false;
+    }
+  }
+  return has_marker;
 }
 
 }  // namespace acmetrace::core

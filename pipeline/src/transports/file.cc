@@ -74,77 +74,6 @@ int64_t SteadyMs() {
       .count();
 }
 
-constexpr std::string_view kMarkerStart = "{\"marker\":";
-
-// {"marker":TEXT,"trace_ts_ms":T} (T left out when not known).
-void AppendMarkerLine(std::string& out, std::string_view marker, int64_t trace_ts_ms) {
-  out.append(kMarkerStart);
-  core::AppendJsonString(out, marker);
-  if (trace_ts_ms != core::kNoTraceTs) {
-    out.append(",\"trace_ts_ms\":");
-    out.append(std::to_string(trace_ts_ms));
-  }
-  out.append("}\n");
-}
-
-// Reads a marker line back: its text (unescaped into text) and its trace time's digits. False if
-// the line is not one AppendMarkerLine writes.
-bool ReadMarkerLine(std::string_view line, std::string& text, std::string_view& trace_ts) {
-  if (line.substr(0, kMarkerStart.size()) != kMarkerStart) return false;
-  std::string_view rest = line.substr(kMarkerStart.size());
-  if (rest.empty() || rest.front() != '"') return false;
-  text.clear();
-  size_t i = 1;
-  for (;; ++i) {
-    if (i >= rest.size()) return false;
-    const char c = rest[i];
-    if (c == '"') break;
-    if (static_cast<unsigned char>(c) < 0x20) return false;
-    if (c != '\\') {
-      text += c;
-      continue;
-    }
-    if (++i >= rest.size()) return false;
-    switch (rest[i]) {
-      case '"': text += '"'; break;
-      case '\\': text += '\\'; break;
-      case '/': text += '/'; break;
-      case 'n': text += '\n'; break;
-      case 't': text += '\t'; break;
-      case 'r': text += '\r'; break;
-      case 'b': text += '\b'; break;
-      case 'f': text += '\f'; break;
-      case 'u': {  // AppendJsonString escapes control characters only: \u00XX
-        if (i + 4 >= rest.size() || rest.substr(i + 1, 2) != "00") return false;
-        unsigned v = 0;
-        for (size_t k = i + 3; k <= i + 4; ++k) {
-          const char h = rest[k];
-          const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-          if (d < 0) return false;
-          v = v * 16 + static_cast<unsigned>(d);
-        }
-        text += static_cast<char>(v);
-        i += 4;
-        break;
-      }
-      default:
-        return false;
-    }
-  }
-  rest = rest.substr(i + 1);
-  constexpr std::string_view kTs = ",\"trace_ts_ms\":";
-  trace_ts = {};
-  if (rest.substr(0, kTs.size()) == kTs) {
-    rest = rest.substr(kTs.size());
-    const size_t end = rest.find('}');
-    if (end == std::string_view::npos) return false;
-    trace_ts = rest.substr(0, end);
-    if (trace_ts.empty()) return false;
-    rest = rest.substr(end);
-  }
-  return rest == "}";
-}
-
 // One topic's files, appended to by one writer: records go to the file of their cluster.
 class FileSink : public core::RecordSink {
  public:
@@ -254,7 +183,7 @@ class FileSink : public core::RecordSink {
     return files_[topic * static_cast<size_t>(settings_.partitions) + static_cast<size_t>(partition)];
   }
   core::Status Marker(size_t topic, int32_t partition, std::string_view marker, int64_t ts) {
-    AppendMarkerLine(FileOf(topic, partition).buffer, marker, ts);
+    core::AppendMarkerLine(FileOf(topic, partition).buffer, marker, ts);
     return core::Status::Ok();
   }
   // Whole lines only: a reader never sees half a line for long (it waits for the rest).
@@ -385,6 +314,7 @@ class FileInput : public core::RecordInput {
     int64_t head_order = 0;  // its trace time, to merge by (unreadable lines first)
     core::Record record;
     std::string text;        // a marker's text (clusters point into it)
+    std::string trace_ts;    // a marker's trace time, as written
     std::string error;
     int64_t caught_up_since = -1;
     bool idle_reported = false;
@@ -473,8 +403,8 @@ class FileInput : public core::RecordInput {
   bool Classify(size_t i, std::string_view line) {
     Part& part = parts_[i];
     core::InputItem& item = part.head;
-    std::string_view trace_ts;
-    if (ReadMarkerLine(line, part.text, trace_ts)) {
+    if (core::ReadMarkerLine(line, part.text, part.trace_ts)) {
+      const std::string_view trace_ts = part.trace_ts;
       const core::StreamMarker m = core::ReadStreamMarker(part.text, trace_ts);
       item.ts_ms = m.trace_ts_ms;
       switch (m.kind) {

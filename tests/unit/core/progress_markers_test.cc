@@ -93,3 +93,32 @@ TEST(ProgressMarkersTest, AFailedMarkerStopsTheRound) {
 
 }  // namespace
 }  // namespace acmetrace::core
+
+namespace acmetrace::core {
+namespace {
+
+// The file transport's marker lines: what AppendMarkerLine writes reads back, text (control
+// characters included) and trace time; a record or broken JSON is no marker line.
+TEST(MarkerLineTest, WhatIsWrittenReadsBackAndRecordsAreNoMarkers) {
+  std::string line;
+  AppendMarkerLine(line, "end:seren,ka\nlos\x01", 1688140800000);
+  ASSERT_EQ(line.back(), '\n');
+  line.pop_back();
+  std::string text, ts;
+  ASSERT_TRUE(ReadMarkerLine(line, text, ts)) << line;
+  EXPECT_EQ(text, "end:seren,ka\nlos\x01");
+  EXPECT_EQ(ts, "1688140800000");
+  line.clear();
+  AppendMarkerLine(line, std::string(kProgressMarker), kNoTraceTs);
+  line.pop_back();
+  ASSERT_TRUE(ReadMarkerLine(line, text, ts)) << line;
+  EXPECT_EQ(text, kProgressMarker);
+  EXPECT_EQ(ts, "");
+  EXPECT_FALSE(ReadMarkerLine(R"({"topic":"acme.jobs","key":"k","value":{}})", text, ts));
+  EXPECT_FALSE(ReadMarkerLine(R"({"marker":"progress","trace_ts_ms":)", text, ts));
+  EXPECT_FALSE(ReadMarkerLine(R"({"marker":"progress","trace_ts_ms":"1"})", text, ts));
+  EXPECT_FALSE(ReadMarkerLine(R"({"marker":"progress","other":1})", text, ts));
+}
+
+}  // namespace
+}  // namespace acmetrace::core

@@ -53,6 +53,14 @@ struct StreamMarker {
 /// longer than kMaxNameBytes are kInvalid.
 StreamMarker ReadStreamMarker(std::string_view marker, std::string_view trace_ts);
 
+/// A marker as a line of its own, for transports that carry no headers (the file transport):
+/// {"marker":TEXT,"trace_ts_ms":T}\n, T left out when trace_ts_ms is kNoTraceTs.
+void AppendMarkerLine(std::string& out, std::string_view marker, int64_t trace_ts_ms);
+/// Whether line is a marker line (a JSON object of "marker", a string, and optionally
+/// "trace_ts_ms"); if so, its text and the trace time's digits (empty when absent), for
+/// ReadStreamMarker. Anything else (a record, broken JSON) is not one.
+bool ReadMarkerLine(std::string_view line, std::string& text, std::string& trace_ts);
+
 /// The progress-marker schedule of a writer whose records come in trace-time order. A round is due
 /// each time the records' trace time has moved on by the interval; in a round at trace time T, a
 /// marker at T goes into every partition whose last record from this writer is older than T minus the
