@@ -232,15 +232,6 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::BackfillPlan plan =
           history::PlanBackfill(files.value(), options.stream.range, options.step_ms, options.persona);
       options.stream.range = plan.window;
-      if (plan.window.from_ms != INT64_MIN && plan.window.to_ms != INT64_MAX && plan.window.from_ms >= plan.window.to_ms) {
-        // A --from at or after the window's end (the data's, or --to): nothing to scrape, although the
-        // records before it would be replayed.
-        core::LogError("backfill", "no records in the window (" + options.stream.data_dir + ", " +
-                                       core::FormatIsoTime(plan.window.from_ms, 0) + " .. " +
-                                       core::FormatIsoTime(plan.window.to_ms, 0) +
-                                       "): check --from/--to and --clusters against `acmetrace summary`");
-        return 1;
-      }
       // The window opens at --from (or the telemetry's first sample), but everything before it is
       // replayed too, unscraped: the jobs submitted or started before it (a slice of the release holds
       // them), and, for a --from inside the data, the state that reaches it, so that the first scrape

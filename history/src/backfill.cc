@@ -143,10 +143,25 @@ class Scraper : public core::RecordSink {
   std::string text_;
 };
 
+// The window (its scrapes' start, or the replay's) holds nothing to backfill.
+core::Status NoRecordsInTheWindow(const BackfillOptions& options) {
+  const int64_t from = options.scrape_from_ms != INT64_MIN ? options.scrape_from_ms : options.stream.range.from_ms;
+  const int64_t to = options.stream.range.to_ms;
+  return core::Status::Error("no records in the window (" + options.stream.data_dir + ", " +
+                             (from == INT64_MIN ? std::string("start") : core::FormatIsoTime(from, 0)) + " .. " +
+                             (to == INT64_MAX ? std::string("end") : core::FormatIsoTime(to, 0)) +
+                             "): check --from/--to and --clusters against `acmetrace summary`");
+}
+
 }  // namespace
 
 core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::InputErrors& errors, ScrapeOutput& out) {
   if (options.step_ms <= 0) return core::Status::Error("step must be positive");
+  // Scrapes from at or after the window's end: the records before it would be replayed for nothing.
+  if (options.scrape_from_ms != INT64_MIN && options.stream.range.to_ms != INT64_MAX &&
+      options.scrape_from_ms >= options.stream.range.to_ms) {
+    return NoRecordsInTheWindow(options);
+  }
   core::Result<std::unique_ptr<producers::EventStream>> opened = producers::EventStream::Open(options.stream, errors);
   if (!opened.ok()) return opened.status();
   std::unique_ptr<producers::EventStream> stream = std::move(opened).value();
@@ -178,14 +193,7 @@ core::Result<BackfillStats> RunBackfill(const BackfillOptions& options, core::In
   core::Result<producers::ReplayStats> replayed = replayer.Run();
   if (!replayed.ok()) return replayed.status();
   stats.records = replayed.value().total;
-  if (stats.records == 0) {
-    const producers::TimeRange& r = options.stream.range;
-    return core::Status::Error(
-        "no records in the window (" + options.stream.data_dir + ", " +
-        (r.from_ms == INT64_MIN ? std::string("start") : core::FormatIsoTime(r.from_ms, 0)) + " .. " +
-        (r.to_ms == INT64_MAX ? std::string("end") : core::FormatIsoTime(r.to_ms, 0)) +
-        "): check --from/--to and --clusters against `acmetrace summary`");
-  }
+  if (stats.records == 0) return NoRecordsInTheWindow(options);
   // The scrape due after the last record sees what a live run shows then; the windows still open
   // close at the end of the input (as in `run`), and the scrape after that shows them.
   const int64_t to = options.stream.range.to_ms;

@@ -272,3 +272,23 @@ TEST(BackfillTest, TwoSlicesOfAWindowAddUpToTheWholeWindow) {
 
 }  // namespace
 }  // namespace acmetrace::history
+
+namespace acmetrace::history {
+namespace {
+
+// A window that opens at or after its end (--from past the data): an error before any record is
+// replayed, whatever precedes it.
+TEST(BackfillTest, AWindowOpeningAtOrAfterItsEndIsNoRecordsInTheWindow) {
+  BackfillOptions options = FixtureOptions();
+  options.scrape_from_ms = kUntilMs;
+  CapturedScrapes out;
+  core::InputErrors errors(nullptr);
+  core::Result<BackfillStats> stats = RunBackfill(options, errors, out);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().message().rfind("no records in the window (" + kFixture + ", ", 0), 0u)
+      << stats.status().message();
+  EXPECT_TRUE(out.scrapes.empty());
+}
+
+}  // namespace
+}  // namespace acmetrace::history
