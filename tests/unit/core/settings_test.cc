@@ -79,6 +79,18 @@ TEST(SettingsTest, FillConvertsUnitsAndChoices) {
   EXPECT_EQ(t.clusters, std::vector<std::string>{"kalos"});
 }
 
+TEST(SettingsTest, SecondsHeldInMillisecondsAreAtLeastOneMillisecond) {
+  // 0.0004 s would be held as 0 ms: refused by the type, as the hand check before the table did.
+  Config config;
+  ToySettings().Declare(config);
+  ASSERT_TRUE(config.Set("toy.scrape_s", "0.0004").ok());
+  ASSERT_EQ(config.Validate().size(), 1u);
+  EXPECT_NE(config.Validate()[0].find("toy.scrape_s"), std::string::npos) << config.Validate()[0];
+  ASSERT_TRUE(config.Set("toy.scrape_s", "0.001").ok());
+  EXPECT_TRUE(config.Validate().empty());
+  EXPECT_EQ(ToySettings().Fill(config).scrape_ms, 1);
+}
+
 TEST(SettingsTest, AValueOutsideTheRowsBoundsIsRefusedNamingWhereItCameFrom) {
   Config config;
   ToySettings().Declare(config);

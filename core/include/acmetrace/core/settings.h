@@ -48,10 +48,12 @@ class Settings {
                ConfigType::Int(min_s, kMaxConfigSeconds),
                [member](const Config& c, const std::string& key, Options& o) { o.*member = c.GetInt(key) * 1000; });
   }
-  /// A key in seconds (fractions allowed, above 0), held in milliseconds by member.
+  /// A key in seconds (fractions allowed, at least a millisecond: less would be 0 in member), held in
+  /// milliseconds by member.
   Settings& PositiveSecondsAsMs(std::string name, int64_t Options::*member, std::string help) {
     return Row(std::move(name), SettingNumberText(static_cast<double>(Options{}.*member) / 1000.0), std::move(help),
-               ConfigType::PositiveSeconds(), [member](const Config& c, const std::string& key, Options& o) {
+               ConfigType::Double(0.001, static_cast<double>(kMaxConfigSeconds)),
+               [member](const Config& c, const std::string& key, Options& o) {
                  o.*member = static_cast<int64_t>(std::llround(c.GetDouble(key) * 1000.0));
                });
   }
