@@ -54,7 +54,7 @@ echo "e2e: synthesizing one day at scale 0.05 with injected faults"
 [[ -s $tmp/data/faults.csv ]] || { echo "e2e: synth wrote no faults.csv"; exit 1; }
 # The replay starts at the day (synth.start): the job trace also holds jobs submitted days before it, which the
 # replay would otherwise spend its minutes on (replay.from, for run and replay alike).
-ACMETRACE_REPLAY_FROM=$("$bin" config | sed -n '/^synth:/,/^[a-z]/s/^  start: //p')
+ACMETRACE_REPLAY_FROM=$("$bin" config --defaults | sed -n '/^synth:/,/^[a-z]/s/^  start: //p')
 export ACMETRACE_REPLAY_FROM
 [[ -n $ACMETRACE_REPLAY_FROM ]] || { echo "e2e: no synth.start in acmetrace config"; exit 1; }
 

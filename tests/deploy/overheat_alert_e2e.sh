@@ -19,7 +19,7 @@ command -v "$prometheus" > /dev/null || { echo "overheat: $prometheus not found 
 # shellcheck source=e2e_lib.sh
 source "$here/e2e_lib.sh"
 e2e_begin overheat '*.err' prometheus.log
-default() { "$bin" config | sed -n "s/^  default_$1: //p"; }
+default() { "$bin" config --defaults | sed -n "s/^  default_$1: //p"; }
 
 days=$(default days)
 scale=$(default scale)

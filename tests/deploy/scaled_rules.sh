@@ -17,7 +17,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "scaled_rules: $*" >&2; exit 1; }
 
-"$bin" config | grep -q "^  default_speed: $speed\$" ||
+# Into a file, not a pipe: grep -q leaving early would make the writer's SIGPIPE fail the test (pipefail).
+"$bin" config --defaults > "$tmp/defaults.yaml"
+grep -q "^  default_speed: $speed\$" "$tmp/defaults.yaml" ||
   fail "run.default_speed is no longer $speed: regenerate configs/prometheus/rules-*x for it (scripts/scaled-rules)"
 "$root/scripts/scaled-rules" --bin "$bin" --out "$tmp/rules" > "$tmp/scaled.out" 2> "$tmp/scaled.err" ||
   fail "scripts/scaled-rules failed: $(cat "$tmp/scaled.err")"
