@@ -79,6 +79,9 @@ std::map<std::string, std::string> Labels(const nlohmann::json& metric) {
   return labels;
 }
 
+// Values equal to 1e-12 relative: VictoriaMetrics keeps about 12 significant digits.
+bool SameValue(double got, double want) { return std::fabs(got - want) <= 1e-12 * std::max(1.0, std::fabs(want)); }
+
 // The first difference between two sample sets (values to 1e-12 relative), or "".
 std::string FirstDifference(const Samples& want, const Samples& got) {
   if (want.size() != got.size()) {
@@ -98,9 +101,22 @@ std::string FirstDifference(const Samples& want, const Samples& got) {
     for (const auto& [ts, v] : points) {
       auto it = other.find(ts);
       if (it == other.end()) return key + ": no sample at " + std::to_string(ts);
-      if (std::fabs(it->second - v) > 1e-12 * std::max(1.0, std::fabs(v))) {
+      if (!SameValue(it->second, v)) {
         return key + " at " + std::to_string(ts) + ": " + std::to_string(it->second) + ", want " + std::to_string(v);
       }
+    }
+  }
+  return "";
+}
+
+// The first sample of got that want does not hold at its time with its value (SameValue), or "".
+std::string FirstSampleNotIn(const Samples& got, const Samples& want) {
+  for (const auto& [key, points] : got) {
+    auto series = want.find(key);
+    for (const auto& [ts, v] : points) {
+      if (series == want.end()) return "unexpected series " + key;
+      auto it = series->second.find(ts);
+      if (it == series->second.end() || !SameValue(v, it->second)) return key + " at " + std::to_string(ts) + ": not the blocks path's sample";
     }
   }
   return "";
@@ -283,8 +299,10 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering400SomeRe
   const int64_t failed = NumberBefore(err, " failed");
   EXPECT_GT(failed, 0) << err;
   EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
-  // Nothing silently lost: what was not refused is there, and only that.
-  EXPECT_EQ(Count(vm.Export()) + failed, Count(reference_)) << err;
+  // Nothing silently lost: what was not refused is there, as the blocks path has it, and only that.
+  const Samples got = vm.Export();
+  EXPECT_EQ(Count(got) + failed, Count(reference_)) << err;
+  EXPECT_EQ(FirstSampleNotIn(got, reference_), "");
 }
 
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsGetsEverySampleScrapedBeforeASigtermAndExit143) {
@@ -612,53 +630,138 @@ TEST_F(BackfillRemoteWriteTest, RunStoppedBySigtermFlushesItsRemoteWriteToVictor
   EXPECT_EQ(stored, sent) << err;
 }
 
-TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
-  const int port = FreePort();
-  const fs::path dir = work_ / "prom";
-  fs::create_directories(dir);
-  // History is hours to months old: without an out-of-order window Prometheus refuses what is older
-  // than its head (HTTP 400 "out of bounds").
-  std::ofstream(dir / "prometheus.yml") << "storage:\n  tsdb:\n    out_of_order_time_window: 3650d\n";
-  Child prom({"/usr/bin/prometheus", "--config.file=" + (dir / "prometheus.yml").string(),
-              "--storage.tsdb.path=" + (dir / "data").string(), "--storage.tsdb.retention.time=100y",
-              "--web.listen-address=127.0.0.1:" + std::to_string(port), "--web.enable-remote-write-receiver"},
-             (dir / "prom.out").string(), (dir / "prom.err").string());
-  ASSERT_TRUE(WaitUntil([&] { return HttpGet(port, "/-/ready").status == 200; }, 60))
-      << ReadFile((dir / "prom.err").string());
-
-  std::string err;
-  ASSERT_EQ(Backfill("http://127.0.0.1:" + std::to_string(port) + "/api/v1/write", "", err), 0) << err;
-
+// Debian's Prometheus as a remote write receiver on a free port, its storage in dir, with an
+// out-of-order window: history is hours to months old, and without the window Prometheus refuses what
+// is older than its head (HTTP 400 "out of bounds"). Stopped by the destructor.
+class LocalPrometheus {
+ public:
+  explicit LocalPrometheus(const fs::path& dir) : dir_(dir), port_(FreePort()) {
+    std::ofstream(dir_ / "prometheus.yml") << "storage:\n  tsdb:\n    out_of_order_time_window: 3650d\n";
+    Start();
+  }
+  bool Ready() { return WaitUntil([&] { return HttpGet(port_, "/-/ready").status == 200; }, 60); }
+  // Stopped (SIGTERM: its WAL and out-of-order log hold what it acknowledged) and started again on
+  // the same port and storage.
+  int Stop() { return prom_->Signal(SIGTERM); }
+  void Start() {
+    prom_ = std::make_unique<Child>(
+        std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + (dir_ / "prometheus.yml").string(),
+                                 "--storage.tsdb.path=" + (dir_ / "data").string(), "--storage.tsdb.retention.time=100y",
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                 "--web.enable-remote-write-receiver"},
+        (dir_ / "prom.out").string(), (dir_ / "prom.err").string());
+  }
+  int port() const { return port_; }
+  std::string log() const { return ReadFile((dir_ / "prom.err").string()); }
+  std::string WriteUrl() const { return "http://127.0.0.1:" + std::to_string(port_) + "/api/v1/write"; }
   // Every raw sample of the window: a range selector over it, evaluated at its end.
-  const int64_t span_s = kTo - kFrom + 120;
-  const HttpResponse r =
-      HttpGet(port, "/api/v1/query?time=" + std::to_string(kTo + 60) + "&query=" +
-                        UrlEncode("{__name__=~\".+\"}[" + std::to_string(span_s) + "s]"));
-  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
-  Samples got;
-  const nlohmann::json answer = nlohmann::json::parse(r.body);
-  ASSERT_EQ(answer["status"], "success") << r.body.substr(0, 300);
-  for (const auto& s : answer["data"]["result"]) {
-    auto& points = got[Key(Labels(s["metric"]))];
-    for (const auto& p : s["values"]) {
-      const double v = std::stod(p[1].get<std::string>());
-      if (std::isfinite(v)) points[std::llround(p[0].get<double>() * 1000)] = v;
+  Samples Export() {
+    const int64_t span_s = kTo - kFrom + 120;
+    const HttpResponse r = HttpGet(port_, "/api/v1/query?time=" + std::to_string(kTo + 60) + "&query=" +
+                                              UrlEncode("{__name__=~\".+\"}[" + std::to_string(span_s) + "s]"));
+    EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+    Samples got;
+    const nlohmann::json answer = nlohmann::json::parse(r.body);
+    EXPECT_EQ(answer["status"], "success") << r.body.substr(0, 300);
+    for (const auto& s : answer["data"]["result"]) {
+      auto& points = got[Key(Labels(s["metric"]))];
+      for (const auto& p : s["values"]) {
+        const double v = std::stod(p[1].get<std::string>());
+        if (std::isfinite(v)) points[std::llround(p[0].get<double>() * 1000)] = v;
+      }
     }
+    return got;
   }
   // On a failure, what Prometheus says it took in (head series, out-of-order and refused samples).
-  auto head_metrics = [&] {
-    std::istringstream lines(HttpGet(port, "/metrics").body);
+  std::string HeadMetrics() {
+    std::istringstream lines(HttpGet(port_, "/metrics").body);
     std::string line, out;
     while (std::getline(lines, line)) {
-      if (line[0] != '#' && (line.find("tsdb_head_series") != std::string::npos ||
-                             line.find("out_of_order") != std::string::npos ||
-                             line.find("out_of_bound") != std::string::npos)) {
+      if (!line.empty() && line[0] != '#' &&
+          (line.find("tsdb_head_series") != std::string::npos || line.find("out_of_order") != std::string::npos ||
+           line.find("out_of_bound") != std::string::npos)) {
         out += line + "\n";
       }
     }
     return out;
+  }
+
+ private:
+  fs::path dir_;
+  int port_;
+  std::unique_ptr<Child> prom_;
+};
+
+TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySampleOfTheBlocksPath) {
+  fs::create_directories(work_ / "prom");
+  LocalPrometheus prom(work_ / "prom");
+  ASSERT_TRUE(prom.Ready()) << prom.log();
+  std::string err;
+  ASSERT_EQ(Backfill(prom.WriteUrl(), "", err), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, prom.Export()), "") << err << prom.HeadMetrics();
+}
+
+// The fault tests again with Prometheus as the receiver: 429s retried, 400s counted and not retried
+// (nothing else lost), and a restart mid-backfill that loses and changes nothing.
+TEST_F(BackfillRemoteWriteTest, PrometheusBehindAReceiverAnswering429GetsEverySampleRetried) {
+  fs::create_directories(work_ / "prom429");
+  LocalPrometheus prom(work_ / "prom429");
+  ASSERT_TRUE(prom.Ready()) << prom.log();
+  FaultProxy proxy(work_ / "prom429", prom.WriteUrl(), "429", 6);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, prom.Export()), "") << prom.HeadMetrics();
+}
+
+TEST_F(BackfillRemoteWriteTest, PrometheusBehindAReceiverAnswering400SomeRequestsRefusalsReportedExit1) {
+  fs::create_directories(work_ / "prom400");
+  LocalPrometheus prom(work_ / "prom400");
+  ASSERT_TRUE(prom.Ready()) << prom.log();
+  FaultProxy proxy(work_ / "prom400", prom.WriteUrl(), "400", 7);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
+  const int64_t failed = NumberBefore(err, " failed");
+  EXPECT_GT(failed, 0) << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;
+  // What was not refused is there, exactly as the blocks path has it, and only that.
+  const Samples got = prom.Export();
+  EXPECT_EQ(Count(got) + failed, Count(reference_)) << err;
+  EXPECT_EQ(FirstSampleNotIn(got, reference_), "");
+}
+
+TEST_F(BackfillRemoteWriteTest, PrometheusRestartedMidBackfillHoldsEverySampleOfTheBlocksPath) {
+  fs::create_directories(work_ / "promrestart");
+  LocalPrometheus prom(work_ / "promrestart");
+  ASSERT_TRUE(prom.Ready()) << prom.log();
+  const std::string err_path = (work_ / "promrestart" / "backfill.err").string();
+  // Small requests on one shard: the backfill is still sending when the first of them has landed.
+  const std::string env =
+      "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
+  Child backfill({"/bin/sh", "-c",
+                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
+                      " --remote-write " + prom.WriteUrl()},
+                 (work_ / "promrestart" / "backfill.out").string(), err_path);
+  auto series_in = [&] {  // the backfill's series in its head (it scrapes nothing itself)
+    const std::string body = HttpGet(prom.port(), "/metrics").body;
+    const std::string name = "\nprometheus_tsdb_head_series ";
+    const size_t at = body.find(name);
+    return at == std::string::npos ? 0.0 : std::stod(body.substr(at + name.size()));
   };
-  EXPECT_EQ(FirstDifference(reference_, got), "") << err << head_metrics();
+  ASSERT_TRUE(WaitUntil([&] { return series_in() > 0; }, 30)) << ReadFile(err_path);
+  ASSERT_EQ(prom.Stop(), 0) << prom.log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // requests meet a closed port meanwhile
+  prom.Start();
+  ASSERT_TRUE(prom.Ready()) << prom.log();
+  ASSERT_EQ(backfill.Wait(), 0) << ReadFile(err_path);
+  const std::string err = ReadFile(err_path);
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;  // the restart was met mid-backfill
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, prom.Export()), "") << err << prom.HeadMetrics();
 }
 
 }  // namespace
