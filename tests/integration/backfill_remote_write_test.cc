@@ -400,6 +400,30 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverRefusingOneSeriesG
   EXPECT_EQ(static_cast<int64_t>(reference_.size() - got.size()), series_refused) << err;
 }
 
+// Behind a gateway that wants a bearer token (--bearer-token-file, as Prometheus's
+// authorization.credentials_file): with it every sample arrives; with another token every request is
+// refused 401, counted as failed, not retried, exit 1, and the token is not echoed.
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAGatewayWantingABearerTokenGetsItFromTheTokenFile) {
+  const fs::path dir = work_ / "vmbearer";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  FaultProxy proxy(dir, vm.WriteUrl(), "bearer", "s3cret-token");
+  ASSERT_TRUE(proxy.Ready());
+  std::ofstream(dir / "token") << "s3cret-token\n";
+  std::ofstream(dir / "wrong") << "not-the-token\n";
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "--bearer-token-file " + (dir / "wrong").string(), err), 1) << err;
+  EXPECT_NE(err.find("HTTP 401: unauthorized: no valid bearer token"), std::string::npos) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), Count(reference_)) << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;
+  EXPECT_EQ(err.find("not-the-token"), std::string::npos) << err;
+  EXPECT_EQ(Count(vm.Export()), 0);
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "--bearer-token-file " + (dir / "token").string(), err), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+}
+
 // A receiver answering 429 with Retry-After: 2 (seconds): the retry comes after the receiver's
 // wait, cut to remote_write.max_backoff_ms (1 s here), not after the 30 ms backoff.
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverSayingRetryAfterIsRetriedThenNotBefore) {
