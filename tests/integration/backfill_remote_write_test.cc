@@ -156,6 +156,15 @@ class BackfillRemoteWriteTest : public testing::Test {
     err = ReadFile(log);
     return rc;
   }
+  // The fault tests, the same for every Receiver (LocalVictoriaMetrics, LocalPrometheus: Ready, log,
+  // WriteUrl, Export), with tests/integration/remote_write_fault_proxy.py in front of it.
+  // The first six requests answered 429: retried, every sample arrives, exit 0.
+  template <class Receiver>
+  static void Expect429sRetried(const fs::path& dir);
+  // Every seventh request answered 400: not retried, reported, exit 1; the receiver holds exactly
+  // the samples not refused, each as the blocks path has it.
+  template <class Receiver>
+  static void Expect400sReportedAndTheRestDelivered(const fs::path& dir);
   static inline fs::path work_;
   static inline Samples reference_;
 };
@@ -252,6 +261,39 @@ int64_t NumberBefore(const std::string& text, const std::string& what) {
   return begin == at ? -1 : std::stoll(text.substr(begin, at - begin));
 }
 
+template <class Receiver>
+void BackfillRemoteWriteTest::Expect429sRetried(const fs::path& dir) {
+  fs::create_directories(dir);
+  Receiver receiver(dir);
+  ASSERT_TRUE(receiver.Ready()) << receiver.log();
+  FaultProxy proxy(dir, receiver.WriteUrl(), "429", 6);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
+  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, receiver.Export()), "");
+}
+
+template <class Receiver>
+void BackfillRemoteWriteTest::Expect400sReportedAndTheRestDelivered(const fs::path& dir) {
+  fs::create_directories(dir);
+  Receiver receiver(dir);
+  ASSERT_TRUE(receiver.Ready()) << receiver.log();
+  FaultProxy proxy(dir, receiver.WriteUrl(), "400", 7);
+  ASSERT_TRUE(proxy.Ready());
+  std::string err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
+  const int64_t failed = NumberBefore(err, " failed");
+  EXPECT_GT(failed, 0) << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
+  // Nothing silently lost: what was not refused is there, as the blocks path has it, and only that.
+  const Samples got = receiver.Export();
+  EXPECT_EQ(Count(got) + failed, Count(reference_)) << err;
+  EXPECT_EQ(FirstSampleNotIn(got, reference_), "");
+}
+
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) {
   ASSERT_GT(Count(reference_), 100'000);  // the persona's GPUs, the jobs, the injected faults
   fs::create_directories(work_ / "vm");
@@ -275,34 +317,11 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) 
 }
 
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering429GetsEverySampleRetried) {
-  fs::create_directories(work_ / "vm429");
-  LocalVictoriaMetrics vm(work_ / "vm429");
-  ASSERT_TRUE(vm.Ready()) << vm.log();
-  FaultProxy proxy(work_ / "vm429", vm.WriteUrl(), "429", 6);
-  ASSERT_TRUE(proxy.Ready());
-  std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
-  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
-  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
-  EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
+  Expect429sRetried<LocalVictoriaMetrics>(work_ / "vm429");
 }
 
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering400SomeRequestsRefusalsReportedExit1) {
-  fs::create_directories(work_ / "vm400");
-  LocalVictoriaMetrics vm(work_ / "vm400");
-  ASSERT_TRUE(vm.Ready()) << vm.log();
-  FaultProxy proxy(work_ / "vm400", vm.WriteUrl(), "400", 7);
-  ASSERT_TRUE(proxy.Ready());
-  std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
-  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
-  const int64_t failed = NumberBefore(err, " failed");
-  EXPECT_GT(failed, 0) << err;
-  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;  // a 400 is not retried
-  // Nothing silently lost: what was not refused is there, as the blocks path has it, and only that.
-  const Samples got = vm.Export();
-  EXPECT_EQ(Count(got) + failed, Count(reference_)) << err;
-  EXPECT_EQ(FirstSampleNotIn(got, reference_), "");
+  Expect400sReportedAndTheRestDelivered<LocalVictoriaMetrics>(work_ / "vm400");
 }
 
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsGetsEverySampleScrapedBeforeASigtermAndExit143) {
@@ -728,34 +747,11 @@ TEST_F(BackfillRemoteWriteTest, PrometheusWithAnOutOfOrderWindowHoldsEverySample
 // The fault tests again with Prometheus as the receiver: 429s retried, 400s counted and not retried
 // (nothing else lost), and a restart mid-backfill that loses and changes nothing.
 TEST_F(BackfillRemoteWriteTest, PrometheusBehindAReceiverAnswering429GetsEverySampleRetried) {
-  fs::create_directories(work_ / "prom429");
-  LocalPrometheus prom(work_ / "prom429");
-  ASSERT_TRUE(prom.Ready()) << prom.log();
-  FaultProxy proxy(work_ / "prom429", prom.WriteUrl(), "429", 6);
-  ASSERT_TRUE(proxy.Ready());
-  std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 0) << err;
-  EXPECT_GT(NumberBefore(err, " retried"), 0) << err;
-  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
-  EXPECT_EQ(FirstDifference(reference_, prom.Export()), "") << prom.HeadMetrics();
+  Expect429sRetried<LocalPrometheus>(work_ / "prom429");
 }
 
 TEST_F(BackfillRemoteWriteTest, PrometheusBehindAReceiverAnswering400SomeRequestsRefusalsReportedExit1) {
-  fs::create_directories(work_ / "prom400");
-  LocalPrometheus prom(work_ / "prom400");
-  ASSERT_TRUE(prom.Ready()) << prom.log();
-  FaultProxy proxy(work_ / "prom400", prom.WriteUrl(), "400", 7);
-  ASSERT_TRUE(proxy.Ready());
-  std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
-  EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
-  const int64_t failed = NumberBefore(err, " failed");
-  EXPECT_GT(failed, 0) << err;
-  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;
-  // What was not refused is there, exactly as the blocks path has it, and only that.
-  const Samples got = prom.Export();
-  EXPECT_EQ(Count(got) + failed, Count(reference_)) << err;
-  EXPECT_EQ(FirstSampleNotIn(got, reference_), "");
+  Expect400sReportedAndTheRestDelivered<LocalPrometheus>(work_ / "prom400");
 }
 
 TEST_F(BackfillRemoteWriteTest, PrometheusRestartedMidBackfillHoldsEverySampleOfTheBlocksPath) {
