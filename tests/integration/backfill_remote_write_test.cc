@@ -528,28 +528,13 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQuerie
   EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
 }
 
-// `run --until-end --remote-write`: what /metrics serves, scraped every --remote-write-interval of
-// wall time as the shipped prometheus.yml scrapes it (the exporter's own target, one per node),
-// each sample at its scrape's wall time, and a last scrape at the end: the store's last value of
-// every series is the one --metrics-out writes.
-TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
-  const fs::path dir = work_ / "vmlive";
-  fs::create_directories(dir);
-  LocalVictoriaMetrics vm(dir);
-  ASSERT_TRUE(vm.Ready()) << vm.log();
-  const int64_t wall_from_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  // An hour of the trace at speed 900: four seconds.
-  ASSERT_EQ(RunShell("cd " + dir.string() + " && ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) +
-                     " ACMETRACE_REPLAY_TO=" + std::to_string(kFrom + 3600) + " " + Binary() + " run --data " +
-                     (work_ / "day").string() +
-                     " --speed 900 --listen 127.0.0.1:0 --until-end --remote-write " + vm.WriteUrl() +
-                     " --remote-write-interval 100 --metrics-out final.prom > run.out 2> run.err"),
-            0)
-      << ReadFile((dir / "run.err").string());
+// What a live run with --remote-write (run or export, --until-end) put in the store: every sample
+// stamped at wall time within [wall_from_ms, now], under its target's job and instance, and each
+// series's last value the one --metrics-out (dir/final.prom) holds. err: the run's stderr.
+void ExpectTheStoreHoldsWhatMetricsOutHolds(LocalVictoriaMetrics& vm, const fs::path& dir, const std::string& err,
+                                             int64_t wall_from_ms) {
   const int64_t wall_to_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string err = ReadFile((dir / "run.err").string());
   EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
   EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
 
@@ -646,6 +631,53 @@ TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhat
   EXPECT_GE(scrapes["up{}"], 10);  // the exporter's own target, every 100 ms for seconds
   // The queue's own metrics, scraped with the rest (its sends come after the last scrape).
   EXPECT_EQ(last["acmetrace_remote_storage_shards{url=\"" + vm.WriteUrl() + "\",}"], 4);
+}
+
+// `run --until-end --remote-write`: what /metrics serves, scraped every --remote-write-interval of
+// wall time as the shipped prometheus.yml scrapes it (the exporter's own target, one per node),
+// each sample at its scrape's wall time, and a last scrape at the end: the store's last value of
+// every series is the one --metrics-out writes.
+TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
+  const fs::path dir = work_ / "vmlive";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const int64_t wall_from_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // An hour of the trace at speed 900: four seconds.
+  ASSERT_EQ(RunShell("cd " + dir.string() + " && ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) +
+                     " ACMETRACE_REPLAY_TO=" + std::to_string(kFrom + 3600) + " " + Binary() + " run --data " +
+                     (work_ / "day").string() +
+                     " --speed 900 --listen 127.0.0.1:0 --until-end --remote-write " + vm.WriteUrl() +
+                     " --remote-write-interval 100 --metrics-out final.prom > run.out 2> run.err"),
+            0)
+      << ReadFile((dir / "run.err").string());
+  const std::string err = ReadFile((dir / "run.err").string());
+  ExpectTheStoreHoldsWhatMetricsOutHolds(vm, dir, err, wall_from_ms);
+}
+
+// `export --source stdin --until-end --remote-write`: the processors' windows of the hour, then the
+// hour's records paced at speed 900, through export's stdin: the same as run's, from the exporter alone.
+TEST_F(BackfillRemoteWriteTest, ExportUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
+  const fs::path dir = work_ / "vmexport";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const std::string hour = "ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) + " ACMETRACE_REPLAY_TO=" +
+                           std::to_string(kFrom + 3600) + " " + Binary() + " replay --data " + (work_ / "day").string();
+  ASSERT_EQ(RunShell("cd " + dir.string() + " && " + hour + " --speed max --sink stdout 2> replay.err | " + Binary() +
+                     " process > windows.jsonl 2> process.err"),
+            0)
+      << ReadFile((dir / "process.err").string());
+  const int64_t wall_from_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  ASSERT_EQ(RunShell("cd " + dir.string() + " && { cat windows.jsonl; " + hour + " --speed 900 --sink stdout 2> paced.err; } | " +
+                     Binary() + " export --source stdin --listen 127.0.0.1:0 --until-end --remote-write " +
+                     vm.WriteUrl() + " --remote-write-interval 100 --metrics-out final.prom > export.out 2> export.err"),
+            0)
+      << ReadFile((dir / "export.err").string());
+  const std::string err = ReadFile((dir / "export.err").string());
+  ExpectTheStoreHoldsWhatMetricsOutHolds(vm, dir, err, wall_from_ms);
 }
 
 // run without --until-end, stopped by SIGTERM while it serves: the scrapes so far and a last one
