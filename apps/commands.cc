@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "acmetrace/core/log.h"
-#include "acmetrace/core/time.h"
 #include "acmetrace/pipeline/config_keys.h"
 
 namespace acmetrace::apps {
@@ -30,13 +29,6 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterBackfill(app, registry);
   RegisterScore(app, registry);
   RegisterRules(app, registry);
-}
-
-int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty) {
-  if (text.empty()) return if_empty;
-  std::optional<int64_t> ms = core::ParseTimeMs(text);
-  if (!ms) throw std::invalid_argument(key + ": not unix seconds or ISO 8601 with an offset: '" + text + "'");
-  return *ms;
 }
 
 namespace {

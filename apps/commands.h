@@ -45,10 +45,6 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry);
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
 void RegisterRules(CLI::App& app, CommandRegistry& registry);
 
-/// A time flag's value (unix seconds or ISO 8601 with an offset) in ms; if_empty when text is empty.
-/// Throws std::invalid_argument naming key when malformed.
-int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty);
-
 /// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
 /// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
 /// Errors are usage errors: prints every one, one line each, and returns false.

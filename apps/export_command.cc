@@ -10,6 +10,7 @@
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/pipeline/stages.h"
 #include "commands.h"
+#include "key_flags.h"
 #include "remote_write_flags.h"
 #include "shutdown_signal.h"
 
@@ -17,20 +18,23 @@ namespace acmetrace::apps {
 
 void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string source, brokers, group, listen, metrics_out, notifications;
+    explicit Flags(CLI::App* cmd) : keys(cmd) {}
+    std::string metrics_out, notifications;
     bool until_end = false;
     bool strict = false;
+    KeyFlags keys;
     RemoteWriteFlags remote_write;
   };
-  auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
-  cmd->add_option("--source", flags->source, "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ... [export.source]");
-  cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
-  cmd->add_option("--group", flags->group,
-                  "accepted for compatibility: the exporter reads every partition from its beginning by assignment and joins no group");
-  cmd->add_option("--listen", flags->listen,
-                  "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
+  auto flags = std::make_shared<Flags>(cmd);
+  flags->keys.Option("--source", "export.source", "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ...")
+      .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
+      .Option("--group", "kafka.group_id",
+              "accepted for compatibility: the exporter reads every partition from its beginning by assignment and "
+              "joins no group")
+      .Option("--listen", "export.listen",
+              "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout)");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once the input is consumed (stdin: at its end; kafka: every partition read to its end) instead of "
                 "serving until SIGINT/SIGTERM");
@@ -39,21 +43,13 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   cmd->add_option("--notifications", flags->notifications,
                   "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
                   "its wall time and the newest trace time exported, to FILE (JSON lines)");
-  AddRemoteWriteFlags(cmd, flags->remote_write,
+  AddRemoteWriteFlags(cmd, flags->keys, flags->remote_write,
                       "also send what /metrics serves by Prometheus remote write to URL, scraped every "
                       "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
                       /*live=*/true);
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      if (!flags->source.empty()) overrides.emplace_back("export.source", flags->source);
-      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
-      if (!flags->group.empty()) overrides.emplace_back("kafka.group_id", flags->group);
-      if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
-      if (!flags->remote_write.interval.empty()) {
-        overrides.emplace_back("remote_write.scrape_interval_ms", flags->remote_write.interval);
-      }
-      if (!LoadConfig(registry, overrides)) return 2;
+      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
       const core::Config& config = registry.config();
       const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "export");
       if (!remote) return 2;
@@ -84,7 +80,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       std::printf("listening on %s", server.url().c_str());
       std::fflush(stdout);
       std::unique_ptr<history::LiveRemoteWrite> live =
-          StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "export");
+          StartLiveRemoteWrite(*remote, exporter, HostPortOf(server.url()), "export");
       // The transport export.source names makes the input (every partition from its beginning: the
       // exporter's state is rebuilt from it, whatever an earlier instance had read).
       core::Result<pipeline::WiredStage> wired = pipeline::WireExportStage(config, flags->until_end);
