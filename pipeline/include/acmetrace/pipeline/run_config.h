@@ -19,6 +19,7 @@ struct RunSettings {
   double default_scale = 0.05;
   double default_speed = 60;             // replay speed without --data (unless --speed); 0 = max
   std::string cache_dir;                 // where the default data set is kept; empty = the user's cache
+  bool operator==(const RunSettings&) const = default;
 };
 
 /// The backfill.* keys. Value type.
@@ -29,6 +30,7 @@ struct BackfillSettings {
   std::string prometheus = "prometheus";
   int64_t chunk_mb = 512;     // OpenMetrics text per promtool run at most
   int64_t rules_slice_h = 24; // trace hours of recording rules per temporary prometheus
+  bool operator==(const BackfillSettings&) const = default;
 };
 
 /// Declares the run.* keys in config.

@@ -32,6 +32,8 @@ struct ReplaySettings {
   int64_t progress_interval_ms = ReplayOptions{}.progress_interval_ms;
   int64_t max_error_lines = 1000;      // input errors printed before the rest are only counted
 
+  bool operator==(const ReplaySettings&) const = default;
+
   /// The stream's clusters, window and reorder tolerance (its data_dir is the caller's).
   void ApplyTo(EventStreamOptions& stream) const;
 };

@@ -22,6 +22,7 @@ struct RemoteWriteSettings {
   // Prometheus's batch_send_deadline.
   int64_t scrape_interval_ms = 250;
   int64_t batch_send_deadline_ms = 5'000;
+  bool operator==(const RemoteWriteSettings&) const = default;
 
   /// The queue's numbers (QueueOptions::Validate checks them across keys).
   QueueOptions Queue() const;
