@@ -199,17 +199,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
       }
 
-      if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(
-            config, [](const std::string& line) { core::LogInfo("backfill", line); });
-        if (!dir.ok()) {
-          core::LogError("backfill", "default data set: " + dir.status().message());
-          return 1;
-        }
-        options.stream.data_dir = dir.value();
-      } else {
-        options.stream.data_dir = flags->data;
-      }
+      const std::optional<std::string> data_dir = DataDirOrDefault(flags->data, config, "backfill");
+      if (!data_dir) return 1;
+      options.stream.data_dir = *data_dir;
 
       // The window: --from/--to, else the telemetry's span (the job trace's without telemetry).
       core::Result<producers::DataDirFiles> files = producers::ListDataDir(options.stream.data_dir, options.stream.clusters);

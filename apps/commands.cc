@@ -9,6 +9,7 @@
 
 #include "acmetrace/core/log.h"
 #include "acmetrace/pipeline/config_keys.h"
+#include "acmetrace/pipeline/pipeline.h"
 
 namespace acmetrace::apps {
 
@@ -29,6 +30,17 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterBackfill(app, registry);
   RegisterScore(app, registry);
   RegisterRules(app, registry);
+}
+
+std::optional<std::string> DataDirOrDefault(const std::string& data, const core::Config& config, const char* command) {
+  if (!data.empty()) return data;
+  core::Result<std::string> dir =
+      pipeline::PrepareDefaultData(config, [command](const std::string& line) { core::LogInfo(command, line); });
+  if (!dir.ok()) {
+    core::LogError(command, "default data set: " + dir.status().message());
+    return std::nullopt;
+  }
+  return dir.value();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "acmetrace/core/config.h"
@@ -49,6 +50,10 @@ void RegisterRules(CLI::App& app, CommandRegistry& registry);
 /// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
 /// Errors are usage errors: prints every one, one line each, and returns false.
 bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
+
+/// --data DIR, or without it (data empty) the embedded default data set, made if missing
+/// (pipeline::PrepareDefaultData); nullopt, logged under command, if it cannot be made.
+std::optional<std::string> DataDirOrDefault(const std::string& data, const core::Config& config, const char* command);
 
 /// The HTTP client flags of score and backfill (--bearer-token-file, --basic-auth-file, --header,
 /// --ca-file; empty: not given) as client options. Errors name the flag and file, never a secret.

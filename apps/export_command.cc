@@ -5,13 +5,13 @@
 #include "acmetrace/core/log.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
-#include "acmetrace/exporters/metrics_server.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/pipeline/stages.h"
 #include "commands.h"
 #include "key_flags.h"
 #include "remote_write_flags.h"
+#include "serving.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -58,35 +58,15 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       exporters::Exporter exporter(options, &errors);
       pipeline::StopLatch stop;
       ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
-      // Alertmanager's notifications, stamped with the newest trace time exported when they arrive.
-      std::unique_ptr<exporters::NotificationLog> notifications;
-      if (!flags->notifications.empty()) {
-        auto opened = exporters::NotificationLog::Open(flags->notifications,
-                                                       [&exporter] { return exporter.NewestTraceTimeMs(); });
-        if (!opened.ok()) {
-          core::LogError("export", opened.status().message());
-          return 1;
-        }
-        notifications = std::move(opened).value();
-      }
-      exporters::MetricsServer server(
-          exporter, {options.listen, options.basic_auth_user, options.basic_auth_password, options.http_threads,
-                     options.render_cache_ms});
-      server.SetNotificationLog(notifications.get());
-      if (core::Status s = server.Start(); !s.ok()) {
-        core::LogError("export", s.message());
-        return 1;
-      }
-      std::printf("listening on %s", server.url().c_str());
-      std::fflush(stdout);
-      std::unique_ptr<history::LiveRemoteWrite> live =
-          StartLiveRemoteWrite(*remote, exporter, HostPortOf(server.url()), "export");
+      // Alertmanager's notifications are stamped with the newest trace time exported when they arrive.
+      const std::unique_ptr<Serving> serving = Serving::Start(
+          flags->notifications, *remote, options, exporter, [&exporter] { return exporter.NewestTraceTimeMs(); }, "export");
+      if (!serving) return 1;
       // The transport export.source names makes the input (every partition from its beginning: the
       // exporter's state is rebuilt from it, whatever an earlier instance had read).
       core::Result<pipeline::WiredStage> wired = pipeline::WireExportStage(config, flags->until_end);
       if (!wired.ok()) {
         core::LogError("export", wired.status().message());
-        server.Stop();
         return 1;
       }
       core::Status s = pipeline::RunExportStage(*wired.value().input, exporter, errors, wired.value().options, stop.flag());
@@ -101,22 +81,10 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
         while (!stop.WaitFor(1000)) {
         }
       }
-      // The final state goes out by remote write as --metrics-out writes it.
-      if (live && !FinishLiveRemoteWrite(*live, "export")) rc = 1;
-      if (!flags->metrics_out.empty()) {
-        if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
-          core::LogError("export", w.message());
-          rc = 1;
-        }
-      }
-      server.Stop();
+      if (!serving->Finish(exporter, flags->metrics_out)) rc = 1;
       core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
-                   static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
-      if (notifications) {
-        core::Logf(core::LogLevel::kInfo, "export", "%lld Alertmanager notifications recorded in %s (%lld bodies refused)",
-                   static_cast<long long>(notifications->recorded()), notifications->path().c_str(),
-                   static_cast<long long>(notifications->refused()));
-      }
+                 static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
+      serving->ReportNotifications();
       return rc;
     });
   });

@@ -12,7 +12,6 @@
 #include "acmetrace/core/settings.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
-#include "acmetrace/exporters/metrics_server.h"
 #include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
@@ -22,6 +21,7 @@
 #include "commands.h"
 #include "key_flags.h"
 #include "remote_write_flags.h"
+#include "serving.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -81,17 +81,9 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       options.replay.progress_interval_ms = replay.progress_interval_ms;
       options.replay.pause_at_ms = replay.pause_at_ms;
 
-      if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(
-            config, [](const std::string& line) { core::LogInfo("run", line); });
-        if (!dir.ok()) {
-          core::LogError("run", "default data set: " + dir.status().message());
-          return 1;
-        }
-        options.stream.data_dir = dir.value();
-      } else {
-        options.stream.data_dir = flags->data;
-      }
+      const std::optional<std::string> data_dir = DataDirOrDefault(flags->data, config, "run");
+      if (!data_dir) return 1;
+      options.stream.data_dir = *data_dir;
 
       core::InputErrors errors(stderr, replay.strict, replay.max_error_lines);
       exporters::Exporter exporter(export_options, &errors);
@@ -111,33 +103,17 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
         stop.Trigger();
         run.Stop();
       });
-      // Alertmanager's notifications, stamped with the replay clock's trace time when they arrive.
-      std::unique_ptr<exporters::NotificationLog> notifications;
-      if (!flags->notifications.empty()) {
-        auto opened = exporters::NotificationLog::Open(flags->notifications, [&run, &exporter] {
-          const producers::ReplayStatus st = run.replay_status();
-          if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
-          if (st.trace_ms > 0) return std::optional<int64_t>(st.trace_ms);
-          return exporter.NewestTraceTimeMs();
-        });
-        if (!opened.ok()) {
-          core::LogError("run", opened.status().message());
-          return 1;
-        }
-        notifications = std::move(opened).value();
-      }
-      exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
-                                                 export_options.basic_auth_password, export_options.http_threads,
-                                                 export_options.render_cache_ms});
-      server.SetNotificationLog(notifications.get());
-      if (core::Status s = server.Start(); !s.ok()) {
-        core::LogError("run", s.message());
-        return 1;
-      }
-      std::printf("listening on %s", server.url().c_str());
-      std::fflush(stdout);
-      std::unique_ptr<history::LiveRemoteWrite> live =
-          StartLiveRemoteWrite(*remote, exporter, HostPortOf(server.url()), "run");
+      // Alertmanager's notifications are stamped with the replay clock's trace time when they arrive.
+      const std::unique_ptr<Serving> serving = Serving::Start(
+          flags->notifications, *remote, export_options, exporter,
+          [&run, &exporter] {
+            const producers::ReplayStatus st = run.replay_status();
+            if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
+            if (st.trace_ms > 0) return std::optional<int64_t>(st.trace_ms);
+            return exporter.NewestTraceTimeMs();
+          },
+          "run");
+      if (!serving) return 1;
       const std::string hops =
           over_kafka                        ? ", every hop through Kafka at " + kafka::KafkaSettingsFromConfig(config).brokers
           : transport_name != "in-process" ? ", every hop through " + transport_name
@@ -178,20 +154,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
           }
         }
       }
-      // The final state goes out by remote write as --metrics-out writes it.
-      if (live && !FinishLiveRemoteWrite(*live, "run")) rc = 1;
-      if (!flags->metrics_out.empty()) {
-        if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
-          core::LogError("run", w.message());
-          rc = 1;
-        }
-      }
-      server.Stop();
-      if (notifications) {
-        core::Logf(core::LogLevel::kInfo, "run", "%lld Alertmanager notifications recorded in %s (%lld bodies refused)",
-                   static_cast<long long>(notifications->recorded()), notifications->path().c_str(),
-                   static_cast<long long>(notifications->refused()));
-      }
+      if (!serving->Finish(exporter, flags->metrics_out)) rc = 1;
+      serving->ReportNotifications();
       return rc;
     });
   });
