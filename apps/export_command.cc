@@ -10,7 +10,6 @@
 #include "acmetrace/pipeline/stages.h"
 #include "commands.h"
 #include "key_flags.h"
-#include "remote_write_flags.h"
 #include "serving.h"
 #include "shutdown_signal.h"
 
@@ -19,11 +18,10 @@ namespace acmetrace::apps {
 void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     explicit Flags(CLI::App* cmd) : keys(cmd) {}
-    std::string metrics_out, notifications;
     bool until_end = false;
     bool strict = false;
     KeyFlags keys;
-    RemoteWriteFlags remote_write;
+    ServingFlags serving;
   };
   CLI::App* cmd = app.add_subcommand(
       "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
@@ -38,20 +36,13 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once the input is consumed (stdin: at its end; kafka: every partition read to its end) instead of "
                 "serving until SIGINT/SIGTERM");
-  cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
-  cmd->add_option("--notifications", flags->notifications,
-                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
-                  "its wall time and the newest trace time exported, to FILE (JSON lines)");
-  AddRemoteWriteFlags(cmd, flags->keys, flags->remote_write,
-                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
-                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
-                      /*live=*/true);
+  AddServingFlags(cmd, flags->keys, flags->serving, "its wall time and the newest trace time exported");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
       const core::Config& config = registry.config();
-      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "export");
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "export");
       if (!remote) return 2;
       const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
       core::InputErrors errors(stderr, flags->strict);
@@ -60,7 +51,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
       ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
       // Alertmanager's notifications are stamped with the newest trace time exported when they arrive.
       const std::unique_ptr<Serving> serving = Serving::Start(
-          flags->notifications, *remote, options, exporter, [&exporter] { return exporter.NewestTraceTimeMs(); }, "export");
+          flags->serving, *remote, options, exporter, [&exporter] { return exporter.NewestTraceTimeMs(); }, "export");
       if (!serving) return 1;
       // The transport export.source names makes the input (every partition from its beginning: the
       // exporter's state is rebuilt from it, whatever an earlier instance had read).
@@ -81,7 +72,7 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
         while (!stop.WaitFor(1000)) {
         }
       }
-      if (!serving->Finish(exporter, flags->metrics_out)) rc = 1;
+      if (!serving->Finish(exporter)) rc = 1;
       core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
                  static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
       serving->ReportNotifications();

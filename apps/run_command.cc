@@ -20,7 +20,6 @@
 #include "acmetrace/producers/replay_config.h"
 #include "commands.h"
 #include "key_flags.h"
-#include "remote_write_flags.h"
 #include "serving.h"
 #include "shutdown_signal.h"
 
@@ -28,10 +27,10 @@ namespace acmetrace::apps {
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     explicit Flags(CLI::App* cmd) : keys(cmd) {}
-    std::string data, metrics_out, notifications;
+    std::string data;
     bool until_end = false;
     KeyFlags keys;
-    RemoteWriteFlags remote_write;
+    ServingFlags serving;
   };
   CLI::App* cmd = app.add_subcommand(
       "run", "replay, process and export in one process: the live pipeline, served on /metrics for Prometheus");
@@ -50,20 +49,13 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
               "trace time (unix seconds or ISO 8601 with offset) to pause at: the state then stays on /metrics");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
-  cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
   flags->keys.Flag("--strict", "replay.strict", "exit 1 at the first malformed row");
-  cmd->add_option("--notifications", flags->notifications,
-                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
-                  "its wall and trace time, to FILE (JSON lines)");
-  AddRemoteWriteFlags(cmd, flags->keys, flags->remote_write,
-                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
-                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
-                      /*live=*/true);
+  AddServingFlags(cmd, flags->keys, flags->serving, "its wall and trace time");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
       if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
       const core::Config& config = registry.config();
-      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "run");
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "run");
       if (!remote) return 2;
 
       const producers::ReplaySettings replay = producers::ReplaySettingsFromConfig(config);
@@ -105,7 +97,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
       });
       // Alertmanager's notifications are stamped with the replay clock's trace time when they arrive.
       const std::unique_ptr<Serving> serving = Serving::Start(
-          flags->notifications, *remote, export_options, exporter,
+          flags->serving, *remote, export_options, exporter,
           [&run, &exporter] {
             const producers::ReplayStatus st = run.replay_status();
             if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
@@ -154,7 +146,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
           }
         }
       }
-      if (!serving->Finish(exporter, flags->metrics_out)) rc = 1;
+      if (!serving->Finish(exporter)) rc = 1;
       serving->ReportNotifications();
       return rc;
     });

@@ -7,12 +7,23 @@
 
 namespace acmetrace::apps {
 
-std::unique_ptr<Serving> Serving::Start(const std::string& notifications_path, const RemoteWriteSetup& remote,
+void AddServingFlags(CLI::App* cmd, KeyFlags& keys, ServingFlags& flags, const std::string& stamped) {
+  cmd->add_option("--metrics-out", flags.metrics_out, "write the final exposition text to FILE when exiting");
+  cmd->add_option("--notifications", flags.notifications,
+                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with " +
+                      stamped + ", to FILE (JSON lines)");
+  AddRemoteWriteFlags(cmd, keys, flags.remote_write,
+                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
+                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
+                      /*live=*/true);
+}
+
+std::unique_ptr<Serving> Serving::Start(const ServingFlags& flags, const RemoteWriteSetup& remote,
                                         const exporters::ExportOptions& options, exporters::Exporter& exporter,
                                         exporters::NotificationLog::TraceTimeSource trace_now, const char* command) {
-  std::unique_ptr<Serving> serving(new Serving(command));
-  if (!notifications_path.empty()) {
-    auto opened = exporters::NotificationLog::Open(notifications_path, std::move(trace_now));
+  std::unique_ptr<Serving> serving(new Serving(flags.metrics_out, command));
+  if (!flags.notifications.empty()) {
+    auto opened = exporters::NotificationLog::Open(flags.notifications, std::move(trace_now));
     if (!opened.ok()) {
       core::LogError(command, opened.status().message());
       return nullptr;
@@ -33,12 +44,12 @@ std::unique_ptr<Serving> Serving::Start(const std::string& notifications_path, c
   return serving;
 }
 
-bool Serving::Finish(exporters::Exporter& exporter, const std::string& metrics_out) {
+bool Serving::Finish(exporters::Exporter& exporter) {
   bool ok = true;
   // The final state goes out by remote write as --metrics-out writes it.
   if (live_ && !FinishLiveRemoteWrite(*live_, command_)) ok = false;
-  if (!metrics_out.empty()) {
-    if (core::Status w = pipeline::WriteExposition(exporter, metrics_out); !w.ok()) {
+  if (!metrics_out_.empty()) {
+    if (core::Status w = pipeline::WriteExposition(exporter, metrics_out_); !w.ok()) {
       core::LogError(command_, w.message());
       ok = false;
     }
