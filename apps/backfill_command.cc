@@ -21,7 +21,6 @@
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "commands.h"
-#include "key_flags.h"
 #include "remote_write_flags.h"
 #include "shutdown_signal.h"
 
@@ -29,38 +28,37 @@ namespace acmetrace::apps {
 
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     std::string data, out, openmetrics;
     std::vector<std::string> rules;
-    KeyFlags keys;
     RemoteWriteFlags remote_write;
   };
   CLI::App* cmd = app.add_subcommand(
       "backfill",
       "the trace at its own dates in Prometheus: TSDB blocks of what scraping `run --speed 1` would have stored");
-  auto flags = std::make_shared<Flags>(cmd);
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data,
                   "release directory (DIR/data/...); without it, run's embedded default data set (run.default_*)");
   cmd->add_option("--out", flags->out,
                   "PROMDIR: a new or empty directory for the blocks (then a --storage.tsdb.path for prometheus)");
-  flags->keys.Option("--step", "backfill.step_s", "seconds of trace time between two scrapes")
+  keys.Option("--step", "backfill.step_s", "seconds of trace time between two scrapes")
       .Option("--from", "replay.from", "first trace time (unix seconds or ISO 8601 with offset)")
       .Option("--to", "replay.to", "trace time to stop at, exclusive")
       .Option("--clusters", "replay.clusters", "comma-separated clusters, e.g. seren,kalos")
       .Option("--persona", "backfill.persona", "on|off: the per-node dcgm-exporter series too");
   cmd->add_option("--openmetrics", flags->openmetrics,
                   "write only the OpenMetrics text to FILE (- for stdout) instead of blocks");
-  AddRemoteWriteFlags(cmd, flags->keys, flags->remote_write,
+  AddRemoteWriteFlags(cmd, keys, flags->remote_write,
                       "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
                       "of blocks",
                       /*live=*/false);
-  flags->keys.Option("--promtool", "backfill.promtool", "promtool to run");
+  keys.Option("--promtool", "backfill.promtool", "promtool to run");
   cmd->add_option("--rules", flags->rules,
                   "Prometheus rule files whose recording rules are backfilled too (default: the shipped "
                   "configs/prometheus/rules/*.yml, built in)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       if ((flags->out.empty() ? 0 : 1) + (flags->openmetrics.empty() ? 0 : 1) +
               (flags->remote_write.url.empty() ? 0 : 1) !=

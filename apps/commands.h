@@ -4,12 +4,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "acmetrace/core/config.h"
 #include "acmetrace/core/status.h"
 #include "acmetrace/scoring/range_query.h"
+#include "key_flags.h"
 
 namespace acmetrace::apps {
 
@@ -25,11 +28,16 @@ class CommandRegistry {
   /// The parsed command line: LoadConfig names the flag that set a wrong value.
   void set_app(const CLI::App* app) { app_ = app; }
   const CLI::App* app() const { return app_; }
+  /// The flags of subcommand cmd that set keys (made on first use; they live as long as the registry).
+  KeyFlags& KeyFlagsOf(CLI::App* cmd);
+  /// The keys the flags given on the chosen subcommand set (LoadConfig applies them).
+  std::vector<std::pair<std::string, std::string>> Overrides() const;
 
  private:
   core::Config config_;
   const CLI::App* app_ = nullptr;
   std::function<int()> action_;
+  std::map<const CLI::App*, std::unique_ptr<KeyFlags>> key_flags_;
 };
 
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);
@@ -47,9 +55,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
 void RegisterRules(CLI::App& app, CommandRegistry& registry);
 
 /// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
-/// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
-/// Errors are usage errors: prints every one, one line each, and returns false.
-bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
+/// of the chosen subcommand that were set (registry.Overrides()), and checks the whole configuration
+/// (pipeline::CheckAllConfig). Errors are usage errors: prints every one, one line each, and returns false.
+bool LoadConfig(CommandRegistry& registry);
 
 /// --data DIR, or without it (data empty) the embedded default data set, made if missing
 /// (pipeline::PrepareDefaultData); nullopt, logged under command, if it cannot be made.

@@ -9,7 +9,6 @@
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/pipeline/stages.h"
 #include "commands.h"
-#include "key_flags.h"
 #include "serving.h"
 #include "shutdown_signal.h"
 
@@ -17,16 +16,15 @@ namespace acmetrace::apps {
 
 void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     bool until_end = false;
     bool strict = false;
-    KeyFlags keys;
     ServingFlags serving;
   };
   CLI::App* cmd = app.add_subcommand(
       "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
-  auto flags = std::make_shared<Flags>(cmd);
-  flags->keys.Option("--source", "export.source", "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ...")
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
+  keys.Option("--source", "export.source", "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ...")
       .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
       .Option("--group", "kafka.group_id",
               "accepted for compatibility: the exporter reads every partition from its beginning by assignment and "
@@ -37,10 +35,10 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
                 "exit once the input is consumed (stdin: at its end; kafka: every partition read to its end) instead of "
                 "serving until SIGINT/SIGTERM");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
-  AddServingFlags(cmd, flags->keys, flags->serving, "its wall time and the newest trace time exported");
+  AddServingFlags(cmd, keys, flags->serving, "its wall time and the newest trace time exported");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "export");
       if (!remote) return 2;

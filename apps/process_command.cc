@@ -14,7 +14,6 @@
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/stream_processor.h"
 #include "commands.h"
-#include "key_flags.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
@@ -45,15 +44,14 @@ void PrintSummary(const processors::ProcessStats& s, const core::InputErrors& er
 
 void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     bool until_end = false;
     bool strict = false;
-    KeyFlags keys;
   };
   CLI::App* cmd = app.add_subcommand(
       "process", "compute rolling cluster metrics (acme.metrics) and anomaly flags (acme.anomalies) in event time");
-  auto flags = std::make_shared<Flags>(cmd);
-  flags->keys.Option("--source", "process.source", "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ...")
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
+  keys.Option("--source", "process.source", "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ...")
       .Option("--sink", "process.sink", "stdout (JSON lines), kafka, file, ...")
       .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
       .Option("--group", "kafka.group_id", "consumer group: instances of one group share the clusters")
@@ -64,7 +62,7 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       const processors::ProcessOptions options = processors::ProcessOptionsFromConfig(config);
       // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.

@@ -14,20 +14,18 @@
 #include "acmetrace/producers/replay_config.h"
 #include "acmetrace/producers/replay_control.h"
 #include "commands.h"
-#include "key_flags.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
 void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     std::string data;
-    KeyFlags keys;
   };
   CLI::App* cmd = app.add_subcommand("replay", "replay a data directory as one event-time-ordered feed");
-  auto flags = std::make_shared<Flags>(cmd);
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data, "release directory (DIR/data/job_trace, DIR/data/utilization)")->required();
-  flags->keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
+  keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
       .Option("--sink", "replay.sink", "stdout (JSON lines), null (count only), kafka, file, ...")
       .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...] for --sink kafka")
       .Option("--clusters", "replay.clusters", "comma-separated clusters, e.g. seren,kalos")
@@ -43,7 +41,7 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
               "port 0 picks one)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       const producers::ReplaySettings settings = producers::ReplaySettingsFromConfig(config);
       producers::EventStreamOptions options;

@@ -19,26 +19,24 @@
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/producers/replay_config.h"
 #include "commands.h"
-#include "key_flags.h"
 #include "serving.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     std::string data;
     bool until_end = false;
-    KeyFlags keys;
     ServingFlags serving;
   };
   CLI::App* cmd = app.add_subcommand(
       "run", "replay, process and export in one process: the live pipeline, served on /metrics for Prometheus");
-  auto flags = std::make_shared<Flags>(cmd);
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data,
                   "release directory (DIR/data/...); without it, a synthesized day of both clusters with injected "
                   "faults (run.default_*), replayed at run.default_speed");
-  flags->keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
+  keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
       .Option("--listen", "export.listen",
               "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout)")
       .Option("--brokers", "kafka.brokers",
@@ -49,18 +47,18 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
               "trace time (unix seconds or ISO 8601 with offset) to pause at: the state then stays on /metrics");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
-  flags->keys.Flag("--strict", "replay.strict", "exit 1 at the first malformed row");
-  AddServingFlags(cmd, flags->keys, flags->serving, "its wall and trace time");
-  cmd->callback([&registry, flags] {
-    registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+  keys.Flag("--strict", "replay.strict", "exit 1 at the first malformed row");
+  AddServingFlags(cmd, keys, flags->serving, "its wall and trace time");
+  cmd->callback([&registry, flags, key_flags = &keys] {
+    registry.OnRun([&registry, flags, key_flags] {
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "run");
       if (!remote) return 2;
 
       const producers::ReplaySettings replay = producers::ReplaySettingsFromConfig(config);
       const pipeline::RunSettings run_settings = pipeline::RunSettingsFromConfig(config);
-      const double speed = flags->data.empty() && !flags->keys.given("--speed") ? run_settings.default_speed : replay.speed;
+      const double speed = flags->data.empty() && !key_flags->given("--speed") ? run_settings.default_speed : replay.speed;
       const exporters::ExportOptions export_options = exporters::ExportOptionsFromConfig(config);
       pipeline::PipelineOptions options;
       options.process = processors::ProcessOptionsFromConfig(config);

@@ -10,23 +10,21 @@
 #include "acmetrace/producers/synth.h"
 #include "acmetrace/producers/synth_config.h"
 #include "commands.h"
-#include "key_flags.h"
 
 namespace acmetrace::apps {
 
 void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    explicit Flags(CLI::App* cmd) : keys(cmd) {}
     std::string out;
     bool inject_faults = false;
-    KeyFlags keys;
   };
   std::string metric_names;
   for (const std::string& m : producers::SynthMetricNames()) metric_names += (metric_names.empty() ? "" : ",") + m;
   CLI::App* cmd = app.add_subcommand("synth", "write synthetic data in the release's exact format and statistics");
-  auto flags = std::make_shared<Flags>(cmd);
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--out", flags->out, "output directory (gets data/job_trace and data/utilization)")->required();
-  flags->keys.Option("--clusters", "synth.clusters", "seren,kalos")
+  keys.Option("--clusters", "synth.clusters", "seren,kalos")
       .Option("--start", "synth.start", "first trace time, unix seconds or ISO 8601 with offset")
       .Option("--days", "synth.days", "days to generate")
       .Option("--seed", "synth.seed", "random seed")
@@ -36,7 +34,7 @@ void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--inject-faults", flags->inject_faults, "also write DIR/faults.csv with injected incidents");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry, flags->keys.Overrides())) return 2;
+      if (!LoadConfig(registry)) return 2;
       producers::SynthOptions options = producers::SynthOptionsFromConfig(registry.config());
       options.out_dir = flags->out;
       options.inject_faults = flags->inject_faults;
