@@ -151,15 +151,12 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   std::string_view kind() const override { return "failure_burst"; }
 
   void Observe(const core::Record& record) override {
-    const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) {
-      // The cluster's history starts with its first telemetry sample or job end: a quiet cluster whose
-      // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
-      // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
-      // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
-      StartClockOnTelemetry(clusters_, record, step_ms_);
-      return;
-    }
+    // The cluster's history starts with its first telemetry sample or job end: a quiet cluster whose
+    // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
+    // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
+    // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
+    const core::JobEvent* job = JobOrStartClock(clusters_, record, step_ms_);
+    if (job == nullptr) return;
     if (job->event != core::JobEventKind::kEnd) return;
     Cluster& c = clusters_[job->cluster];
     c.steps.OnRecord(job->ts_ms, step_ms_);

@@ -116,11 +116,8 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
   std::string_view kind() const override { return "queue_backlog"; }
 
   void Observe(const core::Record& record) override {
-    const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) {
-      StartClockOnTelemetry(clusters_, record, step_ms_);
-      return;
-    }
+    const core::JobEvent* job = JobOrStartClock(clusters_, record, step_ms_);
+    if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
     if (job->event == core::JobEventKind::kEnd) c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->gpu_num <= 0) return;

@@ -212,9 +212,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) Judge(name, c, done);
-    }
+    JudgeCompletedSampleTimes(clusters_, watermark_ms, this, &UtilDropDetector::Judge);
     outbox_.FlushTo(watermark_ms, out);
   }
 
