@@ -84,13 +84,15 @@ KeyOrError KeyOf(const std::string& path, const YAML::Node& key, std::string_vie
 class KeysOnce {
  public:
   KeysOnce(const std::string& path, std::string_view where) : path_(path), where_(where) {}
-  KeyOrError Read(const YAML::Node& key) {
+  // The name of key into name, or why it is refused.
+  core::Status Read(const YAML::Node& key, std::string& name) {
     KeyOrError k = KeyOf(path_, key, where_);
-    if (!k.error.ok()) return k;
-    if (auto [it, added] = seen_.emplace(k.key, key.Mark().line + 1); !added) {
-      k.error = FieldError(path_, key, Echo(k.key), "given twice (first on line " + std::to_string(it->second) + ")");
+    if (!k.error.ok()) return k.error;
+    name = std::move(k.key);
+    if (auto [it, added] = seen_.emplace(name, key.Mark().line + 1); !added) {
+      return FieldError(path_, key, Echo(name), "given twice (first on line " + std::to_string(it->second) + ")");
     }
-    return k;
+    return core::Status::Ok();
   }
 
  private:
@@ -202,9 +204,9 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
   if (!root.IsMap()) return core::Status::Error(path + ":1: groups: a rule file is a map with a `groups` list");
   KeysOnce top_keys(path, "groups");
   for (const auto& top : root) {
-    KeyOrError k = top_keys.Read(top.first);
-    if (!k.error.ok()) return k.error;
-    if (k.key != "groups") return FieldError(path, top.first, Echo(k.key), "unknown field (a rule file has only `groups`)");
+    std::string key;
+    if (core::Status s = top_keys.Read(top.first, key); !s.ok()) return s;
+    if (key != "groups") return FieldError(path, top.first, Echo(key), "unknown field (a rule file has only `groups`)");
   }
   const YAML::Node groups = root["groups"];
   if (!groups.IsSequence()) return FieldError(path, groups, "groups", "must be a list of groups");
@@ -216,9 +218,8 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
     YAML::Node rules;
     KeysOnce group_keys(path, "groups");
     for (const auto& field : group) {
-      KeyOrError k = group_keys.Read(field.first);
-      if (!k.error.ok()) return k.error;
-      const std::string& key = k.key;
+      std::string key;
+      if (core::Status s = group_keys.Read(field.first, key); !s.ok()) return s;
       const YAML::Node& value = field.second;
       if (key == "name") {
         if (!IsScalarString(value) || value.Scalar().empty()) {
@@ -261,9 +262,8 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
       bool has_expr = false;
       KeysOnce rule_keys(path, "rules");
       for (const auto& field : rule) {
-        KeyOrError k = rule_keys.Read(field.first);
-        if (!k.error.ok()) return k.error;
-        const std::string& key = k.key;
+        std::string key;
+        if (core::Status s = rule_keys.Read(field.first, key); !s.ok()) return s;
         const YAML::Node& value = field.second;
         auto duration = [&](int64_t& into) -> core::Status {
           if (!IsScalarString(value)) return FieldError(path, value, key, "must be a duration");
@@ -297,14 +297,14 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
           if (!value.IsMap()) return FieldError(path, value, "labels", "must be a map of label names to values");
           KeysOnce label_keys(path, "labels");
           for (const auto& label : value) {
-            KeyOrError name = label_keys.Read(label.first);
-            if (!name.error.ok()) return name.error;
-            if (!IsLabelName(name.key)) {
+            std::string name;
+            if (core::Status s = label_keys.Read(label.first, name); !s.ok()) return s;
+            if (!IsLabelName(name)) {
               return FieldError(path, label.first, "labels",
-                                Echo(name.key) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+                                Echo(name) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
             }
-            if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name.key, "must be a string");
-            alert.labels[name.key] = label.second.Scalar();
+            if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name, "must be a string");
+            alert.labels[name] = label.second.Scalar();
           }
         } else if (key == "annotations") {
           if (!value.IsNull() && !value.IsMap()) return FieldError(path, value, "annotations", "must be a map");

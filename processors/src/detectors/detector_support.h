@@ -129,6 +129,14 @@ void JudgeCompletedSampleTimes(Clusters& clusters, int64_t watermark_ms, Self* s
   }
 }
 
+/// The same on a util sample: its cluster's entry, after judging the sample time it completes, if any.
+template <class Clusters, class Self, class Judge>
+auto& JudgeCompletedSampleTime(Clusters& clusters, const core::UtilSample& sample, Self* self, Judge judge) {
+  auto& c = clusters[sample.cluster];
+  if (const int64_t done = c.times.OnRecord(sample.ts_ms); done != kNoTimeMs) (self->*judge)(sample.cluster, c, done);
+  return c;
+}
+
 /// The job event a job-judging detector observes; any other record starts its cluster's clock
 /// (StartClockOnTelemetry) and gives nullptr.
 template <class Clusters>

@@ -50,8 +50,7 @@ class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Clu
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    Cluster& c = clusters_[sample->cluster];
-    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    Cluster& c = JudgeCompletedSampleTime(clusters_, *sample, this, &TelemetryGapDetector::Judge);
     Node& node = c.cursor.Find(c.nodes, sample->node);
     node.last_ms = std::max(node.last_ms, sample->ts_ms);
   }

@@ -166,8 +166,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    Cluster& c = clusters_[sample->cluster];
-    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    Cluster& c = JudgeCompletedSampleTime(clusters_, *sample, this, &UtilDropDetector::Judge);
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
     if (util == nullptr) return;
     const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
