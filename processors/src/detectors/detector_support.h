@@ -240,6 +240,7 @@ class SampleTimeCursor {
     return done_ms_ = current_ms_;
   }
 
+  // Fields: the member list state_codec.h reads and writes, the same few lines in every state type by design.
   template <class Io, class Self>
   static void Fields(Io& io, Self& s) {
     io(s.current_ms_, s.done_ms_);

@@ -46,6 +46,7 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+// This kind's settings, a row each in the registry's KeySpec shape: alike in shape by design.
 constexpr KeySpec kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
     {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",

@@ -48,6 +48,7 @@ struct QueueBacklogSettings {
   int64_t close_for_ms;
 };
 
+// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
 QueueBacklogSettings ReadSettings(const KindConfig& c) {
   QueueBacklogSettings s{c.Millis("step_s"),
                          c.Millis("min_wait_s"),
@@ -72,6 +73,7 @@ struct Change {
     io(ch.ts_ms, ch.job_id, ch.gpus);
   }
 };
+// Point, Pending, Change: member lists for state_codec.h (the Fields idiom), alike in shape by design.
 struct Point {
   int64_t t_ms;
   double waiting;

@@ -78,6 +78,7 @@ struct UtilDropSettings {
   double others_share;
 };
 
+// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
 UtilDropSettings ReadSettings(const KindConfig& c) {
   UtilDropSettings s{c.Double("drop_ratio"),
                      c.Double("open_share"),
