@@ -28,8 +28,6 @@ std::string_view ClusterOf(const core::Record& record) {
 
 }  // namespace
 
-// One Declare per setting (name, default, help, type), as every section declares its own (file.*):
-// alike in shape by design.
 void DeclareRunConfig(core::Config& config) {
   using core::ConfigType;
   config.Declare("run.transport", "in-process",
