@@ -1,6 +1,8 @@
 // InProcessQueue: a mutex and two condition variables around a deque.
 #include "acmetrace/core/in_process_queue.h"
 
+#include "acmetrace/core/locked.h"
+
 namespace acmetrace::core {
 
 InProcessQueue::InProcessQueue(size_t capacity, int writers)
@@ -90,20 +92,14 @@ bool InProcessQueue::Pop(std::vector<Record>& out, size_t max, ProgressItem* pro
   return true;
 }
 
-bool InProcessQueue::cancelled() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return cancelled_;
-}
+bool InProcessQueue::cancelled() const { return ReadLocked(mutex_, cancelled_); }
 
 size_t InProcessQueue::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return records_.size();
 }
 
-int64_t InProcessQueue::full_waits() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return full_waits_;
-}
+int64_t InProcessQueue::full_waits() const { return ReadLocked(mutex_, full_waits_); }
 
 QueueInput::QueueInput(InProcessQueue& queue, std::string name, size_t batch)
     : queue_(queue), partitions_{InputPartition{name, "", name}}, batch_size_(batch == 0 ? 1 : batch) {

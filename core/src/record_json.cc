@@ -322,6 +322,8 @@ void AppendUtil(std::string& out, const UtilSample& s) {
   out.append(begin, p);
 }
 
+// Each kind's writer names its own fields in their order (record_parse.cc reads them): alike in JSON's
+// shape, not in logic.
 void AppendPower(std::string& out, const PowerSample& p) {
   AppendHeader(out, p.cluster);
   out += ",\"model\":";

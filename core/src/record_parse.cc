@@ -5,7 +5,9 @@
 #include <simdjson.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "acmetrace/core/input_errors.h"
@@ -252,6 +254,54 @@ Status ParseNumberObject(od::value v, std::string_view object_name, Add add) {
   return Status::Ok();
 }
 
+namespace {
+
+// An object's members: "v" checked here, every other one given to field(key, value), which returns its
+// error or Ok (and skips keys it does not know).
+template <typename Field>
+Status ForEachMember(od::object obj, Field field) {
+  for (auto member : obj) {
+    std::string_view key;
+    ACMETRACE_GET("(key)", member.unescaped_key().get(key));
+    od::value v;
+    ACMETRACE_GET(key, member.value().get(v));
+    if (Status st = key == "v" ? CheckVersion(v) : field(key, v); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+// A name, an event time, an integer, a number or null: into out, and seen set where the field is required.
+Status GetName(od::value v, std::string_view field, std::string& out, bool* seen = nullptr) {
+  std::string_view s;
+  if (Status st = GetName(v, field, s); !st.ok()) return st;
+  out.assign(s);
+  if (seen != nullptr) *seen = true;
+  return Status::Ok();
+}
+Status GetTraceTime(od::value v, std::string_view field, int64_t& out, bool& seen) {
+  if (Status st = GetTraceTime(v, field, out); !st.ok()) return st;
+  seen = true;
+  return Status::Ok();
+}
+Status GetInt(od::value v, std::string_view field, int64_t& out) {
+  ACMETRACE_GET(field, v.get_int64().get(out));
+  return Status::Ok();
+}
+Status GetNumber(od::value v, std::string_view field, double& out) {
+  ACMETRACE_GET(field, GetNumberOrNull(v, out));
+  return Status::Ok();
+}
+
+// The first of a record's required fields that was not seen, as an error; else Ok.
+Status FirstMissing(std::initializer_list<std::pair<bool, std::string_view>> required) {
+  for (const auto& [seen, name] : required) {
+    if (!seen) return Missing(name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
   bool has_cluster = false, has_event = false, has_ts = false, has_job = false;
   e.queue_s = kNoSample;
@@ -261,20 +311,11 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
   e.user.clear();
   e.type.clear();
   e.node_num = e.gpu_num = e.cpu_num = 0;
-  for (auto field : obj) {
-    std::string_view key;
-    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
-    od::value v;
-    ACMETRACE_GET(key, field.value().get(v));
-    std::string_view s;
-    if (key == "v") {
-      if (Status st = CheckVersion(v); !st.ok()) return st;
-    } else if (key == "cluster") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
-      e.cluster.assign(s);
-      has_cluster = true;
-    } else if (key == "event") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
+  Status st = ForEachMember(obj, [&](std::string_view key, od::value v) -> Status {
+    if (key == "cluster") return GetName(v, key, e.cluster, &has_cluster);
+    if (key == "event") {
+      std::string_view s;
+      if (Status name = GetName(v, key, s); !name.ok()) return name;
       if (s == "submit") {
         e.event = JobEventKind::kSubmit;
       } else if (s == "start") {
@@ -285,172 +326,99 @@ Status RecordParser::Impl::ParseJob(od::object obj, JobEvent& e) {
         return Status::Error("field \"event\": not submit, start or end");
       }
       has_event = true;
-    } else if (key == "ts_ms") {
-      if (Status st = GetTraceTime(v, key, e.ts_ms); !st.ok()) return st;
-      has_ts = true;
-    } else if (key == "job_id") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
-      e.job_id.assign(s);
-      has_job = true;
-    } else if (key == "user") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
-      e.user.assign(s);
-    } else if (key == "type") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
-      e.type.assign(s);
-    } else if (key == "node_num") {
-      ACMETRACE_GET(key, v.get_int64().get(e.node_num));
-    } else if (key == "gpu_num") {
-      ACMETRACE_GET(key, v.get_int64().get(e.gpu_num));
-    } else if (key == "cpu_num") {
-      ACMETRACE_GET(key, v.get_int64().get(e.cpu_num));
-    } else if (key == "state") {
-      if (Status st = GetName(v, key, s); !st.ok()) return st;
-      e.state.assign(s);
-    } else if (key == "duration_s") {
-      ACMETRACE_GET(key, GetNumberOrNull(v, e.duration_s));
-    } else if (key == "queue_s") {
-      ACMETRACE_GET(key, GetNumberOrNull(v, e.queue_s));
-    } else if (key == "gpu_time") {
-      ACMETRACE_GET(key, GetNumberOrNull(v, e.gpu_time));
+      return Status::Ok();
     }
-  }
-  if (!has_cluster) return Missing("cluster");
-  if (!has_event) return Missing("event");
-  if (!has_ts) return Missing("ts_ms");
-  if (!has_job) return Missing("job_id");
-  return Status::Ok();
+    if (key == "ts_ms") return GetTraceTime(v, key, e.ts_ms, has_ts);
+    if (key == "job_id") return GetName(v, key, e.job_id, &has_job);
+    if (key == "user") return GetName(v, key, e.user);
+    if (key == "type") return GetName(v, key, e.type);
+    if (key == "node_num") return GetInt(v, key, e.node_num);
+    if (key == "gpu_num") return GetInt(v, key, e.gpu_num);
+    if (key == "cpu_num") return GetInt(v, key, e.cpu_num);
+    if (key == "state") return GetName(v, key, e.state);
+    if (key == "duration_s") return GetNumber(v, key, e.duration_s);
+    if (key == "queue_s") return GetNumber(v, key, e.queue_s);
+    if (key == "gpu_time") return GetNumber(v, key, e.gpu_time);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return FirstMissing({{has_cluster, "cluster"}, {has_event, "event"}, {has_ts, "ts_ms"}, {has_job, "job_id"}});
 }
 
 Status RecordParser::Impl::ParseUtil(od::object obj, UtilSample& s) {
   bool has_cluster = false, has_node = false, has_ts = false;
+  s.host.clear();
   // Keep the vectors' capacity: a node's next sample has the same shape.
   size_t gpu_used = 0;
-  s.host.clear();
-  for (auto field : obj) {
-    std::string_view key;
-    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
-    od::value v;
-    ACMETRACE_GET(key, field.value().get(v));
-    std::string_view str;
-    if (key == "v") {
-      if (Status st = CheckVersion(v); !st.ok()) return st;
-    } else if (key == "cluster") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      s.cluster.assign(str);
-      has_cluster = true;
-    } else if (key == "node") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      s.node.assign(str);
-      has_node = true;
-    } else if (key == "ts_ms") {
-      if (Status st = GetTraceTime(v, key, s.ts_ms); !st.ok()) return st;
-      has_ts = true;
-    } else if (key == "gpu") {
-      od::object gpu;
-      ACMETRACE_GET(key, v.get_object().get(gpu));
-      for (auto metric : gpu) {
-        if (gpu_used == kMaxValuesPerObject) return TooMany("gpu", kMaxValuesPerObject);
-        std::string_view name;
-        ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
-        if (name.size() > kMaxNameBytes) return NameTooLong("gpu", name.size());
-        if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
-        GpuMetric& m = s.gpu[gpu_used++];
-        if (m.name != name) m.name = Intern(name);  // a reused record mostly has the same shape
-        m.values.clear();
-        od::array values;
-        ACMETRACE_GET(name, metric.value().get_array().get(values));
-        std::string_view raw;
-        ACMETRACE_GET(name, values.raw_json().get(raw));
-        if (auto e = ParseNumberArray(raw, m.values, kMaxGpusPerNode); e == simdjson::CAPACITY) {
-          return TooMany(name, kMaxGpusPerNode);  // one GPU per value
-        } else if (e) {
-          return FieldError(name, e);
-        }
-      }
-    } else if (key == "host") {
-      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
+  Status st = ForEachMember(obj, [&](std::string_view key, od::value v) -> Status {
+    if (key == "cluster") return GetName(v, key, s.cluster, &has_cluster);
+    if (key == "node") return GetName(v, key, s.node, &has_node);
+    if (key == "ts_ms") return GetTraceTime(v, key, s.ts_ms, has_ts);
+    if (key == "host") {
+      return ParseNumberObject(v, key, [&](std::string_view name, double d) {
         s.host.push_back(HostMetric{Intern(name), d});
       });
-      if (!st.ok()) return st;
     }
-  }
+    if (key != "gpu") return Status::Ok();
+    od::object gpu;
+    ACMETRACE_GET(key, v.get_object().get(gpu));
+    for (auto metric : gpu) {
+      if (gpu_used == kMaxValuesPerObject) return TooMany("gpu", kMaxValuesPerObject);
+      std::string_view name;
+      ACMETRACE_GET("gpu", metric.unescaped_key().get(name));
+      if (name.size() > kMaxNameBytes) return NameTooLong("gpu", name.size());
+      if (gpu_used == s.gpu.size()) s.gpu.emplace_back();
+      GpuMetric& m = s.gpu[gpu_used++];
+      if (m.name != name) m.name = Intern(name);  // a reused record mostly has the same shape
+      m.values.clear();
+      od::array values;
+      ACMETRACE_GET(name, metric.value().get_array().get(values));
+      std::string_view raw;
+      ACMETRACE_GET(name, values.raw_json().get(raw));
+      if (auto e = ParseNumberArray(raw, m.values, kMaxGpusPerNode); e == simdjson::CAPACITY) {
+        return TooMany(name, kMaxGpusPerNode);  // one GPU per value
+      } else if (e) {
+        return FieldError(name, e);
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
   s.gpu.resize(gpu_used);
-  if (!has_cluster) return Missing("cluster");
-  if (!has_node) return Missing("node");
-  if (!has_ts) return Missing("ts_ms");
-  return Status::Ok();
+  return FirstMissing({{has_cluster, "cluster"}, {has_node, "node"}, {has_ts, "ts_ms"}});
 }
 
 Status RecordParser::Impl::ParsePower(od::object obj, PowerSample& p) {
   bool has_cluster = false, has_model = false, has_ts = false;
   p.fields.clear();
-  for (auto field : obj) {
-    std::string_view key;
-    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
-    od::value v;
-    ACMETRACE_GET(key, field.value().get(v));
-    std::string_view str;
-    if (key == "v") {
-      if (Status st = CheckVersion(v); !st.ok()) return st;
-    } else if (key == "cluster") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      p.cluster.assign(str);
-      has_cluster = true;
-    } else if (key == "model") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      p.model.assign(str);
-      has_model = true;
-    } else if (key == "ts_ms") {
-      if (Status st = GetTraceTime(v, key, p.ts_ms); !st.ok()) return st;
-      has_ts = true;
-    } else if (key == "fields") {
-      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
-        p.fields.emplace_back(Intern(name), d);
-      });
-      if (!st.ok()) return st;
-    }
-  }
-  if (!has_cluster) return Missing("cluster");
-  if (!has_model) return Missing("model");
-  if (!has_ts) return Missing("ts_ms");
-  return Status::Ok();
+  Status st = ForEachMember(obj, [&](std::string_view key, od::value v) -> Status {
+    if (key == "cluster") return GetName(v, key, p.cluster, &has_cluster);
+    if (key == "model") return GetName(v, key, p.model, &has_model);
+    if (key == "ts_ms") return GetTraceTime(v, key, p.ts_ms, has_ts);
+    if (key != "fields") return Status::Ok();
+    return ParseNumberObject(v, key, [&](std::string_view name, double d) { p.fields.emplace_back(Intern(name), d); });
+  });
+  if (!st.ok()) return st;
+  return FirstMissing({{has_cluster, "cluster"}, {has_model, "model"}, {has_ts, "ts_ms"}});
 }
 
 Status RecordParser::Impl::ParseMetrics(od::object obj, MetricsWindow& m) {
   bool has_cluster = false, has_start = false, has_end = false;
   m.metrics.clear();
   m.window_s = 60;
-  for (auto field : obj) {
-    std::string_view key;
-    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
-    od::value v;
-    ACMETRACE_GET(key, field.value().get(v));
-    std::string_view str;
-    if (key == "v") {
-      if (Status st = CheckVersion(v); !st.ok()) return st;
-    } else if (key == "cluster") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      m.cluster.assign(str);
-      has_cluster = true;
-    } else if (key == "window_s") {
-      ACMETRACE_GET(key, v.get_int64().get(m.window_s));
-    } else if (key == "start_ms") {
-      if (Status st = GetTraceTime(v, key, m.start_ms); !st.ok()) return st;
-      has_start = true;
-    } else if (key == "end_ms") {
-      if (Status st = GetTraceTime(v, key, m.end_ms); !st.ok()) return st;
-      has_end = true;
-    } else if (key == "metrics") {
-      Status st = ParseNumberObject(v, key, [&](std::string_view name, double d) {
-        m.metrics.emplace_back(std::string(name), d);
-      });
-      if (!st.ok()) return st;
-    }
+  Status st = ForEachMember(obj, [&](std::string_view key, od::value v) -> Status {
+    if (key == "cluster") return GetName(v, key, m.cluster, &has_cluster);
+    if (key == "window_s") return GetInt(v, key, m.window_s);
+    if (key == "start_ms") return GetTraceTime(v, key, m.start_ms, has_start);
+    if (key == "end_ms") return GetTraceTime(v, key, m.end_ms, has_end);
+    if (key != "metrics") return Status::Ok();
+    return ParseNumberObject(v, key, [&](std::string_view name, double d) { m.metrics.emplace_back(std::string(name), d); });
+  });
+  if (!st.ok()) return st;
+  if (Status missing = FirstMissing({{has_cluster, "cluster"}, {has_start, "start_ms"}, {has_end, "end_ms"}});
+      !missing.ok()) {
+    return missing;
   }
-  if (!has_cluster) return Missing("cluster");
-  if (!has_start) return Missing("start_ms");
-  if (!has_end) return Missing("end_ms");
   m.ts_ms = m.end_ms;
   return Status::Ok();
 }
@@ -459,28 +427,13 @@ Status RecordParser::Impl::ParseAnomaly(od::object obj, AnomalyEvent& a) {
   bool has_cluster = false, has_kind = false, has_subject = false, has_state = false, has_ts = false;
   a.value = kNoSample;
   a.threshold = kNoSample;
-  for (auto field : obj) {
-    std::string_view key;
-    ACMETRACE_GET("(key)", field.unescaped_key().get(key));
-    od::value v;
-    ACMETRACE_GET(key, field.value().get(v));
-    std::string_view str;
-    if (key == "v") {
-      if (Status st = CheckVersion(v); !st.ok()) return st;
-    } else if (key == "cluster") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      a.cluster.assign(str);
-      has_cluster = true;
-    } else if (key == "kind") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      a.kind.assign(str);
-      has_kind = true;
-    } else if (key == "subject") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
-      a.subject.assign(str);
-      has_subject = true;
-    } else if (key == "state") {
-      if (Status st = GetName(v, key, str); !st.ok()) return st;
+  Status st = ForEachMember(obj, [&](std::string_view key, od::value v) -> Status {
+    if (key == "cluster") return GetName(v, key, a.cluster, &has_cluster);
+    if (key == "kind") return GetName(v, key, a.kind, &has_kind);
+    if (key == "subject") return GetName(v, key, a.subject, &has_subject);
+    if (key == "state") {
+      std::string_view str;
+      if (Status name = GetName(v, key, str); !name.ok()) return name;
       if (str == "open") {
         a.open = true;
       } else if (str == "close") {
@@ -489,21 +442,16 @@ Status RecordParser::Impl::ParseAnomaly(od::object obj, AnomalyEvent& a) {
         return Status::Error("field \"state\": not open or close");
       }
       has_state = true;
-    } else if (key == "ts_ms") {
-      if (Status st = GetTraceTime(v, key, a.ts_ms); !st.ok()) return st;
-      has_ts = true;
-    } else if (key == "value") {
-      ACMETRACE_GET(key, GetNumberOrNull(v, a.value));
-    } else if (key == "threshold") {
-      ACMETRACE_GET(key, GetNumberOrNull(v, a.threshold));
+      return Status::Ok();
     }
-  }
-  if (!has_cluster) return Missing("cluster");
-  if (!has_kind) return Missing("kind");
-  if (!has_subject) return Missing("subject");
-  if (!has_state) return Missing("state");
-  if (!has_ts) return Missing("ts_ms");
-  return Status::Ok();
+    if (key == "ts_ms") return GetTraceTime(v, key, a.ts_ms, has_ts);
+    if (key == "value") return GetNumber(v, key, a.value);
+    if (key == "threshold") return GetNumber(v, key, a.threshold);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return FirstMissing(
+      {{has_cluster, "cluster"}, {has_kind, "kind"}, {has_subject, "subject"}, {has_state, "state"}, {has_ts, "ts_ms"}});
 }
 
 #undef ACMETRACE_GET

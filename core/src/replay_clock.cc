@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "acmetrace/core/locked.h"
+
 namespace acmetrace::core {
 namespace {
 
@@ -65,46 +67,36 @@ void ReplayClock::Pause(int64_t wall_ms) {
   ++generation_;
 }
 
-void ReplayClock::Resume(int64_t wall_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!paused_) return;
-  paused_ = false;
-  wall0_ms_ = wall_ms;
-  trace0_ms_ = paused_trace_ms_;
-  ++generation_;
-}
-
-void ReplayClock::SetSpeed(double speed, int64_t wall_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t now = TraceNowLocked(wall_ms);
-  speed_ = speed;
-  wall0_ms_ = wall_ms;
-  trace0_ms_ = now;
-  paused_trace_ms_ = now;
-  ++generation_;
-}
-
-void ReplayClock::Seek(int64_t trace_ms, int64_t wall_ms) {
-  std::lock_guard<std::mutex> lock(mutex_);
+void ReplayClock::RestartLocked(int64_t trace_ms, int64_t wall_ms) {
   wall0_ms_ = wall_ms;
   trace0_ms_ = trace_ms;
   paused_trace_ms_ = trace_ms;
   ++generation_;
 }
 
-double ReplayClock::speed() const {
+void ReplayClock::Resume(int64_t wall_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return speed_;
+  if (!paused_) return;
+  paused_ = false;
+  RestartLocked(paused_trace_ms_, wall_ms);
 }
 
-bool ReplayClock::paused() const {
+void ReplayClock::SetSpeed(double speed, int64_t wall_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return paused_;
+  const int64_t now = TraceNowLocked(wall_ms);
+  speed_ = speed;
+  RestartLocked(now, wall_ms);
 }
 
-uint64_t ReplayClock::generation() const {
+void ReplayClock::Seek(int64_t trace_ms, int64_t wall_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return generation_;
+  RestartLocked(trace_ms, wall_ms);
 }
+
+double ReplayClock::speed() const { return ReadLocked(mutex_, speed_); }
+
+bool ReplayClock::paused() const { return ReadLocked(mutex_, paused_); }
+
+uint64_t ReplayClock::generation() const { return ReadLocked(mutex_, generation_); }
 
 }  // namespace acmetrace::core

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "acmetrace/core/clock.h"
+#include "acmetrace/core/locked.h"
 #include "acmetrace/http/http_connection.h"
 
 namespace acmetrace::exporters {
@@ -53,14 +54,8 @@ http::HttpResponse NotificationLog::Receive(const http::HttpRequest& request) {
   return http::HttpResponse::Text(200, "recorded\n");
 }
 
-int64_t NotificationLog::recorded() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return recorded_;
-}
+int64_t NotificationLog::recorded() const { return core::ReadLocked(mutex_, recorded_); }
 
-int64_t NotificationLog::refused() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return refused_;
-}
+int64_t NotificationLog::refused() const { return core::ReadLocked(mutex_, refused_); }
 
 }  // namespace acmetrace::exporters

@@ -151,35 +151,42 @@ SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
   return &f.series.emplace(std::string(key), std::move(s)).first->second;
 }
 
-bool SeriesStore::Set(FamilyId family, const SeriesLabels& labels, double value, std::string_view cluster,
-                      int64_t ts_ms, std::string_view target) {
-  std::lock_guard<std::mutex> lock(mutex_);
+SeriesStore::Series* SeriesStore::SeriesOf(FamilyId family, const SeriesLabels& labels, std::string_view cluster,
+                                           std::string_view target) {
   Family& f = *families_[static_cast<size_t>(family)];
   bool created = false;
   Series* s = FindOrCreate(f, labels.key, &labels.labels, nullptr, nullptr, created);
-  if (s == nullptr) return false;
-  ++generation_;
-  s->value = value;
-  Touch(*s, ts_ms);
-  if (created) {
+  if (s != nullptr && created) {
     s->cluster = cluster;
     s->target = target;
   }
+  return s;
+}
+
+bool SeriesStore::Set(FamilyId family, const SeriesLabels& labels, double value, std::string_view cluster,
+                      int64_t ts_ms, std::string_view target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Series* s = SeriesOf(family, labels, cluster, target);
+  if (s == nullptr) return false;
+  SetLocked(s, value, ts_ms);
   return true;
 }
 
 bool SeriesStore::Add(FamilyId family, const SeriesLabels& labels, double delta, std::string_view cluster,
                       int64_t ts_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Family& f = *families_[static_cast<size_t>(family)];
-  bool created = false;
-  Series* s = FindOrCreate(f, labels.key, &labels.labels, nullptr, nullptr, created);
+  Series* s = SeriesOf(family, labels, cluster, {});
   if (s == nullptr) return false;
   ++generation_;
   s->value += delta;
   Touch(*s, ts_ms);
-  if (created) s->cluster = cluster;
   return true;
+}
+
+SeriesStore::Series* SeriesStore::FindLocked(FamilyId family, std::string_view key) {
+  Family& f = *families_[static_cast<size_t>(family)];
+  auto it = f.series.find(key);
+  return it == f.series.end() ? nullptr : &it->second;
 }
 
 double SeriesStore::Get(FamilyId family, std::string_view key) const {
@@ -202,21 +209,19 @@ bool SeriesStore::Remove(FamilyId family, std::string_view key) {
 
 bool SeriesStore::SetValue(FamilyId family, std::string_view key, double value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Family& f = *families_[static_cast<size_t>(family)];
-  auto it = f.series.find(key);
-  if (it == f.series.end()) return false;
-  it->second.value = value;
+  Series* s = FindLocked(family, key);
+  if (s == nullptr) return false;
+  s->value = value;
   ++generation_;
   return true;
 }
 
 bool SeriesStore::SetScrapeOnly(FamilyId family, std::string_view key, bool scrape_only) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Family& f = *families_[static_cast<size_t>(family)];
-  auto it = f.series.find(key);
-  if (it == f.series.end()) return false;
-  if (it->second.scrape_only != scrape_only) ++generation_;
-  it->second.scrape_only = scrape_only;
+  Series* s = FindLocked(family, key);
+  if (s == nullptr) return false;
+  if (s->scrape_only != scrape_only) ++generation_;
+  s->scrape_only = scrape_only;
   return true;
 }
 

@@ -25,6 +25,7 @@ bool ParseMetricKey(std::string_view key, MetricKey& out) {
   return true;
 }
 
+// The rules below are a table written as calls (each its own metric, help and unit): alike in shape by design.
 WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) : options_(options), store_(store) {
   const int64_t base = options.base_window_s;
   const int64_t hour = options.hour_window_s;

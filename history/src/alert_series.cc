@@ -61,14 +61,11 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
     if (core::Status s = scoring::LoadRuleText(file, rules, options.eval_interval_ms); !s.ok()) return s;
   }
   if (rules.alerts.empty()) return stats;
-  const std::optional<std::string> promtool = FindExecutable(options.promtool);
-  if (!promtool) return core::Status::Error("promtool not found ('" + options.promtool + "')");
-  const std::optional<std::string> prometheus = FindExecutable(options.prometheus);
-  if (!prometheus) {
-    return core::Status::Error("prometheus not found ('" + options.prometheus +
-                               "'): alerting rules are evaluated through a temporary Prometheus (Debian: apt-get "
-                               "install prometheus)");
-  }
+  core::Result<RulePrograms> programs =
+      FindRulePrograms(options.promtool, options.prometheus, "alerting rules are evaluated");
+  if (!programs.ok()) return programs.status();
+  const std::string& promtool = programs.value().promtool;
+  const std::string& prometheus = programs.value().prometheus;
   const fs::path work = fs::absolute(options.work_dir);
   std::error_code ec;
   fs::remove_all(work, ec);
@@ -101,7 +98,7 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
   }
   int port = 0;
   core::Result<Subprocess> server =
-      StartReadyPrometheus(*prometheus, config, work / "serving", RetentionFor(first_ms, last_ms),
+      StartReadyPrometheus(prometheus, config, work / "serving", RetentionFor(first_ms, last_ms),
                            (work / "prometheus.log").string(), options.stop, port);
   if (!server.ok()) return server.status();
   core::Result<std::unique_ptr<scoring::PrometheusClient>> client =
@@ -156,7 +153,7 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
   text_file = nullptr;
   if (stats.samples == 0) return stats;
   core::Result<Subprocess> tool =
-      Subprocess::Start({*promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", text_path,
+      Subprocess::Start({promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", text_path,
                          (work / "blocks").string()},
                         (work / "promtool.log").string(), work.string(), options.stop);
   if (!tool.ok()) return tool.status();

@@ -295,6 +295,18 @@ int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
 }  // namespace
 
 // A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
+core::Result<RulePrograms> FindRulePrograms(const std::string& promtool, const std::string& prometheus,
+                                            std::string_view purpose) {
+  const std::optional<std::string> promtool_path = FindExecutable(promtool);
+  if (!promtool_path) return core::Status::Error("promtool not found ('" + promtool + "')");
+  const std::optional<std::string> prometheus_path = FindExecutable(prometheus);
+  if (!prometheus_path) {
+    return core::Status::Error("prometheus not found ('" + prometheus + "'): " + std::string(purpose) +
+                               " through a temporary Prometheus (Debian: apt-get install prometheus)");
+  }
+  return RulePrograms{*promtool_path, *prometheus_path};
+}
+
 core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, const std::string& config,
                                               const fs::path& storage, const std::string& retention,
                                               const std::string& log, StopRequest* stop, int& port_out) {
@@ -374,14 +386,11 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
     }
   }
   if (rules == 0) return 0;
-  const std::optional<std::string> promtool = FindExecutable(options.promtool);
-  if (!promtool) return core::Status::Error("promtool not found ('" + options.promtool + "')");
-  const std::optional<std::string> prometheus = FindExecutable(options.prometheus);
-  if (!prometheus) {
-    return core::Status::Error("prometheus not found ('" + options.prometheus +
-                               "'): recording rules are backfilled through a temporary Prometheus (Debian: apt-get "
-                               "install prometheus)");
-  }
+  core::Result<RulePrograms> programs =
+      FindRulePrograms(options.promtool, options.prometheus, "recording rules are backfilled");
+  if (!programs.ok()) return programs.status();
+  const std::string& promtool = programs.value().promtool;
+  const std::string& prometheus = programs.value().prometheus;
   const fs::path work = fs::absolute(options.work_dir);  // absolute: promtool runs in it
   std::error_code ec;
   fs::remove_all(work, ec);
@@ -433,10 +442,10 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
     }
     if (linked == 0) continue;  // no data the rules could read
     int port = 0;
-    core::Result<Subprocess> server = StartReadyPrometheus(*prometheus, config, storage, retention,
+    core::Result<Subprocess> server = StartReadyPrometheus(prometheus, config, storage, retention,
                                                            (work / "prometheus.log").string(), options.stop, port);
     if (!server.ok()) return server.status();
-    std::vector<std::string> argv = {*promtool,
+    std::vector<std::string> argv = {promtool,
                                      "tsdb",
                                      "create-blocks-from",
                                      "rules",

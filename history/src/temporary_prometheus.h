@@ -17,6 +17,16 @@ core::Result<Subprocess> StartReadyPrometheus(const std::string& prometheus, con
                                               const std::filesystem::path& storage, const std::string& retention,
                                               const std::string& log, StopRequest* stop, int& port_out);
 
+/// The two programs of the rule phases, found as FindExecutable finds them.
+struct RulePrograms {
+  std::string promtool;
+  std::string prometheus;
+};
+/// Finds promtool and prometheus; the error for a missing prometheus says it serves the rules `purpose`
+/// (e.g. "recording rules are backfilled").
+core::Result<RulePrograms> FindRulePrograms(const std::string& promtool, const std::string& prometheus,
+                                            std::string_view purpose);
+
 /// Writes text to path (replacing it); the error names the path.
 core::Status WriteFile(const std::string& path, std::string_view text);
 

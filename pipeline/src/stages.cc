@@ -385,6 +385,8 @@ class TelemetryBound {
   bool active_ = false;
 };
 
+// Its item switch stays apart from RunProcessStage's: the kinds are the same, what each stage does with
+// them is not (the processor snapshots offsets and markers, the exporter moves the telemetry bound).
 core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& exporter, core::InputErrors& errors,
                             const StageOptions& options, const std::atomic<bool>& stop) {
   InputEnd end(input.partitions(), options.unmarked_end_after_ms);

@@ -56,13 +56,7 @@ std::string Labeled(std::string_view name, std::string_view labels) {
   return s;
 }
 
-std::string QuantileLabel(std::string_view name, std::string_view q) {
-  std::string s(name);
-  s += "{q=";
-  s += q;
-  s += '}';
-  return s;
-}
+std::string QuantileLabel(std::string_view name, std::string_view q) { return Labeled(name, "q=" + std::string(q)); }
 
 template <typename V>
 void MergeMap(std::map<std::string, V>& into, const std::map<std::string, V>& from) {

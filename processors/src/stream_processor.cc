@@ -129,6 +129,7 @@ struct PartitionsRef {
 
 // The partitions where the cluster's writer has ended (an end marker read since the cluster's last
 // record there), by name: a later owner that resumes after those markers still knows the input ended.
+// The same references as PartitionsRef for another section of the snapshot: alike in shape only.
 template <class P, class Cluster>
 struct WriterEndsRef {
   P& processor;

@@ -10,6 +10,7 @@
 #include "acmetrace/producers/job_event_source.h"
 #include "acmetrace/producers/power_source.h"
 #include "acmetrace/producers/utilization_source.h"
+#include "parts.h"
 
 namespace acmetrace::producers {
 namespace fs = std::filesystem;
@@ -169,24 +170,11 @@ const core::Record* EventStream::Next() {
   return best == SIZE_MAX ? nullptr : heads_[best];
 }
 
-int64_t EventStream::bytes_read() const {
-  int64_t total = 0;
-  for (const auto& s : sources_) total += s->bytes_read();
-  return total;
-}
+int64_t EventStream::bytes_read() const { return SumOverParts(sources_, &RecordSource::bytes_read); }
 
-int64_t EventStream::bytes_total() const {
-  int64_t total = 0;
-  for (const auto& s : sources_) total += s->bytes_total();
-  return total;
-}
+int64_t EventStream::bytes_total() const { return SumOverParts(sources_, &RecordSource::bytes_total); }
 
-core::Status EventStream::status() const {
-  for (const auto& s : sources_) {
-    if (core::Status st = s->status(); !st.ok()) return st;
-  }
-  return core::Status::Ok();
-}
+core::Status EventStream::status() const { return FirstPartError(sources_); }
 
 int64_t EventStream::out_of_order() const {
   int64_t total = 0;

@@ -101,6 +101,7 @@ std::vector<std::string> ClusterSummary::Values(const std::string& id) const {
   double total_t = 0;
   for (const auto& [state, x] : gpu_.state_gpu_time) total_t += x;
 
+  // One cell per column of the published summary (GPU jobs, then CPU jobs): a table row, alike in shape only.
   return {id,
           i(job_num_),
           i(cpu_.count),

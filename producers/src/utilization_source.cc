@@ -10,6 +10,7 @@
 
 #include "acmetrace/core/number.h"
 #include "acmetrace/core/time.h"
+#include "parts.h"
 
 namespace acmetrace::producers {
 namespace {
@@ -565,23 +566,12 @@ const core::Record* UtilizationSource::Next() {
   return &nodes_[batch_[batch_pos_++]].record;
 }
 
-int64_t UtilizationSource::bytes_read() const {
-  int64_t total = 0;
-  for (const auto& r : readers_) total += r->bytes_read();
-  return total;
-}
+int64_t UtilizationSource::bytes_read() const { return SumOverParts(readers_, &UtilizationMetricReader::bytes_read); }
 
-core::Status UtilizationSource::status() const {
-  for (const auto& r : readers_) {
-    if (!r->status().ok()) return r->status();
-  }
-  return core::Status::Ok();
-}
+core::Status UtilizationSource::status() const { return FirstPartError(readers_); }
 
 int64_t UtilizationSource::duplicates_dropped() const {
-  int64_t total = 0;
-  for (const auto& r : readers_) total += r->duplicates_dropped();
-  return total;
+  return SumOverParts(readers_, &UtilizationMetricReader::duplicates_dropped);
 }
 
 }  // namespace acmetrace::producers

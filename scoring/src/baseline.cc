@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <simdjson.h>
 
 #include "acmetrace/core/input_errors.h"
@@ -17,6 +18,13 @@ namespace {
 namespace od = simdjson::ondemand;
 
 // One entry of "rules" (or "total"); why it is not one otherwise.
+// A rule's counts and ratios, by their keys in `score --json`.
+constexpr std::pair<std::string_view, int64_t BaselineRule::*> kCounts[] = {
+    {"onsets", &BaselineRule::onsets}, {"false_alerts", &BaselineRule::false_alerts},
+    {"caught", &BaselineRule::caught}, {"total_incidents", &BaselineRule::total_incidents}};
+constexpr std::pair<std::string_view, std::optional<double> BaselineRule::*> kRatios[] = {
+    {"precision", &BaselineRule::precision}, {"recall", &BaselineRule::recall}};
+
 std::optional<std::string> ReadRule(od::object object, BaselineRule& out) {
   bool has_rule = false;
   for (auto field : object) {
@@ -46,18 +54,13 @@ std::optional<std::string> ReadRule(od::object object, BaselineRule& out) {
       if (value.get_string().get(text) != simdjson::SUCCESS) return "\"" + std::string(key) + "\" is not a string";
       (key == "rule" ? out.rule : out.source) = std::string(text);
       has_rule = has_rule || key == "rule";
-    } else if (key == "onsets") {
-      why = count(out.onsets);
-    } else if (key == "false_alerts") {
-      why = count(out.false_alerts);
-    } else if (key == "caught") {
-      why = count(out.caught);
-    } else if (key == "total_incidents") {
-      why = count(out.total_incidents);
-    } else if (key == "precision") {
-      why = ratio(out.precision);
-    } else if (key == "recall") {
-      why = ratio(out.recall);
+    } else {
+      for (const auto& [name, member] : kCounts) {
+        if (key == name) why = count(out.*member);
+      }
+      for (const auto& [name, member] : kRatios) {
+        if (key == name) why = ratio(out.*member);
+      }
     }
     if (why) return why;
   }

@@ -75,6 +75,8 @@ bool Detects(const Labels& labels, int64_t onset_ms, const std::set<std::string>
 }
 
 RuleScore ScoreRule(const RuleFirings& firings, const std::vector<Incident>& incidents, const MatchWindow& window) {
+  // The rule's identity copied field by field into another type, as score_run.cc and job_event_source.cc
+  // copy theirs: alike in shape only.
   RuleScore score;
   score.rule = firings.rule;
   score.group = firings.group;

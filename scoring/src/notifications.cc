@@ -13,6 +13,7 @@
 
 #include "acmetrace/core/line_reader.h"
 #include "acmetrace/core/time.h"
+#include "incident_json.h"
 
 namespace acmetrace::scoring {
 
@@ -105,19 +106,16 @@ Json ReceiverJson(const ReceiverScore& s, const std::vector<Incident>& incidents
   out["notifications_per_incident"] = OptionalJson(s.notifications_per_incident);
   out["max_notifications_per_incident"] = s.max_notifications_per_incident;
   out["unmatched_pages"] = s.unmatched;
-  Json kinds = Json::object();
-  for (const auto& [kind, count] : s.by_kind) kinds[kind] = {{"notified", count.caught}, {"total", count.total}};
-  out["by_kind"] = kinds;
+  out["by_kind"] = ByKindJson(s.by_kind, "notified");
   Json list = Json::array();
   for (const IncidentNotice& n : s.incidents) {
     const Incident& i = incidents[n.incident];
-    list.push_back({{"cluster", i.cluster},
-                    {"kind", i.kind},
-                    {"subject", i.subject},
-                    {"start", i.start_ms / 1000},
-                    {"end", i.end_ms / 1000},
-                    {"notifications", n.notifications},
-                    {"ttn_s", n.ttn_ms ? Json(static_cast<double>(*n.ttn_ms) / 1000.0) : Json(nullptr)}});
+    Json entry = IncidentEntryJson(i);
+    entry["start"] = i.start_ms / 1000;
+    entry["end"] = i.end_ms / 1000;
+    entry["notifications"] = n.notifications;
+    entry["ttn_s"] = n.ttn_ms ? Json(static_cast<double>(*n.ttn_ms) / 1000.0) : Json(nullptr);
+    list.push_back(std::move(entry));
   }
   out["incidents"] = list;
   Json pages = Json::array();

@@ -11,6 +11,7 @@
 
 #include "acmetrace/core/time.h"
 #include "acmetrace/scoring/range_query.h"
+#include "incident_json.h"
 
 namespace acmetrace::scoring {
 
@@ -326,20 +327,17 @@ Json ScoreJson(const RuleScore& s, const std::vector<Incident>& incidents, const
   j["total_incidents"] = s.incidents.size();
   j["ttd_median_s"] = Optional(s.ttd_median_s);
   j["ttd_worst_s"] = Optional(s.ttd_worst_s);
-  Json by_kind = Json::object();
-  for (const auto& [kind, count] : s.by_kind) by_kind[kind] = {{"caught", count.caught}, {"total", count.total}};
-  j["by_kind"] = by_kind;
+  j["by_kind"] = ByKindJson(s.by_kind, "caught");
   Json list = Json::array();
   for (const IncidentOutcome& o : s.incidents) {
     const Incident& i = incidents[o.incident];
-    list.push_back({{"cluster", i.cluster},
-                    {"kind", i.kind},
-                    {"subject", i.subject},
-                    {"severity", SeverityName(i.severity)},
-                    {"start", TimeJson(i.start_ms)},
-                    {"end", TimeJson(i.end_ms)},
-                    {"caught", o.caught},
-                    {"ttd_s", o.ttd_ms ? Json(static_cast<double>(*o.ttd_ms) / 1000.0) : Json(nullptr)}});
+    Json entry = IncidentEntryJson(i);
+    entry["severity"] = SeverityName(i.severity);
+    entry["start"] = TimeJson(i.start_ms);
+    entry["end"] = TimeJson(i.end_ms);
+    entry["caught"] = o.caught;
+    entry["ttd_s"] = o.ttd_ms ? Json(static_cast<double>(*o.ttd_ms) / 1000.0) : Json(nullptr);
+    list.push_back(std::move(entry));
   }
   j["incidents"] = list;
   if (firings != nullptr) {

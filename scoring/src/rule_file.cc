@@ -79,6 +79,28 @@ KeyOrError KeyOf(const std::string& path, const YAML::Node& key, std::string_vie
   return {key.Scalar(), core::Status::Ok()};
 }
 
+// The keys of one map, each read with KeyOf and allowed once: Prometheus reads rule files strictly,
+// a key given twice is an error, not "the last one wins".
+class KeysOnce {
+ public:
+  KeysOnce(const std::string& path, std::string_view where) : path_(path), where_(where) {}
+  // The name of key into name, or why it is refused.
+  core::Status Read(const YAML::Node& key, std::string& name) {
+    KeyOrError k = KeyOf(path_, key, where_);
+    if (!k.error.ok()) return k.error;
+    name = std::move(k.key);
+    if (auto [it, added] = seen_.emplace(name, key.Mark().line + 1); !added) {
+      return FieldError(path_, key, Echo(name), "given twice (first on line " + std::to_string(it->second) + ")");
+    }
+    return core::Status::Ok();
+  }
+
+ private:
+  const std::string& path_;
+  std::string_view where_;
+  std::map<std::string, int> seen_;  // key -> line
+};
+
 }  // namespace
 
 core::Result<int64_t> ParseDurationMs(std::string_view text) {
@@ -180,20 +202,11 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
                            int64_t default_interval_ms) {
   const YAML::Node root = YAML::Load(text);
   if (!root.IsMap()) return core::Status::Error(path + ":1: groups: a rule file is a map with a `groups` list");
-  // Prometheus reads rule files strictly: a key given twice is an error, not "the last one wins".
-  auto once = [&path](std::map<std::string, int>& seen, const YAML::Node& key, const std::string& name) {
-    const int line = key.Mark().line + 1;
-    if (auto [it, added] = seen.emplace(name, line); !added) {
-      return FieldError(path, key, Echo(name), "given twice (first on line " + std::to_string(it->second) + ")");
-    }
-    return core::Status::Ok();
-  };
-  std::map<std::string, int> top_keys;
+  KeysOnce top_keys(path, "groups");
   for (const auto& top : root) {
-    KeyOrError k = KeyOf(path, top.first, "groups");
-    if (!k.error.ok()) return k.error;
-    if (k.key != "groups") return FieldError(path, top.first, Echo(k.key), "unknown field (a rule file has only `groups`)");
-    if (core::Status s = once(top_keys, top.first, k.key); !s.ok()) return s;
+    std::string key;
+    if (core::Status s = top_keys.Read(top.first, key); !s.ok()) return s;
+    if (key != "groups") return FieldError(path, top.first, Echo(key), "unknown field (a rule file has only `groups`)");
   }
   const YAML::Node groups = root["groups"];
   if (!groups.IsSequence()) return FieldError(path, groups, "groups", "must be a list of groups");
@@ -203,12 +216,10 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
     std::string group_name;
     int64_t interval_ms = default_interval_ms;
     YAML::Node rules;
-    std::map<std::string, int> group_keys;
+    KeysOnce group_keys(path, "groups");
     for (const auto& field : group) {
-      KeyOrError k = KeyOf(path, field.first, "groups");
-      if (!k.error.ok()) return k.error;
-      const std::string& key = k.key;
-      if (core::Status s = once(group_keys, field.first, key); !s.ok()) return s;
+      std::string key;
+      if (core::Status s = group_keys.Read(field.first, key); !s.ok()) return s;
       const YAML::Node& value = field.second;
       if (key == "name") {
         if (!IsScalarString(value) || value.Scalar().empty()) {
@@ -249,12 +260,10 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
       alert.interval_ms = interval_ms;
       std::string record;
       bool has_expr = false;
-      std::map<std::string, int> rule_keys;
+      KeysOnce rule_keys(path, "rules");
       for (const auto& field : rule) {
-        KeyOrError k = KeyOf(path, field.first, "rules");
-        if (!k.error.ok()) return k.error;
-        const std::string& key = k.key;
-        if (core::Status s = once(rule_keys, field.first, key); !s.ok()) return s;
+        std::string key;
+        if (core::Status s = rule_keys.Read(field.first, key); !s.ok()) return s;
         const YAML::Node& value = field.second;
         auto duration = [&](int64_t& into) -> core::Status {
           if (!IsScalarString(value)) return FieldError(path, value, key, "must be a duration");
@@ -286,17 +295,16 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
         } else if (key == "labels") {
           if (value.IsNull()) continue;
           if (!value.IsMap()) return FieldError(path, value, "labels", "must be a map of label names to values");
-          std::map<std::string, int> label_keys;
+          KeysOnce label_keys(path, "labels");
           for (const auto& label : value) {
-            KeyOrError name = KeyOf(path, label.first, "labels");
-            if (!name.error.ok()) return name.error;
-            if (!IsLabelName(name.key)) {
+            std::string name;
+            if (core::Status s = label_keys.Read(label.first, name); !s.ok()) return s;
+            if (!IsLabelName(name)) {
               return FieldError(path, label.first, "labels",
-                                Echo(name.key) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+                                Echo(name) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
             }
-            if (core::Status s = once(label_keys, label.first, name.key); !s.ok()) return s;
-            if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name.key, "must be a string");
-            alert.labels[name.key] = label.second.Scalar();
+            if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name, "must be a string");
+            alert.labels[name] = label.second.Scalar();
           }
         } else if (key == "annotations") {
           if (!value.IsNull() && !value.IsMap()) return FieldError(path, value, "annotations", "must be a map");

@@ -130,6 +130,8 @@ core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const s
   return out;
 }
 
+// Await the admin result, then walk its typed array, as CreateTopics does: librdkafka gives each
+// request its own types, so the calls stay two.
 core::Result<TopicDescription> DescribeTopic(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms) {
   core::Result<std::map<std::string, int32_t>> existing = ListTopics(rk, timeout_ms);
   if (!existing.ok()) return existing.status();

@@ -20,6 +20,14 @@ constexpr int64_t kMaxFirstWaitMs = 5'000;
 // How often a partition at its end is asked again for records, and the client for its events.
 constexpr int64_t kRecheckMs = 5;
 
+// The consumer's properties with auto-commit off: offsets live in the caller's snapshots, nothing is
+// stored or committed here.
+core::Result<Properties> UncommittedConsumerProperties(const KafkaSettings& settings) {
+  core::Result<Properties> properties = ConsumerProperties(settings);
+  if (properties.ok()) properties.value().emplace_back("enable.auto.commit", "false");
+  return properties;
+}
+
 }  // namespace
 
 // One assigned partition read through its own queue, with the next record held until it is the
@@ -67,11 +75,9 @@ KafkaPartitionReader::~KafkaPartitionReader() {
 
 core::Result<std::unique_ptr<KafkaPartitionReader>> KafkaPartitionReader::Open(const KafkaSettings& settings,
                                                                                std::FILE* log) {
-  core::Result<Properties> properties = ConsumerProperties(settings);
+  core::Result<Properties> properties = UncommittedConsumerProperties(settings);
   if (!properties.ok()) return properties.status();
   Properties props = std::move(properties).value();
-  // Offsets live in the caller's snapshots: nothing is stored or committed here.
-  props.emplace_back("enable.auto.commit", "false");
   props.emplace_back("enable.partition.eof", "true");
   auto impl = std::make_unique<Impl>(log);
   core::Result<internal::KafkaHandle> consumer =
@@ -338,10 +344,9 @@ KafkaGroupMembership::~KafkaGroupMembership() { (void)Close(); }
 core::Result<std::unique_ptr<KafkaGroupMembership>> KafkaGroupMembership::Open(
     const KafkaSettings& settings, const std::string& topic, PartitionsCallback on_assigned,
     PartitionsCallback on_revoked, std::FILE* log) {
-  core::Result<Properties> properties = ConsumerProperties(settings);
+  core::Result<Properties> properties = UncommittedConsumerProperties(settings);
   if (!properties.ok()) return properties.status();
   Properties props = std::move(properties).value();
-  props.emplace_back("enable.auto.commit", "false");
   // Eager rebalancing: all revocations finish before any assignment (see the class comment).
   props.emplace_back("partition.assignment.strategy", "range");
   auto impl = std::make_unique<Impl>(log);

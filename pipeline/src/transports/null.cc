@@ -14,14 +14,11 @@ class NullTransport : public Transport {
   }
 };
 
-core::Result<std::unique_ptr<Transport>> Make(const core::Config&, std::FILE*) {
-  return std::unique_ptr<Transport>(std::make_unique<NullTransport>());
-}
-
 }  // namespace
 
 extern const TransportKind kNullTransport;
-const TransportKind kNullTransport{"null", "", "null", "discards records, counting them (replay benchmarks)",
-                                   /*in_one_process=*/false, /*can_seek=*/false, nullptr, &Make};
+const TransportKind kNullTransport{
+    "null", "", "null", "discards records, counting them (replay benchmarks)",
+    /*in_one_process=*/false, /*can_seek=*/false, nullptr, &MakeDefaultTransport<NullTransport>};
 
 }  // namespace acmetrace::pipeline

@@ -18,14 +18,11 @@ class StdioTransport : public Transport {
   StageOptions EndOfInput(bool) const override { return Transport::EndOfInput(true); }
 };
 
-core::Result<std::unique_ptr<Transport>> Make(const core::Config&, std::FILE*) {
-  return std::unique_ptr<Transport>(std::make_unique<StdioTransport>());
-}
-
 }  // namespace
 
 extern const TransportKind kStdioTransport;
-const TransportKind kStdioTransport{"stdio", "stdin", "stdout", "framed JSON lines from stdin, to stdout",
-                                    /*in_one_process=*/false, /*can_seek=*/false, nullptr, &Make};
+const TransportKind kStdioTransport{
+    "stdio", "stdin", "stdout", "framed JSON lines from stdin, to stdout",
+    /*in_one_process=*/false, /*can_seek=*/false, nullptr, &MakeDefaultTransport<StdioTransport>};
 
 }  // namespace acmetrace::pipeline

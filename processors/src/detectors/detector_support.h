@@ -120,6 +120,32 @@ void StartClockOnTelemetry(Clusters& clusters, const core::Record& record, int64
   if (it == clusters.end() || !it->second.steps.started()) clusters[sample->cluster].steps.OnRecord(sample->ts_ms, step_ms);
 }
 
+/// For a detector that judges each cluster at its telemetry sample times (Cluster::times, a
+/// SampleTimeCursor): (self->*judge)(name, cluster, t) for each time the watermark completes.
+template <class Clusters, class Self, class Judge>
+void JudgeCompletedSampleTimes(Clusters& clusters, int64_t watermark_ms, Self* self, Judge judge) {
+  for (auto& [name, c] : clusters) {
+    if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) (self->*judge)(name, c, done);
+  }
+}
+
+/// The same on a util sample: its cluster's entry, after judging the sample time it completes, if any.
+template <class Clusters, class Self, class Judge>
+auto& JudgeCompletedSampleTime(Clusters& clusters, const core::UtilSample& sample, Self* self, Judge judge) {
+  auto& c = clusters[sample.cluster];
+  if (const int64_t done = c.times.OnRecord(sample.ts_ms); done != kNoTimeMs) (self->*judge)(sample.cluster, c, done);
+  return c;
+}
+
+/// The job event a job-judging detector observes; any other record starts its cluster's clock
+/// (StartClockOnTelemetry) and gives nullptr.
+template <class Clusters>
+const core::JobEvent* JobOrStartClock(Clusters& clusters, const core::Record& record, int64_t step_ms) {
+  const auto* job = std::get_if<core::JobEvent>(&record);
+  if (job == nullptr) StartClockOnTelemetry(clusters, record, step_ms);
+  return job;
+}
+
 /// Transitions waiting for the watermark. Not thread-safe.
 class AnomalyOutbox {
  public:
@@ -214,6 +240,7 @@ class SampleTimeCursor {
     return done_ms_ = current_ms_;
   }
 
+  // Fields: the member list state_codec.h reads and writes, the same few lines in every state type by design.
   template <class Io, class Self>
   static void Fields(Io& io, Self& s) {
     io(s.current_ms_, s.done_ms_);
@@ -378,6 +405,22 @@ class PerClusterDetector : public DetectorWithState<Derived> {
 
  protected:
   std::map<std::string, Cluster, std::less<>> clusters_;
+  AnomalyOutbox outbox_;
+};
+
+/// A detector whose state is one value per node (Derived::nodes_, "cluster/node" -> value; Derived
+/// befriends this class) and the transitions not yet handed out, which the watermark releases;
+/// Derived gives kStateVersion (of its node value's layout). Not thread-safe.
+template <class Derived>
+class PerNodeDetector : public DetectorWithState<Derived> {
+ public:
+  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) final { outbox_.FlushTo(watermark_ms, out); }
+  template <class Io, class Self>
+  static void StateFields(Io& io, Self& d, std::string_view cluster) {
+    io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
+  }
+
+ protected:
   AnomalyOutbox outbox_;
 };
 

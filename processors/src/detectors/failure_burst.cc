@@ -46,6 +46,7 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+// This kind's settings, a row each in the registry's KeySpec shape: alike in shape by design.
 constexpr KeySpec kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
     {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
@@ -151,15 +152,12 @@ class FailureBurstDetector : public PerClusterDetector<FailureBurstDetector, Clu
   std::string_view kind() const override { return "failure_burst"; }
 
   void Observe(const core::Record& record) override {
-    const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) {
-      // The cluster's history starts with its first telemetry sample or job end: a quiet cluster whose
-      // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
-      // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
-      // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
-      StartClockOnTelemetry(clusters_, record, step_ms_);
-      return;
-    }
+    // The cluster's history starts with its first telemetry sample or job end: a quiet cluster whose
+    // first job comes an hour after its telemetry has been failing nothing for that hour (issue #14: a
+    // Kalos at scale 0.2, first job 43 minutes into the day, was not judged in time for a burst at 1.5
+    // hours); the jobs of a cut trace submitted before it (issue #22) have ended nothing there.
+    const core::JobEvent* job = JobOrStartClock(clusters_, record, step_ms_);
+    if (job == nullptr) return;
     if (job->event != core::JobEventKind::kEnd) return;
     Cluster& c = clusters_[job->cluster];
     c.steps.OnRecord(job->ts_ms, step_ms_);

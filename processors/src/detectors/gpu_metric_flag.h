@@ -12,7 +12,7 @@
 
 namespace acmetrace::processors::detectors {
 
-class GpuMetricFlagDetector : public DetectorWithState<GpuMetricFlagDetector> {
+class GpuMetricFlagDetector : public PerNodeDetector<GpuMetricFlagDetector> {
  public:
   void Observe(const core::Record& record) final {
     const auto* sample = std::get_if<core::UtilSample>(&record);
@@ -37,16 +37,8 @@ class GpuMetricFlagDetector : public DetectorWithState<GpuMetricFlagDetector> {
     }
   }
 
-  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) final {
-    outbox_.FlushTo(watermark_ms, out);
-  }
-
   // Per node, each GPU's hysteresis; then the transitions not yet handed out.
   static constexpr uint32_t kStateVersion = 1;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
 
  protected:
   // What one GPU's sample (never a missing one) says, and what a transition reports.
@@ -63,11 +55,11 @@ class GpuMetricFlagDetector : public DetectorWithState<GpuMetricFlagDetector> {
   virtual Judgement Judge(double value) const = 0;
 
  private:
+  friend PerNodeDetector;
   const GpuMetricName metric_;
   const int64_t open_for_ms_, close_for_ms_;
   std::map<std::string, std::vector<HysteresisState>> nodes_;  // "cluster/node" -> per GPU
   NodeKey<std::vector<HysteresisState>> key_;  // scratch and lookup cursor
-  AnomalyOutbox outbox_;
 };
 
 }  // namespace acmetrace::processors::detectors

@@ -6,6 +6,7 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
+// This kind's settings, a row each in the registry's KeySpec shape: alike in shape by design.
 constexpr KeySpec kKeys[] = {
     {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)",
      &Celsius},

@@ -100,7 +100,7 @@ GpuStragglerSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
+class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
  public:
   explicit GpuStragglerDetector(const GpuStragglerSettings& s)
       : open_ratio_(s.open_ratio),
@@ -335,19 +335,12 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
     return std::abs(a.working_since_ms - b.working_since_ms) <= same_start_ms_;
   }
 
-  void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    outbox_.FlushTo(watermark_ms, out);
-  }
-
   // 2: each GPU's run of work (since, last, kept up); 3: the memory it held when it last worked and its
   // last idle sample (a pause of its job goes on with its run).
   static constexpr uint32_t kStateVersion = 3;
-  template <class Io, class Self>
-  static void StateFields(Io& io, Self& d, std::string_view cluster) {
-    io(NodeEntriesOf(d.nodes_, cluster), d.outbox_.Slice(cluster, d.kind()));
-  }
 
  private:
+  friend PerNodeDetector;
   struct Gpu {
     double smooth = 0;
     int64_t last_ms = kNoTimeMs;
@@ -387,7 +380,6 @@ class GpuStragglerDetector : public DetectorWithState<GpuStragglerDetector> {
   NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and where the last lookup ended
   std::vector<double> peers_;        // scratch: one GPU's peers' smoothed values, sorted
   std::vector<double> all_working_;  // scratch: every fresh working GPU's smoothed value of a record
-  AnomalyOutbox outbox_;
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<GpuStragglerDetector>(ReadSettings(c)); }

@@ -48,6 +48,7 @@ struct QueueBacklogSettings {
   int64_t close_for_ms;
 };
 
+// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
 QueueBacklogSettings ReadSettings(const KindConfig& c) {
   QueueBacklogSettings s{c.Millis("step_s"),
                          c.Millis("min_wait_s"),
@@ -72,6 +73,7 @@ struct Change {
     io(ch.ts_ms, ch.job_id, ch.gpus);
   }
 };
+// Point, Pending, Change: member lists for state_codec.h (the Fields idiom), alike in shape by design.
 struct Point {
   int64_t t_ms;
   double waiting;
@@ -116,11 +118,8 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
   std::string_view kind() const override { return "queue_backlog"; }
 
   void Observe(const core::Record& record) override {
-    const auto* job = std::get_if<core::JobEvent>(&record);
-    if (job == nullptr) {
-      StartClockOnTelemetry(clusters_, record, step_ms_);
-      return;
-    }
+    const core::JobEvent* job = JobOrStartClock(clusters_, record, step_ms_);
+    if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
     if (job->event == core::JobEventKind::kEnd) c.steps.OnRecord(job->ts_ms, step_ms_);
     if (job->gpu_num <= 0) return;

@@ -50,16 +50,13 @@ class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Clu
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    Cluster& c = clusters_[sample->cluster];
-    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    Cluster& c = JudgeCompletedSampleTime(clusters_, *sample, this, &TelemetryGapDetector::Judge);
     Node& node = c.cursor.Find(c.nodes, sample->node);
     node.last_ms = std::max(node.last_ms, sample->ts_ms);
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) Judge(name, c, done);
-    }
+    JudgeCompletedSampleTimes(clusters_, watermark_ms, this, &TelemetryGapDetector::Judge);
     outbox_.FlushTo(watermark_ms, out);
   }
 

@@ -78,6 +78,7 @@ struct UtilDropSettings {
   double others_share;
 };
 
+// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
 UtilDropSettings ReadSettings(const KindConfig& c) {
   UtilDropSettings s{c.Double("drop_ratio"),
                      c.Double("open_share"),
@@ -128,6 +129,21 @@ struct Cluster {
   }
 };
 
+// The weight 1 - exp(-dt / tau_ms) of an exponential average's step of dt ms, computed again only when
+// dt changes (the same value exp gives each time).
+struct StepDecay {
+  double tau_ms;
+  double dt = NAN;
+  double decay = 0;
+  double For(double step) {
+    if (step != dt) {
+      dt = step;
+      decay = 1 - std::exp(-step / tau_ms);
+    }
+    return decay;
+  }
+};
+
 class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
  public:
   explicit UtilDropDetector(const UtilDropSettings& s)
@@ -151,8 +167,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
   void Observe(const core::Record& record) override {
     const auto* sample = std::get_if<core::UtilSample>(&record);
     if (sample == nullptr) return;
-    Cluster& c = clusters_[sample->cluster];
-    if (const int64_t done = c.times.OnRecord(sample->ts_ms); done != kNoTimeMs) Judge(sample->cluster, c, done);
+    Cluster& c = JudgeCompletedSampleTime(clusters_, *sample, this, &UtilDropDetector::Judge);
     const std::vector<double>* util = FindGpuMetric(*sample, kGpuUtil);
     if (util == nullptr) return;
     const std::vector<double>* fb = FindGpuMetric(*sample, kFbUsed);
@@ -162,7 +177,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     const bool learn = !c.state.open() && !c.state.pending();
     // A node's GPUs are sampled together, so their time steps are mostly equal: each decay factor is
     // computed once per distinct step (the same value exp gives each time).
-    double short_dt = NAN, short_decay = 0, baseline_dt = NAN, baseline_decay = 0;
+    StepDecay short_decay{static_cast<double>(short_ms_)}, baseline_decay{static_cast<double>(baseline_ms_)};
     for (size_t i = 0; i < util->size(); ++i) {
       const double u = (*util)[i];
       if (!core::IsSample(u)) continue;
@@ -183,31 +198,21 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
         g.start_unknown = first_seen;
         g.short_avg = u;
       } else {
-        if (dt != short_dt) {
-          short_dt = dt;
-          short_decay = 1 - std::exp(-dt / static_cast<double>(short_ms_));
-        }
-        g.short_avg += short_decay * (u - g.short_avg);
+        g.short_avg += short_decay.For(dt) * (u - g.short_avg);
       }
       if (t - g.busy_since_ms < settle_ms_ || !learn) continue;  // start-up, or the cluster is down
       if (!g.has_baseline) {
         g.baseline = u;
         g.has_baseline = true;
       } else {
-        if (dt != baseline_dt) {
-          baseline_dt = dt;
-          baseline_decay = 1 - std::exp(-dt / static_cast<double>(baseline_ms_));
-        }
-        g.baseline += baseline_decay * (u - g.baseline);
+        g.baseline += baseline_decay.For(dt) * (u - g.baseline);
         g.learned_ms += static_cast<int64_t>(dt);
       }
     }
   }
 
   void AdvanceTo(int64_t watermark_ms, std::vector<core::AnomalyEvent>& out) override {
-    for (auto& [name, c] : clusters_) {
-      if (const int64_t done = c.times.OnWatermark(watermark_ms); done != kNoTimeMs) Judge(name, c, done);
-    }
+    JudgeCompletedSampleTimes(clusters_, watermark_ms, this, &UtilDropDetector::Judge);
     outbox_.FlushTo(watermark_ms, out);
   }
 

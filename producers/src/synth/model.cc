@@ -79,6 +79,7 @@ ClusterModel SerenModel() {
   return m;
 }
 
+// The same fields as SerenModel with Kalos's published values: two data sets, alike in shape only.
 ClusterModel KalosModel() {
   ClusterModel m;
   m.name = "kalos";

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "acmetrace/core/fnv.h"
+
 namespace acmetrace::producers::synth {
 
 /// SplitMix64 step: seeds the main generator and mixes keys into stream seeds.
@@ -26,14 +28,7 @@ inline uint64_t MixKey(uint64_t a, uint64_t b) {
 }
 
 /// FNV-1a of a string, for keying streams by name (cluster, metric).
-inline uint64_t HashName(std::string_view name) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
+inline uint64_t HashName(std::string_view name) { return core::Fnv1a<uint64_t>(name); }
 
 /// Inverse of the standard normal CDF (Acklam's rational approximation, relative error < 1.2e-9).
 double NormalQuantile(double p);

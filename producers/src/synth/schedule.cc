@@ -438,6 +438,7 @@ class CampaignController {
   }
 
  private:
+  // Plain member lists (Size, Campaign, SimulationParams in schedule.h): alike in shape only.
   struct Size {
     int nominal = 0;
     int gpus = 0;

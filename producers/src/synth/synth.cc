@@ -134,23 +134,26 @@ core::Result<SynthReport> WriteSynthetic(const SynthOptions& options) {
     if (options.write_schedule) synth::AppendScheduleRows(model, schedule, layout, ids, schedule_rows);
     if (options.inject_faults) faults.AppendRows(model, layout, ids, metrics, fault_rows);
   }
-  if (options.inject_faults) {
+  // The faults and the schedule: a header, then the rows of every cluster.
+  auto write_table = [&](const std::string& name, std::string_view header, std::string_view rows) -> core::Status {
     synth::OutputFile out;
-    if (auto status = out.Open(root + "/faults.csv"); !status.ok()) return status;
-    out.Append("cluster,kind,subject,start,end,severity\n");
-    out.Append(fault_rows);
+    if (auto status = out.Open(root + "/" + name); !status.ok()) return status;
+    out.Append(header);
+    out.Append(rows);
     report.bytes += out.bytes();
     report.files.push_back(out.path());
-    if (auto status = out.Close(); !status.ok()) return status;
+    return out.Close();
+  };
+  if (options.inject_faults) {
+    if (auto status = write_table("faults.csv", "cluster,kind,subject,start,end,severity\n", fault_rows); !status.ok()) {
+      return status;
+    }
   }
   if (options.write_schedule) {
-    synth::OutputFile out;
-    if (auto status = out.Open(root + "/schedule.csv"); !status.ok()) return status;
-    out.Append("cluster,job_id,in_trace,node,gpus,start,end,xid\n");
-    out.Append(schedule_rows);
-    report.bytes += out.bytes();
-    report.files.push_back(out.path());
-    if (auto status = out.Close(); !status.ok()) return status;
+    if (auto status = write_table("schedule.csv", "cluster,job_id,in_trace,node,gpus,start,end,xid\n", schedule_rows);
+        !status.ok()) {
+      return status;
+    }
   }
   return report;
 }

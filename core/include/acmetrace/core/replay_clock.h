@@ -40,6 +40,8 @@ class ReplayClock {
 
  private:
   int64_t TraceNowLocked(int64_t wall_ms) const;
+  // Runs on from trace_ms at wall_ms (a new generation).
+  void RestartLocked(int64_t trace_ms, int64_t wall_ms);
 
   mutable std::mutex mutex_;
   double speed_;

@@ -230,6 +230,10 @@ class SeriesStore {
 
   Series* FindOrCreate(Family& f, std::string_view key, const std::shared_ptr<const LabelSet>* labels,
                        std::shared_ptr<const LabelSet> (*make)(void*), void* make_ctx, bool& created);
+  // FindOrCreate for Set and Add (cluster and target recorded when it is new); nullptr past the cap.
+  Series* SeriesOf(FamilyId family, const SeriesLabels& labels, std::string_view cluster, std::string_view target);
+  // The series of key in family, or nullptr.
+  Series* FindLocked(FamilyId family, std::string_view key);
   int64_t TtlMs(Expiry expiry) const;
   int64_t SweepEveryMs() const;
   int64_t SweepLocked(const std::string& cluster, ClockKind kind, int64_t at_ms);
@@ -266,20 +270,9 @@ SeriesStore::SeriesRef SeriesStore::FindOrCreateLocked(FamilyId family, std::str
 template <typename MakeLabelsFn>
 bool SeriesStore::SetByKeyLocked(FamilyId family, std::string_view key, MakeLabelsFn&& make_labels, double value,
                                  std::string_view cluster, int64_t ts_ms, std::string_view target) {
-  auto thunk = [](void* ctx) -> std::shared_ptr<const LabelSet> {
-    return (*static_cast<std::remove_reference_t<MakeLabelsFn>*>(ctx))();
-  };
-  Family& f = *families_[static_cast<size_t>(family)];
-  bool created = false;
-  Series* s = FindOrCreate(f, key, nullptr, thunk, const_cast<void*>(static_cast<const void*>(&make_labels)), created);
+  SeriesRef s = FindOrCreateLocked(family, key, std::forward<MakeLabelsFn>(make_labels), cluster, target);
   if (s == nullptr) return false;
-  ++generation_;
-  s->value = value;
-  Touch(*s, ts_ms);
-  if (created) {
-    s->cluster = cluster;
-    s->target = target;
-  }
+  SetLocked(s, value, ts_ms);
   return true;
 }
 

@@ -82,6 +82,12 @@ struct TransportKind {
   core::Result<std::unique_ptr<Transport>> (*make)(const core::Config& config, std::FILE* log);
 };
 
+/// TransportKind::make for a transport with no settings: a default-constructed T.
+template <class T>
+core::Result<std::unique_ptr<Transport>> MakeDefaultTransport(const core::Config&, std::FILE*) {
+  return std::unique_ptr<Transport>(std::make_unique<T>());
+}
+
 /// Every registered transport, in registry order.
 const std::vector<const TransportKind*>& TransportKinds();
 /// The transport named name (TransportKind::name); nullptr if none.

@@ -280,6 +280,8 @@ void StateWriter::Put(const T& v) {
   }
 }
 
+// Mirrors Put's dispatch type by type: the decoder and the encoder stay two functions, each reading
+// straight for the bytes it handles.
 template <class T>
 void StateReader::Get(T& v) {
   using namespace state_codec_internal;

@@ -14,6 +14,7 @@
 namespace acmetrace::producers {
 
 /// One job as published. Times in unix ms; absent times are nullopt; absent numbers NaN.
+// A plain member list (the trace's columns), alike in shape only to the synth scheduler's.
 struct JobRow {
   std::string job_id;
   std::string user;

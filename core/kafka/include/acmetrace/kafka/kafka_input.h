@@ -30,6 +30,7 @@ struct KafkaInputOptions {
 class KafkaInput : public core::RecordInput {
  public:
   /// Connects within kafka.connect_timeout_ms; the topics must exist.
+  // Open, destructor, no copies: the RAII owner shape of every librdkafka wrapper here (KafkaSource too).
   static core::Result<std::unique_ptr<KafkaInput>> Open(const KafkaSettings& settings, KafkaInputOptions options,
                                                         std::FILE* log = stderr);
   ~KafkaInput() override;
