@@ -73,6 +73,7 @@ WriteQueue::~WriteQueue() { (void)Close(); }
 uint32_t WriteQueue::AddSeries(std::vector<Label> labels) {
   SeriesEntry entry;
   entry.shard = static_cast<uint32_t>(HashLabels(labels) % shards_.size());
+  entry.encoded = EncodeLabels(labels);
   entry.labels = std::move(labels);
   series_.push_back(std::move(entry));
   return static_cast<uint32_t>(series_.size() - 1);
@@ -89,13 +90,14 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
   Shard& shard = *shards_[entry.shard];
   if (entry.slot < 0) {
     entry.slot = static_cast<int32_t>(shard.building.series.size());
-    shard.building.series.push_back(SeriesSamples{&entry.labels, {}});
+    shard.building.series.push_back(SeriesSamples{&entry.labels, {}, &entry.encoded});
     shard.building.series.back().samples.reserve(entry.last_samples);
     shard.building.ids.push_back(series);
   }
   shard.building.series[static_cast<size_t>(entry.slot)].samples.push_back(sample);
   ++shard.building.samples;
-  appended_.fetch_add(1, std::memory_order_relaxed);
+  // One producer: a plain store publishes the count (a locked add per sample stalls the producer).
+  appended_.store(++appended_count_, std::memory_order_relaxed);
   if (shard.building.samples >= options_.max_samples_per_send) return HandOver(shard);
   return core::Status::Ok();
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "acmetrace/core/status.h"
 #include "acmetrace/exporters/exporter.h"
@@ -21,6 +22,18 @@ struct ScrapeTargets {
   std::string node_job = "acmetrace-gpu-nodes";  // one target per node (instance = the node)
 };
 
+/// Takes a scrape's per-target (persona) series one by one instead of as sample lines: the bulk of a
+/// scrape, handed over as the store holds them (no text to render and parse back). Implementations
+/// say whether they are thread-safe.
+class TargetSampleSink {
+ public:
+  virtual ~TargetSampleSink() = default;
+  /// One series at at_ms; target_labels are the node target's (job="...",instance="NODE"), the same
+  /// text for every series of that node. An error ends the scrape.
+  virtual core::Status TargetSample(int64_t at_ms, const exporters::SeriesStore::TargetSample& sample,
+                                    std::string_view target_labels) = 0;
+};
+
 /// Scrapes an exporter's every target into sample lines; remembers the node targets it has seen
 /// (their labels rendered once). Not thread-safe.
 class TargetScrape {
@@ -29,9 +42,10 @@ class TargetScrape {
   TargetScrape(ScrapeTargets targets, bool persona);
   /// Replaces text with the samples of a scrape at at_ms (the exporter's view then, Tick included);
   /// own_exposition (text format: e.g. the process_* series) is served by the exporter's own target
-  /// too. Returns the number of samples.
+  /// too. With a sink, the per-target series go to it (before this returns) instead of into text.
+  /// Returns the number of samples.
   core::Result<int64_t> Scrape(exporters::Exporter& exporter, int64_t at_ms, std::string& text,
-                               std::string_view own_exposition = {});
+                               std::string_view own_exposition = {}, TargetSampleSink* sink = nullptr);
 
  private:
   // A node's target: its target labels and `up`'s, rendered once; the last scrape it had series in.
@@ -48,6 +62,7 @@ class TargetScrape {
   std::string cluster_view_;
   std::map<std::string, NodeTarget> node_targets_;  // "cluster/node" -> its target (sorted: `up` in node order)
   std::string key_;
+  std::vector<NodeTarget*> node_of_serial_;  // a store series's node target, by its serial (nullptr: not yet)
 };
 
 }  // namespace acmetrace::history

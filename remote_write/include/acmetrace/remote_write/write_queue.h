@@ -131,6 +131,7 @@ class WriteQueue {
   };
   struct SeriesEntry {
     std::vector<Label> labels;  // read by the senders: never changed once added
+    std::string encoded;        // EncodeLabels(labels), the same in every request
     uint32_t shard = 0;
     int32_t slot = -1;           // index in its shard's building batch, -1 when not there
     uint32_t last_samples = 1;   // its samples in the last batch: room reserved in the next
@@ -148,6 +149,7 @@ class WriteQueue {
   std::deque<SeriesEntry> series_;  // push_back keeps references to the others valid
   bool closed_ = false;
 
+  int64_t appended_count_ = 0;  // the producer's own count; appended_ publishes it
   std::atomic<int64_t> appended_{0};
   std::atomic<int64_t> sent_{0};
   std::atomic<int64_t> failed_{0};

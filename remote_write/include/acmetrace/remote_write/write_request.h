@@ -36,11 +36,17 @@ inline constexpr const char* kRemoteWriteHeaders[] = {
     "X-Prometheus-Remote-Write-Version: 0.1.0",
 };
 
+/// A series's labels as the bytes of a protobuf TimeSeries's label fields (EncodeLabels): a queue
+/// encodes them once per series, not once per request.
+std::string EncodeLabels(const std::vector<Label>& labels);
+
 /// A series's labels, owned elsewhere and alive until encoded, and some of its samples: what the
-/// queue batches without copying labels. Value type.
+/// queue batches without copying labels. encoded_labels, when set, is EncodeLabels(*labels), also
+/// owned elsewhere (then labels are not read again). Value type.
 struct SeriesSamples {
   const std::vector<Label>* labels = nullptr;
   std::vector<Sample> samples;
+  const std::string* encoded_labels = nullptr;
 };
 
 /// The request body of these series: WriteRequest serialized, then snappy block format.
