@@ -166,6 +166,46 @@ core::Status RemoteWriteOutput::TargetSample(int64_t at_ms, const exporters::Ser
   return queue_->Append(id, {at_ms, value});
 }
 
+core::Status RemoteWriteOutput::TargetExposition(int64_t at_ms, std::string_view exposition,
+                                                 std::string_view target_labels, int64_t& samples) {
+  if (target_labels != exposition_target_) {
+    exposition_ids_.clear();
+    exposition_target_.assign(target_labels);
+  }
+  size_t line_no = 0;
+  while (!exposition.empty()) {
+    ++line_no;
+    const size_t eol = exposition.find('\n');
+    const std::string_view line = exposition.substr(0, eol);
+    exposition.remove_prefix(eol == std::string_view::npos ? exposition.size() : eol + 1);
+    if (line.empty() || line.front() == '#') continue;
+    // "series value": a known series is a lookup and a number (the value holds no space).
+    const size_t last = line.rfind(' ');
+    auto it = last == std::string_view::npos ? exposition_ids_.end() : exposition_ids_.find(line.substr(0, last));
+    uint32_t id = 0;
+    double value = 0;
+    core::Status parsed = core::Status::Ok();
+    if (it != exposition_ids_.end()) {
+      id = it->second;
+      parsed = ParseSampleValue(line.substr(last), value);
+    } else {
+      // New: the sample line the text path makes of it gives its labels, once.
+      line_.clear();
+      if (!AppendOpenMetricsSamples(line_, line, target_labels, at_ms).ok()) {
+        parsed = core::Status::Error("not a sample");
+      } else {
+        line_.pop_back();  // the line break
+        parsed = LineSeries(line_, id, value);
+      }
+      if (parsed.ok()) exposition_ids_.emplace(std::string(line.substr(0, SeriesTextEnd(line))), id);
+    }
+    if (!parsed.ok()) return core::Status::Error("exposition line " + std::to_string(line_no) + ": " + parsed.message());
+    ++samples;
+    if (core::Status s = queue_->Append(id, {at_ms, value}); !s.ok()) return s;
+  }
+  return core::Status::Ok();
+}
+
 core::Status RemoteWriteOutput::Finish() { return queue_->Close(); }
 
 }  // namespace acmetrace::history

@@ -31,9 +31,13 @@ core::Result<int64_t> TargetScrape::Scrape(exporters::Exporter& exporter, int64_
   });
   if (!sunk.ok()) return sunk;
   cluster_view_ += own_exposition;
-  const size_t before = text.size();
-  if (core::Status s = AppendOpenMetricsSamples(text, cluster_view_, cluster_target_, at); !s.ok()) return s;
-  for (size_t i = before; i < text.size(); ++i) samples += text[i] == '\n' ? 1 : 0;
+  if (sink != nullptr) {
+    if (core::Status s = sink->TargetExposition(at, cluster_view_, cluster_target_, samples); !s.ok()) return s;
+  } else {
+    const size_t before = text.size();
+    if (core::Status s = AppendOpenMetricsSamples(text, cluster_view_, cluster_target_, at); !s.ok()) return s;
+    for (size_t i = before; i < text.size(); ++i) samples += text[i] == '\n' ? 1 : 0;
+  }
   // What Prometheus adds for every target it scraped.
   AppendOpenMetricsSample(text, "up", {}, cluster_target_, 1.0, at);
   ++samples;

@@ -32,6 +32,11 @@ class TargetSampleSink {
   /// text for every series of that node. An error ends the scrape.
   virtual core::Status TargetSample(int64_t at_ms, const exporters::SeriesStore::TargetSample& sample,
                                     std::string_view target_labels) = 0;
+  /// The exporter's own target's samples at at_ms as its exposition has them (text format 0.0.4,
+  /// "series value" lines, no timestamps), with that target's labels (the same on every call); adds
+  /// their number to samples. Errors name the line, as AppendOpenMetricsSamples's do.
+  virtual core::Status TargetExposition(int64_t at_ms, std::string_view exposition, std::string_view target_labels,
+                                        int64_t& samples) = 0;
 };
 
 /// Scrapes an exporter's every target into sample lines; remembers the node targets it has seen
@@ -42,7 +47,8 @@ class TargetScrape {
   TargetScrape(ScrapeTargets targets, bool persona);
   /// Replaces text with the samples of a scrape at at_ms (the exporter's view then, Tick included);
   /// own_exposition (text format: e.g. the process_* series) is served by the exporter's own target
-  /// too. With a sink, the per-target series go to it (before this returns) instead of into text.
+  /// too. With a sink, the per-target series and the exporter's own target go to it (before this
+  /// returns) instead of into text; text keeps the `up` samples.
   /// Returns the number of samples.
   core::Result<int64_t> Scrape(exporters::Exporter& exporter, int64_t at_ms, std::string& text,
                                std::string_view own_exposition = {}, TargetSampleSink* sink = nullptr);
