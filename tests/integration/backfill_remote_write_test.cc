@@ -426,9 +426,11 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQuerie
   std::string err;
   ASSERT_EQ(Backfill(fresh.WriteUrl(), "", err), 0) << err;
 
-  // Small requests: the backfill is still sending when the first of them has landed.
+  // Small requests one at a time: the backfill is still sending when the first of them has landed.
   const std::string err_path = (work_ / "vmrestart" / "backfill.err").string();
-  const std::string env = "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=2000 ACMETRACE_REMOTE_WRITE_CAPACITY=4000 ";
+  const std::string env =
+      "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 "
+      "ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
   Child backfill({"/bin/sh", "-c",
                   env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
                       " --remote-write " + vm.WriteUrl()},
@@ -465,28 +467,12 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQuerie
   EXPECT_EQ(FirstDifference(reference_, vm.Export()), "");
 }
 
-// `run --until-end --remote-write`: what /metrics serves, scraped every --remote-write-interval of
-// wall time as the shipped prometheus.yml scrapes it (the exporter's own target, one per node),
-// each sample at its scrape's wall time, and a last scrape at the end: the store's last value of
-// every series is the one --metrics-out writes.
-TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
-  const fs::path dir = work_ / "vmlive";
-  fs::create_directories(dir);
-  LocalVictoriaMetrics vm(dir);
-  ASSERT_TRUE(vm.Ready()) << vm.log();
-  const int64_t wall_from_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  // An hour of the trace at speed 900: four seconds.
-  ASSERT_EQ(RunShell("cd " + dir.string() + " && ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) +
-                     " ACMETRACE_REPLAY_TO=" + std::to_string(kFrom + 3600) + " " + Binary() + " run --data " +
-                     (work_ / "day").string() +
-                     " --speed 900 --listen 127.0.0.1:0 --until-end --remote-write " + vm.WriteUrl() +
-                     " --remote-write-interval 100 --metrics-out final.prom > run.out 2> run.err"),
-            0)
-      << ReadFile((dir / "run.err").string());
-  const int64_t wall_to_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const std::string err = ReadFile((dir / "run.err").string());
+// What a live writer (`run`/`export --remote-write`, --remote-write-interval 100) sent, against
+// what it served: VictoriaMetrics holds every sample the process says it sent (err: its stderr),
+// each stamped with a scrape's wall time in [wall_from_ms, wall_to_ms], and the last value of every
+// series is the one --metrics-out (dir/final.prom) writes.
+void ExpectLiveWriteGaveWhatMetricsOutHolds(LocalVictoriaMetrics& vm, const fs::path& dir, const std::string& err,
+                                            int64_t wall_from_ms, int64_t wall_to_ms, int64_t min_own_scrapes) {
   EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
   EXPECT_EQ(NumberBefore(err, " pending"), 0) << err;
 
@@ -580,9 +566,61 @@ TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhat
   }
   EXPECT_GT(persona, 100);
   EXPECT_GT(flags, 0);
-  EXPECT_GE(scrapes["up{}"], 10);  // the exporter's own target, every 100 ms for seconds
+  EXPECT_GE(scrapes["up{}"], min_own_scrapes);  // the exporter's own target, every 100 ms for seconds
   // The queue's own metrics, scraped with the rest (its sends come after the last scrape).
   EXPECT_EQ(last["acmetrace_remote_storage_shards{url=\"" + vm.WriteUrl() + "\",}"], 4);
+}
+
+int64_t WallNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// `run --until-end --remote-write`: what /metrics serves, scraped every --remote-write-interval of
+// wall time as the shipped prometheus.yml scrapes it (the exporter's own target, one per node),
+// each sample at its scrape's wall time, and a last scrape at the end: the store's last value of
+// every series is the one --metrics-out writes.
+TEST_F(BackfillRemoteWriteTest, RunUntilEndByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
+  const fs::path dir = work_ / "vmlive";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const int64_t wall_from_ms = WallNowMs();
+  // An hour of the trace at speed 900: four seconds.
+  ASSERT_EQ(RunShell("cd " + dir.string() + " && ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) +
+                     " ACMETRACE_REPLAY_TO=" + std::to_string(kFrom + 3600) + " " + Binary() + " run --data " +
+                     (work_ / "day").string() +
+                     " --speed 900 --listen 127.0.0.1:0 --until-end --remote-write " + vm.WriteUrl() +
+                     " --remote-write-interval 100 --metrics-out final.prom > run.out 2> run.err"),
+            0)
+      << ReadFile((dir / "run.err").string());
+  const int64_t wall_to_ms = WallNowMs();
+  ExpectLiveWriteGaveWhatMetricsOutHolds(vm, dir, ReadFile((dir / "run.err").string()), wall_from_ms, wall_to_ms, 10);
+}
+
+// `export --source file --remote-write`, the exporter of a three-process deployment (replay ->
+// process -> export through the file transport, started together as a deployment's are): what its
+// /metrics serves reaches VictoriaMetrics as from `run`.
+TEST_F(BackfillRemoteWriteTest, ExportByRemoteWriteGivesVictoriaMetricsWhatMetricsOutHolds) {
+  const fs::path dir = work_ / "vmexport";
+  fs::create_directories(dir);
+  LocalVictoriaMetrics vm(dir);
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  const int64_t wall_from_ms = WallNowMs();
+  const std::string env = "ACMETRACE_FILE_DIR=" + (dir / "hops").string() + " ";
+  // An hour of the trace at speed 900 (four seconds); the readers start first and follow the files.
+  ASSERT_EQ(RunShell("cd " + dir.string() + " || exit 1; " + env + Binary() +
+                     " process --source file --sink file --until-end 2> process.err & p=$!; " + env + Binary() +
+                     " export --source file --until-end --listen 127.0.0.1:0 --remote-write " + vm.WriteUrl() +
+                     " --remote-write-interval 100 --metrics-out final.prom > export.out 2> run.err & e=$!; " + env +
+                     "ACMETRACE_REPLAY_FROM=" + std::to_string(kFrom) + " ACMETRACE_REPLAY_TO=" +
+                     std::to_string(kFrom + 3600) + " " + Binary() + " replay --data " + (work_ / "day").string() +
+                     " --sink file --speed 900 2> replay.err && wait $p && wait $e"),
+            0)
+      << ReadFile((dir / "replay.err").string()) << ReadFile((dir / "process.err").string())
+      << ReadFile((dir / "run.err").string());
+  const int64_t wall_to_ms = WallNowMs();
+  ExpectLiveWriteGaveWhatMetricsOutHolds(vm, dir, ReadFile((dir / "run.err").string()), wall_from_ms, wall_to_ms, 10);
 }
 
 // run without --until-end, stopped by SIGTERM while it serves: the scrapes so far and a last one
