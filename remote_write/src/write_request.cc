@@ -72,26 +72,23 @@ char* PutSample(char* p, const Sample& s, size_t size) {
   return p;
 }
 
-struct Part {
-  std::string_view labels;
-  const std::vector<Sample>* samples;
-  size_t body = 0;  // the TimeSeries's length
-};
-
-std::string Encode(std::vector<Part>& parts) {
+std::string Encode(const std::vector<EncodedSeries>& series) {
+  std::vector<size_t> bodies(series.size());  // each TimeSeries's length
   size_t total = 0;
-  for (Part& part : parts) {
-    part.body = part.labels.size();
-    for (const Sample& s : *part.samples) part.body += 2 + SampleSize(s);
-    total += 1 + VarintSize(part.body) + part.body;
+  for (size_t i = 0; i < series.size(); ++i) {
+    size_t body = series[i].labels.size();
+    for (size_t k = 0; k < series[i].count; ++k) body += 2 + SampleSize(series[i].samples[k]);
+    bodies[i] = body;
+    total += 1 + VarintSize(body) + body;
   }
   std::string raw(total, '\0');
   char* p = raw.data();
-  for (const Part& part : parts) {
+  for (size_t i = 0; i < series.size(); ++i) {
+    const EncodedSeries& s = series[i];
     *p++ = kTagTimeSeries;
-    p = PutVarint(p, part.body);
-    p = std::copy(part.labels.begin(), part.labels.end(), p);
-    for (const Sample& s : *part.samples) p = PutSample(p, s, SampleSize(s));
+    p = PutVarint(p, bodies[i]);
+    p = std::copy(s.labels.begin(), s.labels.end(), p);
+    for (size_t k = 0; k < s.count; ++k) p = PutSample(p, s.samples[k], SampleSize(s.samples[k]));
   }
   std::string compressed;
   snappy::Compress(raw.data(), raw.size(), &compressed);
@@ -115,32 +112,16 @@ std::string EncodeLabels(const std::vector<Label>& labels) {
 std::string EncodeWriteRequest(const std::vector<TimeSeries>& series) {
   std::vector<std::string> labels;
   labels.reserve(series.size());
-  std::vector<Part> parts;
+  std::vector<EncodedSeries> parts;
   parts.reserve(series.size());
   for (const TimeSeries& s : series) {
     labels.push_back(EncodeLabels(s.labels));
-    parts.push_back({labels.back(), &s.samples});
+    parts.push_back({labels.back(), s.samples.data(), s.samples.size()});
   }
   return Encode(parts);
 }
 
-std::string EncodeWriteRequest(const std::vector<SeriesSamples>& series) {
-  std::vector<std::string> owned;  // the labels not encoded by the caller
-  owned.reserve(series.size());
-  std::vector<Part> parts;
-  parts.reserve(series.size());
-  for (const SeriesSamples& s : series) {
-    std::string_view labels;
-    if (s.encoded_labels != nullptr) {
-      labels = *s.encoded_labels;
-    } else {
-      owned.push_back(EncodeLabels(*s.labels));
-      labels = owned.back();
-    }
-    parts.push_back({labels, &s.samples});
-  }
-  return Encode(parts);
-}
+std::string EncodeWriteRequest(const std::vector<EncodedSeries>& series) { return Encode(series); }
 
 core::Result<std::vector<TimeSeries>> DecodeWriteRequest(std::string_view body) {
   size_t raw_size = 0;

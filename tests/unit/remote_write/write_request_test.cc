@@ -54,9 +54,11 @@ TEST(WriteRequestTest, LabelsEncodedOnceAreTheLabelsARequestCarries) {
   const std::vector<Label> a = {{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"gpu", "0"}, {"long", std::string(300, 'v')}};
   const std::vector<Label> b = {{"__name__", "up"}};
   const std::string a_encoded = EncodeLabels(a);
+  const std::string b_encoded = EncodeLabels(b);
   // Zero time and +0.0 are protobuf defaults (left out of the wire), -0.0 is not.
-  std::vector<SeriesSamples> in = {{&a, {{0, 0.0}, {15'000, -0.0}, {-15'000, 2.5}}, &a_encoded},
-                                   {&b, {{1'688'169'600'000, 1}}, nullptr}};
+  const std::vector<Sample> a_samples = {{0, 0.0}, {15'000, -0.0}, {-15'000, 2.5}};
+  const Sample b_sample = {1'688'169'600'000, 1};
+  std::vector<EncodedSeries> in = {{a_encoded, a_samples.data(), a_samples.size()}, {b_encoded, &b_sample, 1}};
   core::Result<std::vector<TimeSeries>> out = DecodeWriteRequest(EncodeWriteRequest(in));
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(out.value().size(), 2u);
