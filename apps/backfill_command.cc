@@ -13,10 +13,11 @@
 #include "acmetrace/history/alert_series.h"
 #include "acmetrace/history/backfill.h"
 #include "acmetrace/history/blocks.h"
-#include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/history/plan.h"
 #include "acmetrace/history/remote_write_output.h"
+#include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/producers/event_stream.h"
+#include "acmetrace/producers/replay_config.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
 #include "commands.h"
@@ -27,46 +28,37 @@ namespace acmetrace::apps {
 
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string data, out, step, from, to, clusters, persona, openmetrics, promtool;
+    std::string data, out, openmetrics;
     std::vector<std::string> rules;
     RemoteWriteFlags remote_write;
   };
-  auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "backfill",
       "the trace at its own dates in Prometheus: TSDB blocks of what scraping `run --speed 1` would have stored");
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data,
                   "release directory (DIR/data/...); without it, run's embedded default data set (run.default_*)");
   cmd->add_option("--out", flags->out,
                   "PROMDIR: a new or empty directory for the blocks (then a --storage.tsdb.path for prometheus)");
-  cmd->add_option("--step", flags->step, "seconds of trace time between two scrapes [backfill.step_s]");
-  cmd->add_option("--from", flags->from, "first trace time (unix seconds or ISO 8601 with offset) [replay.from]");
-  cmd->add_option("--to", flags->to, "trace time to stop at, exclusive [replay.to]");
-  cmd->add_option("--clusters", flags->clusters, "comma-separated clusters, e.g. seren,kalos [replay.clusters]");
-  cmd->add_option("--persona", flags->persona, "on|off: the per-node dcgm-exporter series too [backfill.persona]");
+  keys.Option("--step", "backfill.step_s", "seconds of trace time between two scrapes")
+      .Option("--from", "replay.from", "first trace time (unix seconds or ISO 8601 with offset)")
+      .Option("--to", "replay.to", "trace time to stop at, exclusive")
+      .Option("--clusters", "replay.clusters", "comma-separated clusters, e.g. seren,kalos")
+      .Option("--persona", "backfill.persona", "on|off: the per-node dcgm-exporter series too");
   cmd->add_option("--openmetrics", flags->openmetrics,
                   "write only the OpenMetrics text to FILE (- for stdout) instead of blocks");
-  AddRemoteWriteFlags(cmd, flags->remote_write,
+  AddRemoteWriteFlags(cmd, keys, flags->remote_write,
                       "send the samples by Prometheus remote write to URL (e.g. http://HOST:8428/api/v1/write) instead "
                       "of blocks",
                       /*live=*/false);
-  cmd->add_option("--promtool", flags->promtool, "promtool to run [backfill.promtool]");
+  keys.Option("--promtool", "backfill.promtool", "promtool to run");
   cmd->add_option("--rules", flags->rules,
                   "Prometheus rule files whose recording rules are backfilled too (default: the shipped "
                   "configs/prometheus/rules/*.yml, built in)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      if (!flags->step.empty()) overrides.emplace_back("backfill.step_s", flags->step);
-      if (!flags->from.empty()) overrides.emplace_back("replay.from", flags->from);
-      if (!flags->to.empty()) overrides.emplace_back("replay.to", flags->to);
-      if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
-      if (!flags->promtool.empty()) overrides.emplace_back("backfill.promtool", flags->promtool);
-      if (!flags->persona.empty()) {
-        const std::string& p = flags->persona;
-        overrides.emplace_back("backfill.persona", p == "on" ? "true" : p == "off" ? "false" : p);
-      }
-      if (!LoadConfig(registry, overrides)) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       if ((flags->out.empty() ? 0 : 1) + (flags->openmetrics.empty() ? 0 : 1) +
               (flags->remote_write.url.empty() ? 0 : 1) !=
@@ -101,26 +93,20 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
           return 2;
         }
       }
-      if (config.GetInt("backfill.step_s") <= 0) {
-        core::LogError("backfill", "--step: must be a positive number of seconds");
-        return 2;
-      }
 
+      const pipeline::BackfillSettings settings = pipeline::BackfillSettingsFromConfig(config);
+      const producers::ReplaySettings replay = producers::ReplaySettingsFromConfig(config);
       history::BackfillOptions options;
-      options.step_ms = config.GetInt("backfill.step_s") * 1000;
-      options.persona = config.GetBool("backfill.persona");
+      options.step_ms = settings.step_ms;
+      options.persona = settings.persona;
       options.process = processors::ProcessOptionsFromConfig(config);
       if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
       options.exporter = exporters::ExportOptionsFromConfig(config);
-      options.stream.clusters = config.GetList("replay.clusters");
-      options.stream.range.from_ms = ParseTimeFlag("replay.from", config.GetString("replay.from"),
-                                                   options.stream.range.from_ms);
-      options.stream.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.stream.range.to_ms);
-      options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
+      replay.ApplyTo(options.stream);
 
       // Where the samples go, and what is needed, checked before any work: promtool, prometheus if
       // there are recording rules, every rule file through `promtool check rules`, PROMDIR empty.
-      const int64_t chunk_bytes = config.GetInt("backfill.chunk_mb") << 20;
+      const int64_t chunk_bytes = settings.chunk_mb << 20;
       history::StopRequest stop;
       remote_write::RealSleeper sleeper;  // outlives output: the queue's senders wait with it
       std::unique_ptr<history::ScrapeOutput> output;
@@ -175,7 +161,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
         output = std::move(file).value();
       } else {
-        block_options.promtool = config.GetString("backfill.promtool");
+        block_options.promtool = settings.promtool;
         block_options.out_dir = flags->out;
         block_options.max_chunk_bytes = chunk_bytes;
         block_options.stop = &stop;
@@ -193,7 +179,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
             has_rules = true;
           }
         }
-        const std::string prometheus = config.GetString("backfill.prometheus");
+        const std::string& prometheus = settings.prometheus;
         if (has_rules && !history::FindExecutable(prometheus)) {
           core::LogError("backfill", "prometheus not found ('" + prometheus +
                                          "'): recording and alerting rules are evaluated through a temporary "
@@ -211,17 +197,9 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         }
       }
 
-      if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(
-            config, [](const std::string& line) { core::LogInfo("backfill", line); });
-        if (!dir.ok()) {
-          core::LogError("backfill", "default data set: " + dir.status().message());
-          return 1;
-        }
-        options.stream.data_dir = dir.value();
-      } else {
-        options.stream.data_dir = flags->data;
-      }
+      const std::optional<std::string> data_dir = DataDirOrDefault(flags->data, config, "backfill");
+      if (!data_dir) return 1;
+      options.stream.data_dir = *data_dir;
 
       // The window: --from/--to, else the telemetry's span (the job trace's without telemetry).
       core::Result<producers::DataDirFiles> files = producers::ListDataDir(options.stream.data_dir, options.stream.clusters);
@@ -261,7 +239,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       history::ProgressLine progress(stderr, ::isatty(STDERR_FILENO) != 0, plan);
       options.stop = &stop;
       options.on_scrape = [&progress](const history::BackfillStats& st) { progress.Scraped(st); };
-      core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
+      core::InputErrors errors(stderr, replay.strict, replay.max_error_lines);
       core::Result<history::BackfillStats> done = history::RunBackfill(options, errors, *output);
       errors.Finish();
       progress.Done();
@@ -301,8 +279,8 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
                  blocks->promtool_cpu_s(), static_cast<double>(blocks->promtool_max_rss_bytes()) / 1e6);
 
       history::RuleBackfillOptions rule_options;
-      rule_options.promtool = config.GetString("backfill.promtool");
-      rule_options.prometheus = config.GetString("backfill.prometheus");
+      rule_options.promtool = settings.promtool;
+      rule_options.prometheus = settings.prometheus;
       rule_options.blocks_dir = blocks->blocks_dir();
       rule_options.work_dir = blocks->staging_dir() + "/rules";
       rule_options.rules = rules;
@@ -311,7 +289,7 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
       // within the interval), none after.
       rule_options.to_ms = st.last_scrape_ms + std::max<int64_t>(options.step_ms - 1000, 0);
       rule_options.eval_interval_ms = options.step_ms;
-      rule_options.slice_ms = config.GetInt("backfill.rules_slice_h") * 3'600'000;
+      rule_options.slice_ms = settings.rules_slice_h * 3'600'000;
       rule_options.stop = &stop;
       rule_options.on_slice = [](int slice, int slices, int64_t from_ms) {
         core::Logf(core::LogLevel::kInfo, "backfill", "recording rules: slice %d of %d (from %s)", slice, slices,

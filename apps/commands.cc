@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "acmetrace/core/log.h"
-#include "acmetrace/core/time.h"
 #include "acmetrace/pipeline/config_keys.h"
+#include "acmetrace/pipeline/pipeline.h"
 
 namespace acmetrace::apps {
 
@@ -32,11 +32,15 @@ void RegisterCommands(CLI::App& app, CommandRegistry& registry) {
   RegisterRules(app, registry);
 }
 
-int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty) {
-  if (text.empty()) return if_empty;
-  std::optional<int64_t> ms = core::ParseTimeMs(text);
-  if (!ms) throw std::invalid_argument(key + ": not unix seconds or ISO 8601 with an offset: '" + text + "'");
-  return *ms;
+std::optional<std::string> DataDirOrDefault(const std::string& data, const core::Config& config, const char* command) {
+  if (!data.empty()) return data;
+  core::Result<std::string> dir =
+      pipeline::PrepareDefaultData(config, [command](const std::string& line) { core::LogInfo(command, line); });
+  if (!dir.ok()) {
+    core::LogError(command, "default data set: " + dir.status().message());
+    return std::nullopt;
+  }
+  return dir.value();
 }
 
 namespace {
@@ -68,14 +72,31 @@ void AddLines(const core::Status& status, std::vector<std::string>& errors) {
 
 }  // namespace
 
-bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides) {
+KeyFlags& CommandRegistry::KeyFlagsOf(CLI::App* cmd) {
+  std::unique_ptr<KeyFlags>& keys = key_flags_[cmd];
+  if (!keys) keys = std::make_unique<KeyFlags>(cmd);
+  return *keys;
+}
+
+std::vector<std::pair<std::string, std::string>> CommandRegistry::Overrides() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (app_ == nullptr) return out;
+  for (const CLI::App* sub : app_->get_subcommands()) {
+    if (auto keys = key_flags_.find(sub); keys != key_flags_.end()) {
+      for (auto& kv : keys->second->Overrides()) out.push_back(std::move(kv));
+    }
+  }
+  return out;
+}
+
+bool LoadConfig(CommandRegistry& registry) {
   // Precedence: flag > environment > file > default, so they are applied in the reverse order.
   core::Config& config = registry.config();
   std::vector<std::string> errors;
   if (!registry.config_file.empty()) AddLines(config.LoadYamlFile(registry.config_file), errors);
   // scripts/kafka-local's variable shares the kafka section's prefix; it is not a config key.
   AddLines(config.ApplyEnvironment(environ, {"ACMETRACE_KAFKA_HOME"}), errors);
-  for (const auto& [key, value] : overrides) AddLines(config.Set(key, value, FlagFor(registry.app(), key)), errors);
+  for (const auto& [key, value] : registry.Overrides()) AddLines(config.Set(key, value, FlagFor(registry.app(), key)), errors);
   // Everything is checked now, before any command opens a file or starts a thread: a bad value is a
   // usage error here, not an abort once the run has started.
   for (std::string& e : pipeline::CheckAllConfig(config)) errors.push_back(std::move(e));
@@ -90,7 +111,7 @@ void RegisterConfig(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--defaults", *defaults, "print every key's default instead (what configs/acmetrace.yaml holds)");
   cmd->callback([&registry, defaults] {
     registry.OnRun([&registry, defaults] {
-      if (!LoadConfig(registry, {})) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config::Values values = *defaults ? core::Config::Values::kDefaults : core::Config::Values::kEffective;
       std::fputs(registry.config().DocumentedYaml(values).c_str(), stdout);
       return 0;

@@ -4,11 +4,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "acmetrace/core/config.h"
 #include "acmetrace/core/status.h"
 #include "acmetrace/scoring/range_query.h"
+#include "key_flags.h"
 
 namespace acmetrace::apps {
 
@@ -24,11 +28,16 @@ class CommandRegistry {
   /// The parsed command line: LoadConfig names the flag that set a wrong value.
   void set_app(const CLI::App* app) { app_ = app; }
   const CLI::App* app() const { return app_; }
+  /// The flags of subcommand cmd that set keys (made on first use; they live as long as the registry).
+  KeyFlags& KeyFlagsOf(CLI::App* cmd);
+  /// The keys the flags given on the chosen subcommand set (LoadConfig applies them).
+  std::vector<std::pair<std::string, std::string>> Overrides() const;
 
  private:
   core::Config config_;
   const CLI::App* app_ = nullptr;
   std::function<int()> action_;
+  std::map<const CLI::App*, std::unique_ptr<KeyFlags>> key_flags_;
 };
 
 void RegisterCommands(CLI::App& app, CommandRegistry& registry);
@@ -45,14 +54,14 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry);
 void RegisterBackfill(CLI::App& app, CommandRegistry& registry);
 void RegisterRules(CLI::App& app, CommandRegistry& registry);
 
-/// A time flag's value (unix seconds or ISO 8601 with an offset) in ms; if_empty when text is empty.
-/// Throws std::invalid_argument naming key when malformed.
-int64_t ParseTimeFlag(const std::string& key, const std::string& text, int64_t if_empty);
-
 /// Loads --config (if given), then the ACMETRACE_<SECTION>_<KEY> environment variables, then the flags
-/// that were set (key -> value), and checks the whole configuration (pipeline::CheckAllConfig).
-/// Errors are usage errors: prints every one, one line each, and returns false.
-bool LoadConfig(CommandRegistry& registry, const std::vector<std::pair<std::string, std::string>>& overrides);
+/// of the chosen subcommand that were set (registry.Overrides()), and checks the whole configuration
+/// (pipeline::CheckAllConfig). Errors are usage errors: prints every one, one line each, and returns false.
+bool LoadConfig(CommandRegistry& registry);
+
+/// --data DIR, or without it (data empty) the embedded default data set, made if missing
+/// (pipeline::PrepareDefaultData); nullopt, logged under command, if it cannot be made.
+std::optional<std::string> DataDirOrDefault(const std::string& data, const core::Config& config, const char* command);
 
 /// The HTTP client flags of score and backfill (--bearer-token-file, --basic-auth-file, --header,
 /// --ca-file; empty: not given) as client options. Errors name the flag and file, never a secret.

@@ -44,31 +44,25 @@ void PrintSummary(const processors::ProcessStats& s, const core::InputErrors& er
 
 void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string source, sink, brokers, group, state_dir;
     bool until_end = false;
     bool strict = false;
   };
-  auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "process", "compute rolling cluster metrics (acme.metrics) and anomaly flags (acme.anomalies) in event time");
-  cmd->add_option("--source", flags->source, "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ... [process.source]");
-  cmd->add_option("--sink", flags->sink, "stdout (JSON lines), kafka, file, ... [process.sink]");
-  cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] [kafka.brokers]");
-  cmd->add_option("--group", flags->group, "consumer group: instances of one group share the clusters [kafka.group_id]");
-  cmd->add_option("--state-dir", flags->state_dir, "directory of state snapshots for restarts [process.state_dir]");
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
+  keys.Option("--source", "process.source", "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ...")
+      .Option("--sink", "process.sink", "stdout (JSON lines), kafka, file, ...")
+      .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
+      .Option("--group", "kafka.group_id", "consumer group: instances of one group share the clusters")
+      .Option("--state-dir", "process.state_dir", "directory of state snapshots for restarts");
   cmd->add_flag("--until-end", flags->until_end,
                 "stop once everything in the input at start is consumed and every window it opened is closed "
                 "(stdin always does)");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      if (!flags->source.empty()) overrides.emplace_back("process.source", flags->source);
-      if (!flags->sink.empty()) overrides.emplace_back("process.sink", flags->sink);
-      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
-      if (!flags->group.empty()) overrides.emplace_back("kafka.group_id", flags->group);
-      if (!flags->state_dir.empty()) overrides.emplace_back("process.state_dir", flags->state_dir);
-      if (!LoadConfig(registry, overrides)) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
       const processors::ProcessOptions options = processors::ProcessOptionsFromConfig(config);
       // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.

@@ -7,11 +7,12 @@
 
 namespace acmetrace::apps {
 
-void AddRemoteWriteFlags(CLI::App* cmd, RemoteWriteFlags& flags, const std::string& what, bool live) {
+void AddRemoteWriteFlags(CLI::App* cmd, KeyFlags& keys, RemoteWriteFlags& flags, const std::string& what, bool live) {
   cmd->add_option("--remote-write", flags.url, what + " [remote_write.*]");
   if (live) {
-    cmd->add_option("--remote-write-interval", flags.interval,
-                    "milliseconds between two scrapes sent by remote write [remote_write.scrape_interval_ms]");
+    keys.Option("--remote-write-interval", "remote_write.scrape_interval_ms",
+                "milliseconds between two scrapes sent by remote write");
+    flags.keys = &keys;
   }
   AddHttpClientFlags(cmd, flags.http, "with --remote-write: ");
 }
@@ -20,7 +21,7 @@ std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, 
                                                  const char* command) {
   RemoteWriteSetup setup;
   if (flags.url.empty()) {
-    if (flags.http.any() || !flags.interval.empty()) {
+    if (flags.http.any() || flags.interval_given()) {
       core::LogError(command, "--bearer-token-file, --basic-auth-file, --header, --ca-file and --remote-write-interval "
                               "need --remote-write (" +
                                   std::string(flags.http.any() ? flags.http.first_given() : "--remote-write-interval") +
@@ -34,7 +35,8 @@ std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, 
     core::LogError(command, client.status().message());
     return std::nullopt;
   }
-  client.value().timeout_ms = config.GetInt("remote_write.timeout_s") * 1000;
+  setup.settings = remote_write::RemoteWriteSettingsFromConfig(config);
+  client.value().timeout_ms = setup.settings.timeout_ms;
   if (auto probe = remote_write::HttpTransport::Create(flags.url, client.value()); !probe.ok()) {
     std::string why = probe.status().message();
     // The URL parser is score's, whose messages name its flag.
@@ -45,12 +47,7 @@ std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, 
     return std::nullopt;
   }
   setup.url = flags.url;
-  setup.queue.shards = static_cast<int>(config.GetInt("remote_write.shards"));
-  setup.queue.max_samples_per_send = static_cast<int>(config.GetInt("remote_write.max_samples_per_send"));
-  setup.queue.capacity_samples = static_cast<int>(config.GetInt("remote_write.capacity"));
-  setup.queue.max_attempts = static_cast<int>(config.GetInt("remote_write.max_attempts"));
-  setup.queue.min_backoff_ms = config.GetInt("remote_write.min_backoff_ms");
-  setup.queue.max_backoff_ms = config.GetInt("remote_write.max_backoff_ms");
+  setup.queue = setup.settings.Queue();
   if (core::Status s = setup.queue.Validate(); !s.ok()) {
     core::LogError(command, s.message());
     return std::nullopt;
@@ -96,14 +93,13 @@ void ReportRemoteWrite(const char* command, int64_t series, const remote_write::
 }
 
 std::unique_ptr<history::LiveRemoteWrite> StartLiveRemoteWrite(const RemoteWriteSetup& setup,
-                                                               const core::Config& config,
                                                                exporters::Exporter& exporter,
                                                                const std::string& instance, const char* command) {
   if (setup.url.empty()) return nullptr;
   static remote_write::RealSleeper sleeper;  // stateless; outlives every queue
   history::LiveRemoteWriteOptions options;
-  options.interval_ms = config.GetInt("remote_write.scrape_interval_ms");
-  options.batch_send_deadline_ms = config.GetInt("remote_write.batch_send_deadline_ms");
+  options.interval_ms = setup.settings.scrape_interval_ms;
+  options.batch_send_deadline_ms = setup.settings.batch_send_deadline_ms;
   options.targets.instance = instance;
   options.url = setup.url;
   options.on_failure = [command](const core::Status& s) {

@@ -10,27 +10,32 @@
 #include "acmetrace/core/config.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/history/live_remote_write.h"
+#include "acmetrace/remote_write/remote_write_config.h"
 #include "acmetrace/remote_write/write_queue.h"
 #include "acmetrace/scoring/range_query.h"
 #include "commands.h"
+#include "key_flags.h"
 
 namespace acmetrace::apps {
 
 /// --remote-write URL and the HTTP client flags (empty: not given).
 struct RemoteWriteFlags {
   std::string url;
-  std::string interval;  // live commands only: --remote-write-interval [remote_write.scrape_interval_ms]
   HttpClientFlags http;
+  const KeyFlags* keys = nullptr;  // where live commands' --remote-write-interval is
+  bool interval_given() const { return keys != nullptr && keys->given("--remote-write-interval"); }
 };
 
-/// Declares --remote-write (help: what) and the HTTP client flags; live adds --remote-write-interval.
-void AddRemoteWriteFlags(CLI::App* cmd, RemoteWriteFlags& flags, const std::string& what, bool live);
+/// Declares --remote-write (help: what) and the HTTP client flags; live adds --remote-write-interval
+/// to keys (it sets remote_write.scrape_interval_ms).
+void AddRemoteWriteFlags(CLI::App* cmd, KeyFlags& keys, RemoteWriteFlags& flags, const std::string& what, bool live);
 
 /// A checked remote write setup: the receiver's URL, the client's credentials, the queue's settings.
 struct RemoteWriteSetup {
   std::string url;
   scoring::ClientOptions client;
   remote_write::QueueOptions queue;
+  remote_write::RemoteWriteSettings settings;  // the remote_write.* keys the queue came from
 };
 
 /// Checks the flags and the remote_write.* keys before any work (URL, credential files, queue
@@ -55,7 +60,6 @@ inline constexpr size_t kRefusedSeriesNamed = 10;
 /// own target's label). Null without --remote-write. Finish it (FinishLiveRemoteWrite) after the
 /// pipeline ends and before the server stops; destroy it after the server stops.
 std::unique_ptr<history::LiveRemoteWrite> StartLiveRemoteWrite(const RemoteWriteSetup& setup,
-                                                               const core::Config& config,
                                                                exporters::Exporter& exporter,
                                                                const std::string& instance, const char* command);
 

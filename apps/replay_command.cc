@@ -11,66 +11,44 @@
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/producers/event_stream.h"
 #include "acmetrace/producers/replay.h"
+#include "acmetrace/producers/replay_config.h"
 #include "acmetrace/producers/replay_control.h"
-#include "shutdown_signal.h"
 #include "commands.h"
+#include "shutdown_signal.h"
 
 namespace acmetrace::apps {
 void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
     std::string data;
-    std::string speed, sink, brokers, clusters, from, to, start_at, shard, control;
-    bool strict = false;
-    bool loop = false;
   };
-  auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("replay", "replay a data directory as one event-time-ordered feed");
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data, "release directory (DIR/data/job_trace, DIR/data/utilization)")->required();
-  cmd->add_option("--speed", flags->speed, "trace seconds per wall second, or max [replay.speed]");
-  cmd->add_option("--sink", flags->sink, "stdout (JSON lines), null (count only), kafka, file, ... [replay.sink]");
-  cmd->add_option("--brokers", flags->brokers, "Kafka bootstrap brokers host:port[,...] for --sink kafka [kafka.brokers]");
-  cmd->add_option("--clusters", flags->clusters, "comma-separated clusters, e.g. seren,kalos [replay.clusters]");
-  cmd->add_option("--from", flags->from, "first trace time (unix seconds or ISO 8601 with offset) [replay.from]");
-  cmd->add_option("--to", flags->to, "trace time to stop at, exclusive [replay.to]");
-  cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed row [replay.strict]");
-  cmd->add_flag("--loop", flags->loop, "start over at the end, trace time kept rising [replay.loop]");
-  cmd->add_option("--start-at", flags->start_at,
-                  "wall time to start at (unix seconds or ISO 8601 with offset): replayers in lockstep [replay.start_at]");
-  cmd->add_option("--shard", flags->shard, "i/n: replay shard i of n, a disjoint share of jobs and nodes [replay.shard]");
-  cmd->add_option("--control", flags->control,
-                  "HOST:PORT of the HTTP control endpoint (GET /status; POST /pause /resume /seek?t=T /speed?value=N; "
-                  "port 0 picks one) [replay.control]");
+  keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
+      .Option("--sink", "replay.sink", "stdout (JSON lines), null (count only), kafka, file, ...")
+      .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...] for --sink kafka")
+      .Option("--clusters", "replay.clusters", "comma-separated clusters, e.g. seren,kalos")
+      .Option("--from", "replay.from", "first trace time (unix seconds or ISO 8601 with offset)")
+      .Option("--to", "replay.to", "trace time to stop at, exclusive")
+      .Flag("--strict", "replay.strict", "exit 1 at the first malformed row")
+      .Flag("--loop", "replay.loop", "start over at the end, trace time kept rising")
+      .Option("--start-at", "replay.start_at",
+              "wall time to start at (unix seconds or ISO 8601 with offset): replayers in lockstep")
+      .Option("--shard", "replay.shard", "i/n: replay shard i of n, a disjoint share of jobs and nodes")
+      .Option("--control", "replay.control",
+              "HOST:PORT of the HTTP control endpoint (GET /status; POST /pause /resume /seek?t=T /speed?value=N; "
+              "port 0 picks one)");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      if (!flags->speed.empty()) overrides.emplace_back("replay.speed", flags->speed);
-      if (!flags->sink.empty()) overrides.emplace_back("replay.sink", flags->sink);
-      if (!flags->brokers.empty()) overrides.emplace_back("kafka.brokers", flags->brokers);
-      if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
-      if (!flags->from.empty()) overrides.emplace_back("replay.from", flags->from);
-      if (!flags->to.empty()) overrides.emplace_back("replay.to", flags->to);
-      if (flags->strict) overrides.emplace_back("replay.strict", "true");
-      if (flags->loop) overrides.emplace_back("replay.loop", "true");
-      if (!flags->start_at.empty()) overrides.emplace_back("replay.start_at", flags->start_at);
-      if (!flags->shard.empty()) overrides.emplace_back("replay.shard", flags->shard);
-      if (!flags->control.empty()) overrides.emplace_back("replay.control", flags->control);
-      if (!LoadConfig(registry, overrides)) return 2;
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
-
-      std::optional<double> speed = producers::ParseSpeed(config.GetString("replay.speed"));
-      if (!speed) throw std::invalid_argument("replay.speed: not max or a positive number: '" + config.GetString("replay.speed") + "'");
+      const producers::ReplaySettings settings = producers::ReplaySettingsFromConfig(config);
       producers::EventStreamOptions options;
       options.data_dir = flags->data;
-      options.clusters = config.GetList("replay.clusters");
-      options.range.from_ms = ParseTimeFlag("replay.from", config.GetString("replay.from"), options.range.from_ms);
-      options.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.range.to_ms);
-      options.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
+      settings.ApplyTo(options);
 
-      const std::string shard_text = config.GetString("replay.shard");
-      const std::optional<std::pair<uint32_t, uint32_t>> shard = producers::ParseShard(shard_text);
-      if (!shard) throw std::invalid_argument("replay.shard: expected i/n with 0 <= i < n, got '" + shard_text + "'");
-
-      core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
+      core::InputErrors errors(stderr, settings.strict, settings.max_error_lines);
       // Opened once here so a bad directory fails before anything starts; seek and loop reopen it.
       core::Result<std::unique_ptr<producers::EventStream>> first = producers::EventStream::Open(options, errors);
       if (!first.ok()) {
@@ -105,26 +83,24 @@ void RegisterReplay(CLI::App& app, CommandRegistry& registry) {
       }
       core::RecordSink* sink = wired.value().sink.get();
       producers::ReplayOptions replay_options;
-      replay_options.speed = *speed;
+      replay_options.speed = settings.speed;
       replay_options.progress_out = stderr;
       replay_options.progress_tty = ::isatty(STDERR_FILENO) != 0;
-      replay_options.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
-      replay_options.loop = config.GetBool("replay.loop");
-      replay_options.loop_gap_ms = config.GetInt("replay.loop_gap_s") * 1000;
-      replay_options.shard_index = shard->first;
-      replay_options.shard_count = shard->second;
+      replay_options.progress_interval_ms = settings.progress_interval_ms;
+      replay_options.loop = settings.loop;
+      replay_options.loop_gap_ms = settings.loop_gap_ms;
+      replay_options.shard_index = settings.shard_index;
+      replay_options.shard_count = settings.shard_count;
       core::SteadyClock clock;
-      const std::string start_at = config.GetString("replay.start_at");
-      if (!start_at.empty()) {
+      if (settings.start_at_ms) {
         // Agreed between machines in system time, waited for on the steady clock.
-        const int64_t start_ms = ParseTimeFlag("replay.start_at", start_at, 0);
-        replay_options.start_at_ms = clock.NowMs() + (start_ms - core::SystemNowMs());
+        replay_options.start_at_ms = clock.NowMs() + (*settings.start_at_ms - core::SystemNowMs());
       }
       producers::Replayer replayer(factory, options.range, *sink, clock, errors, replay_options);
       ShutdownOnSignal shutdown([&replayer] { replayer.Stop(); });
       producers::ReplayControlServer control(replayer);
-      if (const std::string address = config.GetString("replay.control"); !address.empty()) {
-        if (core::Status s = control.Start(address); !s.ok()) {
+      if (!settings.control.empty()) {
+        if (core::Status s = control.Start(settings.control); !s.ok()) {
           core::LogError("replay", s.message());
           return 1;
         }

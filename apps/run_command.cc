@@ -9,107 +9,73 @@
 
 #include "acmetrace/core/input_errors.h"
 #include "acmetrace/core/log.h"
+#include "acmetrace/core/settings.h"
 #include "acmetrace/exporters/export_config.h"
 #include "acmetrace/exporters/exporter.h"
-#include "acmetrace/exporters/metrics_server.h"
+#include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/pipeline/hops.h"
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
-#include "acmetrace/producers/replay.h"
+#include "acmetrace/producers/replay_config.h"
 #include "commands.h"
-#include "remote_write_flags.h"
+#include "serving.h"
 #include "shutdown_signal.h"
 
 namespace acmetrace::apps {
 void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string data, speed, listen, brokers, clusters, metrics_out, pause_at, notifications;
+    std::string data;
     bool until_end = false;
-    bool strict = false;
-    RemoteWriteFlags remote_write;
+    ServingFlags serving;
   };
-  auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "run", "replay, process and export in one process: the live pipeline, served on /metrics for Prometheus");
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--data", flags->data,
                   "release directory (DIR/data/...); without it, a synthesized day of both clusters with injected "
                   "faults (run.default_*), replayed at run.default_speed");
-  cmd->add_option("--speed", flags->speed, "trace seconds per wall second, or max [replay.speed]");
-  cmd->add_option("--listen", flags->listen,
-                  "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout) [export.listen]");
-  cmd->add_option("--brokers", flags->brokers,
-                  "Kafka bootstrap brokers: every hop goes through Kafka instead of in-process queues [kafka.brokers]");
-  cmd->add_option("--clusters", flags->clusters, "comma-separated clusters to replay [replay.clusters]");
-  cmd->add_option("--pause-at", flags->pause_at,
-                  "trace time (unix seconds or ISO 8601 with offset) to pause at: the state then stays on /metrics "
-                  "[replay.pause_at]");
+  keys.Option("--speed", "replay.speed", "trace seconds per wall second, or max")
+      .Option("--listen", "export.listen",
+              "HOST:PORT to serve /metrics on (port 0 picks one; the URL is printed on stdout)")
+      .Option("--brokers", "kafka.brokers",
+              "Kafka bootstrap brokers: every hop goes through Kafka instead of in-process queues")
+      .AlsoSets("run.transport", "kafka")
+      .Option("--clusters", "replay.clusters", "comma-separated clusters to replay")
+      .Option("--pause-at", "replay.pause_at",
+              "trace time (unix seconds or ISO 8601 with offset) to pause at: the state then stays on /metrics");
   cmd->add_flag("--until-end", flags->until_end,
                 "exit once everything is replayed, processed and exported (else keep serving until SIGINT/SIGTERM)");
-  cmd->add_option("--metrics-out", flags->metrics_out, "write the final exposition text to FILE when exiting");
-  cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed row [replay.strict]");
-  cmd->add_option("--notifications", flags->notifications,
-                  "receive Alertmanager's webhook on POST /alertmanager/webhook and append each notification, with "
-                  "its wall and trace time, to FILE (JSON lines)");
-  AddRemoteWriteFlags(cmd, flags->remote_write,
-                      "also send what /metrics serves by Prometheus remote write to URL, scraped every "
-                      "--remote-write-interval ms as the shipped prometheus.yml scrapes it",
-                      /*live=*/true);
-  cmd->callback([&registry, flags] {
-    registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      if (!flags->speed.empty()) overrides.emplace_back("replay.speed", flags->speed);
-      if (!flags->listen.empty()) overrides.emplace_back("export.listen", flags->listen);
-      if (!flags->brokers.empty()) {
-        overrides.emplace_back("kafka.brokers", flags->brokers);
-        overrides.emplace_back("run.transport", "kafka");
-      }
-      if (!flags->clusters.empty()) overrides.emplace_back("replay.clusters", flags->clusters);
-      if (flags->strict) overrides.emplace_back("replay.strict", "true");
-      if (!flags->pause_at.empty()) overrides.emplace_back("replay.pause_at", flags->pause_at);
-      if (!flags->remote_write.interval.empty()) {
-        overrides.emplace_back("remote_write.scrape_interval_ms", flags->remote_write.interval);
-      }
-      if (!LoadConfig(registry, overrides)) return 2;
+  keys.Flag("--strict", "replay.strict", "exit 1 at the first malformed row");
+  AddServingFlags(cmd, keys, flags->serving, "its wall and trace time");
+  cmd->callback([&registry, flags, key_flags = &keys] {
+    registry.OnRun([&registry, flags, key_flags] {
+      if (!LoadConfig(registry)) return 2;
       const core::Config& config = registry.config();
-      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "run");
+      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "run");
       if (!remote) return 2;
 
-      std::string speed_text = config.GetString("replay.speed");
-      if (flags->data.empty() && flags->speed.empty()) speed_text = config.GetString("run.default_speed");
-      const std::optional<double> speed = producers::ParseSpeed(speed_text);
-      if (!speed) throw std::invalid_argument("replay.speed: not max or a positive number: '" + speed_text + "'");
+      const producers::ReplaySettings replay = producers::ReplaySettingsFromConfig(config);
+      const pipeline::RunSettings run_settings = pipeline::RunSettingsFromConfig(config);
+      const double speed = flags->data.empty() && !key_flags->given("--speed") ? run_settings.default_speed : replay.speed;
       const exporters::ExportOptions export_options = exporters::ExportOptionsFromConfig(config);
       pipeline::PipelineOptions options;
       options.process = processors::ProcessOptionsFromConfig(config);
       if (options.process.detectors) options.detectors = processors::MakeDetectorFactory(config);
-      options.stream.clusters = config.GetList("replay.clusters");
       // A window of the trace, as replay and backfill take it (replay.from, replay.to: --config or the environment).
-      options.stream.range.from_ms = ParseTimeFlag("replay.from", config.GetString("replay.from"),
-                                                   options.stream.range.from_ms);
-      options.stream.range.to_ms = ParseTimeFlag("replay.to", config.GetString("replay.to"), options.stream.range.to_ms);
-      options.stream.job_reorder_window_ms = config.GetInt("replay.job_reorder_window_s") * 1000;
-      options.replay.speed = *speed;
+      replay.ApplyTo(options.stream);
+      options.replay.speed = speed;
       options.replay.progress_out = stderr;
       options.replay.progress_tty = ::isatty(STDERR_FILENO) != 0;
-      options.replay.progress_interval_ms = config.GetInt("replay.progress_interval_s") * 1000;
-      if (const std::string pause_at = config.GetString("replay.pause_at"); !pause_at.empty()) {
-        options.replay.pause_at_ms = ParseTimeFlag("replay.pause_at", pause_at, 0);
-      }
+      options.replay.progress_interval_ms = replay.progress_interval_ms;
+      options.replay.pause_at_ms = replay.pause_at_ms;
 
-      if (flags->data.empty()) {
-        core::Result<std::string> dir = pipeline::PrepareDefaultData(
-            config, [](const std::string& line) { core::LogInfo("run", line); });
-        if (!dir.ok()) {
-          core::LogError("run", "default data set: " + dir.status().message());
-          return 1;
-        }
-        options.stream.data_dir = dir.value();
-      } else {
-        options.stream.data_dir = flags->data;
-      }
+      const std::optional<std::string> data_dir = DataDirOrDefault(flags->data, config, "run");
+      if (!data_dir) return 1;
+      options.stream.data_dir = *data_dir;
 
-      core::InputErrors errors(stderr, config.GetBool("replay.strict"), config.GetInt("replay.max_error_lines"));
+      core::InputErrors errors(stderr, replay.strict, replay.max_error_lines);
       exporters::Exporter exporter(export_options, &errors);
       // In-process queues, or the transport run.transport names on every hop (--brokers: Kafka): the
       // same stages either way.
@@ -119,7 +85,7 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
         return 1;
       }
       std::unique_ptr<pipeline::Transport> transport = std::move(made).value();
-      const std::string transport_name = config.GetString("run.transport");
+      const std::string& transport_name = run_settings.transport;
       const bool over_kafka = transport_name == "kafka";
       pipeline::Pipeline run(options, *transport, exporter, errors);
       pipeline::StopLatch stop;
@@ -127,45 +93,30 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
         stop.Trigger();
         run.Stop();
       });
-      // Alertmanager's notifications, stamped with the replay clock's trace time when they arrive.
-      std::unique_ptr<exporters::NotificationLog> notifications;
-      if (!flags->notifications.empty()) {
-        auto opened = exporters::NotificationLog::Open(flags->notifications, [&run, &exporter] {
-          const producers::ReplayStatus st = run.replay_status();
-          if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
-          if (st.trace_ms > 0) return std::optional<int64_t>(st.trace_ms);
-          return exporter.NewestTraceTimeMs();
-        });
-        if (!opened.ok()) {
-          core::LogError("run", opened.status().message());
-          return 1;
-        }
-        notifications = std::move(opened).value();
-      }
-      exporters::MetricsServer server(exporter, {export_options.listen, export_options.basic_auth_user,
-                                                 export_options.basic_auth_password, export_options.http_threads,
-                                                 export_options.render_cache_ms});
-      server.SetNotificationLog(notifications.get());
-      if (core::Status s = server.Start(); !s.ok()) {
-        core::LogError("run", s.message());
-        return 1;
-      }
-      std::printf("listening on %s", server.url().c_str());
-      std::fflush(stdout);
-      std::unique_ptr<history::LiveRemoteWrite> live =
-          StartLiveRemoteWrite(*remote, config, exporter, HostPortOf(server.url()), "run");
-      const std::string hops = over_kafka                        ? ", every hop through Kafka at " + config.GetString("kafka.brokers")
-                               : transport_name != "in-process" ? ", every hop through " + transport_name
-                                                                : std::string();
+      // Alertmanager's notifications are stamped with the replay clock's trace time when they arrive.
+      const std::unique_ptr<Serving> serving = Serving::Start(
+          flags->serving, *remote, export_options, exporter,
+          [&run, &exporter] {
+            const producers::ReplayStatus st = run.replay_status();
+            if (st.clock_trace_ms > 0) return std::optional<int64_t>(st.clock_trace_ms);
+            if (st.trace_ms > 0) return std::optional<int64_t>(st.trace_ms);
+            return exporter.NewestTraceTimeMs();
+          },
+          "run");
+      if (!serving) return 1;
+      const std::string hops =
+          over_kafka                        ? ", every hop through Kafka at " + kafka::KafkaSettingsFromConfig(config).brokers
+          : transport_name != "in-process" ? ", every hop through " + transport_name
+                                           : std::string();
       core::Logf(core::LogLevel::kInfo, "run", "replaying %s at speed %s%s", options.stream.data_dir.c_str(),
-                 *speed > 0 ? speed_text.c_str() : "max", hops.c_str());
+                 speed > 0 ? core::SettingNumberText(speed).c_str() : "max", hops.c_str());
 
       // The replay's speed and lag, for acmetrace_replay_speed and acmetrace_replay_lag_seconds.
       pipeline::StopLatch run_done;
       std::thread status_thread([&] {
         do {
           const producers::ReplayStatus st = run.replay_status();
-          exporter.SetReplayStatus(st.running || st.records > 0 ? st.speed : *speed,
+          exporter.SetReplayStatus(st.running || st.records > 0 ? st.speed : speed,
                                    static_cast<double>(st.lag_ms) / 1000.0);
         } while (!run_done.WaitFor(250));
       });
@@ -193,20 +144,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
           }
         }
       }
-      // The final state goes out by remote write as --metrics-out writes it.
-      if (live && !FinishLiveRemoteWrite(*live, "run")) rc = 1;
-      if (!flags->metrics_out.empty()) {
-        if (core::Status w = pipeline::WriteExposition(exporter, flags->metrics_out); !w.ok()) {
-          core::LogError("run", w.message());
-          rc = 1;
-        }
-      }
-      server.Stop();
-      if (notifications) {
-        core::Logf(core::LogLevel::kInfo, "run", "%lld Alertmanager notifications recorded in %s (%lld bodies refused)",
-                   static_cast<long long>(notifications->recorded()), notifications->path().c_str(),
-                   static_cast<long long>(notifications->refused()));
-      }
+      if (!serving->Finish(exporter)) rc = 1;
+      serving->ReportNotifications();
       return rc;
     });
   });

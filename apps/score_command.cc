@@ -120,7 +120,7 @@ void RegisterScore(CLI::App& app, CommandRegistry& registry) {
       ->capture_default_str();
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags]() -> int {
-      if (!LoadConfig(registry, {})) return 2;
+      if (!LoadConfig(registry)) return 2;
       auto usage = [](const std::string& message) {
         core::LogError("score", message);
         return 2;

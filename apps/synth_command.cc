@@ -15,36 +15,26 @@ namespace acmetrace::apps {
 
 void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
   struct Flags {
-    std::string out, clusters, start, days, seed, scale, metrics, load;
+    std::string out;
     bool inject_faults = false;
   };
-  auto flags = std::make_shared<Flags>();
   std::string metric_names;
   for (const std::string& m : producers::SynthMetricNames()) metric_names += (metric_names.empty() ? "" : ",") + m;
   CLI::App* cmd = app.add_subcommand("synth", "write synthetic data in the release's exact format and statistics");
+  auto flags = std::make_shared<Flags>();
+  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--out", flags->out, "output directory (gets data/job_trace and data/utilization)")->required();
-  cmd->add_option("--clusters", flags->clusters, "seren,kalos [synth.clusters]");
-  cmd->add_option("--start", flags->start, "first trace time, unix seconds or ISO 8601 with offset [synth.start]");
-  cmd->add_option("--days", flags->days, "days to generate [synth.days]");
-  cmd->add_option("--seed", flags->seed, "random seed [synth.seed]");
-  cmd->add_option("--scale", flags->scale, "scale of node count and job arrivals [synth.scale]");
-  cmd->add_option("--metrics", flags->metrics, "telemetry files to write (default all): " + metric_names + " [synth.metrics]");
-  cmd->add_option("--load", flags->load, "utilization_logs or trace_average [synth.load]");
+  keys.Option("--clusters", "synth.clusters", "seren,kalos")
+      .Option("--start", "synth.start", "first trace time, unix seconds or ISO 8601 with offset")
+      .Option("--days", "synth.days", "days to generate")
+      .Option("--seed", "synth.seed", "random seed")
+      .Option("--scale", "synth.scale", "scale of node count and job arrivals")
+      .Option("--metrics", "synth.metrics", "telemetry files to write (default all): " + metric_names)
+      .Option("--load", "synth.load", "utilization_logs or trace_average");
   cmd->add_flag("--inject-faults", flags->inject_faults, "also write DIR/faults.csv with injected incidents");
   cmd->callback([&registry, flags] {
     registry.OnRun([&registry, flags] {
-      std::vector<std::pair<std::string, std::string>> overrides;
-      auto add = [&](const char* key, const std::string& value) {
-        if (!value.empty()) overrides.emplace_back(key, value);
-      };
-      add("synth.clusters", flags->clusters);
-      add("synth.start", flags->start);
-      add("synth.days", flags->days);
-      add("synth.seed", flags->seed);
-      add("synth.scale", flags->scale);
-      add("synth.metrics", flags->metrics);
-      add("synth.load", flags->load);
-      if (!LoadConfig(registry, overrides)) return 2;
+      if (!LoadConfig(registry)) return 2;
       producers::SynthOptions options = producers::SynthOptionsFromConfig(registry.config());
       options.out_dir = flags->out;
       options.inject_faults = flags->inject_faults;

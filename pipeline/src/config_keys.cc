@@ -8,8 +8,10 @@
 #include "acmetrace/pipeline/pipeline.h"
 #include "acmetrace/processors/detector.h"
 #include "acmetrace/processors/process_config.h"
-#include "acmetrace/producers/replay.h"
+#include "acmetrace/pipeline/run_config.h"
+#include "acmetrace/producers/replay_config.h"
 #include "acmetrace/producers/synth_config.h"
+#include "acmetrace/remote_write/remote_write_config.h"
 
 namespace acmetrace::pipeline {
 
@@ -21,6 +23,8 @@ void DeclareAllConfig(core::Config& config) {
   processors::DeclareDetectorConfig(config);
   exporters::DeclareExportConfig(config);
   DeclareRunConfig(config);
+  DeclareBackfillConfig(config);
+  remote_write::DeclareRemoteWriteConfig(config);
   NarrowTransportKeys(config);
 }
 

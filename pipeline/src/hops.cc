@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "acmetrace/pipeline/run_config.h"
+
 namespace acmetrace::pipeline {
 namespace {
 
@@ -162,7 +164,7 @@ core::Result<WiredStage> WireReplayStage(const core::Config& config) {
 }
 
 core::Result<std::unique_ptr<Transport>> MakeRunTransport(const core::Config& config) {
-  const std::string name = config.GetString("run.transport");
+  const std::string name = RunSettingsFromConfig(config).transport;
   const TransportKind* kind = FindTransport(name);
   if (kind == nullptr || !kind->in_one_process) {
     throw std::invalid_argument(config.Where("run.transport") + ": no transport makes hops in one process as '" + name + "'");

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "acmetrace/core/clock.h"
+#include "acmetrace/core/settings.h"
 #include "acmetrace/producers/replay.h"
 #include "acmetrace/producers/synth.h"
 
@@ -27,67 +28,6 @@ std::string_view ClusterOf(const core::Record& record) {
 }
 
 }  // namespace
-
-void DeclareRunConfig(core::Config& config) {
-  using core::ConfigType;
-  config.Declare("run.transport", "in-process",
-                 "what makes the hops between run's stages: in-process queues, or a transport between processes "
-                 "(docs/design.md \"Transports\"); --brokers chooses kafka",
-                 ConfigType::NonEmptyString());
-  config.Declare("run.queue_capacity", "4096",
-                 "records per in-process queue between stages (memory bound; a full queue blocks its writer)",
-                 ConfigType::Int(1, 16'777'216));
-  config.Declare("run.default_days", "1", "days synthesized for `acmetrace run` without --data", ConfigType::Int(1, 400));
-  config.Declare("run.default_scale", "0.05", "cluster scale synthesized for `acmetrace run` without --data",
-                 ConfigType::Double(0, 100, ConfigType::Bound::kOpen));
-  config.Declare("run.default_speed", "60", "replay speed of `acmetrace run` without --data (unless --speed)",
-                 producers::SpeedType());
-  config.Declare("run.cache_dir", "",
-                 "where the default data set is synthesized once and reused; empty = $XDG_CACHE_HOME/acmetrace or "
-                 "~/.cache/acmetrace",
-                 ConfigType::String());
-  // `acmetrace backfill` (history/): declared here so every command knows them, as for run.*.
-  config.Declare("backfill.step_s", "15", "trace seconds between two simulated scrapes (the shipped scrape interval)",
-                 ConfigType::Int(1, 86'400));
-  config.Declare("backfill.persona", "true", "also backfill the per-node dcgm-exporter persona series",
-                 ConfigType::Bool());
-  config.Declare("backfill.promtool", "promtool", "Prometheus's promtool (a path, or a name on $PATH)",
-                 ConfigType::NonEmptyString());
-  config.Declare("backfill.prometheus", "prometheus",
-                 "the prometheus that serves the blocks while recording rules are backfilled", ConfigType::NonEmptyString());
-  config.Declare("backfill.chunk_mb", "512",
-                 "OpenMetrics text per promtool run at most (MB; a chunk also ends at every 2 h block boundary)",
-                 ConfigType::Int(1, 1'048'576));
-  config.Declare("backfill.rules_slice_h", "24",
-                 "recording rules are backfilled this many trace hours at a time, each slice through a prometheus "
-                 "serving only the blocks it reads (its memory is bounded by a slice's blocks)",
-                 ConfigType::Int(1, 8'760));
-  // `backfill`, `run` and `export --remote-write` (remote_write/): named after Prometheus's queue_config.
-  config.Declare("remote_write.shards", "4", "parallel senders; a series always goes through the same one (its order kept)",
-                 ConfigType::Int(1, 256));
-  // Ten times Prometheus's live defaults: history has thousands of series per shard, and a request
-  // of 2000 samples would carry every series's labels for two samples each.
-  config.Declare("remote_write.max_samples_per_send", "20000", "samples per remote write request at most",
-                 ConfigType::Int(1, 1'000'000));
-  config.Declare("remote_write.capacity", "100000",
-                 "samples queued per shard ahead of its sender at most; past it the backfill waits (never drops)",
-                 ConfigType::Int(1, 100'000'000));
-  config.Declare("remote_write.max_attempts", "10",
-                 "attempts of a request answered 5xx or 429 or not answered, the first included; then the backfill "
-                 "fails",
-                 ConfigType::Int(1, 1'000));
-  config.Declare("remote_write.min_backoff_ms", "30", "wait before the first retry, doubled at each next one",
-                 ConfigType::Int(0, 3'600'000));
-  config.Declare("remote_write.max_backoff_ms", "5000", "longest wait between two attempts", ConfigType::Int(0, 3'600'000));
-  config.Declare("remote_write.timeout_s", "30", "timeout of each remote write request, seconds", ConfigType::Int(1, 3'600));
-  // `run`/`export --remote-write`: the shipped prometheus.yml's scrape_interval (run's default speed 60).
-  config.Declare("remote_write.scrape_interval_ms", "250",
-                 "run/export: wall milliseconds between two internal scrapes sent by remote write",
-                 ConfigType::Int(10, 86'400'000));
-  config.Declare("remote_write.batch_send_deadline_ms", "5000",
-                 "run/export: a batch not full after this many milliseconds is sent anyway",
-                 ConfigType::Int(0, 3'600'000));
-}
 
 // --- CountingTee ---------------------------------------------------------------------------------
 
@@ -245,7 +185,8 @@ core::Status Pipeline::Run() {
 core::Result<std::string> PrepareDefaultData(const core::Config& config,
                                              const std::function<void(const std::string&)>& log) {
   namespace fs = std::filesystem;
-  std::string base = config.GetString("run.cache_dir");
+  const RunSettings run = RunSettingsFromConfig(config);
+  std::string base = run.cache_dir;
   if (base.empty()) {
     if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
       base = std::string(xdg) + "/acmetrace";
@@ -256,14 +197,11 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config,
     }
   }
   producers::SynthOptions synth;
-  synth.days = static_cast<int>(config.GetInt("run.default_days"));
-  synth.scale = config.GetDouble("run.default_scale");
+  synth.days = run.default_days;
+  synth.scale = run.default_scale;
   synth.inject_faults = true;
-  if (synth.days < 1 || !(synth.scale > 0)) {
-    return core::Status::Error("run.default_days and run.default_scale: must be positive");
-  }
-  const std::string dir =
-      base + "/default-d" + std::to_string(synth.days) + "-s" + config.GetString("run.default_scale") + "-faults";
+  const std::string scale_text = core::SettingNumberText(run.default_scale);
+  const std::string dir = base + "/default-d" + std::to_string(synth.days) + "-s" + scale_text + "-faults";
   // The marker names the generator: data set by an older one (other incidents for the same seed) is
   // made again rather than scored against what this build's synth would list.
   const std::string done_marker = dir + "/.complete";
@@ -296,7 +234,7 @@ core::Result<std::string> PrepareDefaultData(const core::Config& config,
   }
   if (complete()) return dir;  // made by the one waited for
   log("synthesizing the default data set (" + std::to_string(synth.days) + " day(s), scale " +
-      config.GetString("run.default_scale") + ", faults) into " + dir);
+      scale_text + ", faults) into " + dir);
   // Written aside and renamed into place complete: dir is either absent, an older generation's, or
   // whole. Whatever an interrupted attempt left aside goes first (nobody else writes: the lock).
   const std::string aside_prefix = fs::path(dir).filename().string() + ".partial-";

@@ -13,48 +13,6 @@
 
 namespace acmetrace::producers {
 
-void DeclareReplayConfig(core::Config& config) {
-  using core::ConfigType;
-  config.Declare("replay.speed", "max", "trace seconds replayed per wall second, or max (no pacing)", SpeedType());
-  config.Declare("replay.sink", "stdout", "where records go: a transport that writes (stdout: JSON lines; null: count only)",
-                 ConfigType::Enum({"stdout", "null", "kafka"}));
-  config.Declare("replay.clusters", "", "clusters to replay, comma-separated (empty = all found)",
-                 ConfigType::List(ConfigType::String()));
-  config.Declare("replay.from", "", "first trace time replayed (unix seconds or ISO 8601 with offset; empty = start)",
-                 ConfigType::Time().OrEmpty());
-  config.Declare("replay.to", "", "trace time where the replay stops, exclusive (empty = end)",
-                 ConfigType::Time().OrEmpty());
-  config.Declare("replay.pause_at", "",
-                 "trace time at which the replay pauses, before the first record past it, and holds (`run --pause-at`: "
-                 "the pipeline's state at that time stays on /metrics; empty = never)",
-                 ConfigType::Time().OrEmpty());
-  config.Declare("replay.loop", "false", "start over at the end, trace time kept rising", ConfigType::Bool());
-  config.Declare("replay.loop_gap_s", "15", "trace seconds between the last record and the next loop's first",
-                 ConfigType::Int(0, core::kMaxConfigSeconds));
-  config.Declare("replay.start_at", "",
-                 "wall time to start at (unix seconds or ISO 8601 with offset; empty = now): replayers in lockstep",
-                 ConfigType::Time().OrEmpty());
-  config.Declare("replay.shard", "0/1", "i/n: replay only shard i of n (a disjoint share of jobs and nodes)",
-                 ConfigType::Custom(
-                     "i/n with 0 <= i < n <= 1000000",
-                     [](std::string_view v) -> std::optional<std::string> {
-                       if (!ParseShard(v)) return "expected i/n with 0 <= i < n <= 1000000, got " + core::QuoteConfigValue(v);
-                       return std::nullopt;
-                     },
-                     {"1", "1/1", "-1/2", "a/b", "0/0", "0/1000001"}, {"0/1", "3/4", "999999/1000000"}));
-  config.Declare("replay.control", "", "address of the HTTP control endpoint, e.g. 127.0.0.1:8089 (empty = none)",
-                 ConfigType::HostPort().OrEmpty());
-  config.Declare("replay.strict", "false", "stop with exit 1 at the first malformed row instead of skipping it",
-                 ConfigType::Bool());
-  config.Declare("replay.job_reorder_window_s", "60",
-                 "tolerance for job rows out of submit order; later ones are emitted late and counted",
-                 ConfigType::Int(0, core::kMaxConfigSeconds));
-  config.Declare("replay.progress_interval_s", "10", "seconds between progress log lines when not on a terminal",
-                 ConfigType::Int(1, core::kMaxConfigSeconds));
-  config.Declare("replay.max_error_lines", "1000", "input errors printed before the rest are only counted",
-                 ConfigType::Int(0, std::numeric_limits<int32_t>::max()));
-}
-
 std::string AcceptedSpeedRange() {
   char text[64];
   std::snprintf(text, sizeof text, "max or a number in [%.15g, %.15g]", kMinSpeed, kMaxSpeed);

@@ -4,7 +4,9 @@ backfill_remote_write_test.cc): `429 N` answers the first N requests 429 Too Man
 forwards everything), `400 K` answers every K-th request 400 Bad Request and forwards the others,
 `400series NAME` answers 400 to every request holding the bytes NAME (a metric name or label value)
 and forwards the others, `retryafter N` answers the first N requests 429 with `Retry-After: 2` and
-prints, for each request that repeats a refused body, `retry_gap_ms MS` since its refusal.
+prints, for each request that repeats a refused body, `retry_gap_ms MS` since its refusal; `bearer TOKEN`
+answers 401 Unauthorized to every request whose Authorization header is not `Bearer TOKEN` (as an
+authenticating gateway in front of Mimir or VictoriaMetrics does) and forwards the others.
 Usage: remote_write_fault_proxy.py PORT UPSTREAM_URL MODE N_OR_NAME. Counts go to stdout at exit."""
 import hashlib
 import http.server
@@ -16,8 +18,9 @@ import urllib.error
 import urllib.request
 
 port, upstream, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-n = 0 if mode == "400series" else int(sys.argv[4])
+n = 0 if mode in ("400series", "bearer") else int(sys.argv[4])
 needle = sys.argv[4].encode() if mode == "400series" else b""
+token = sys.argv[4] if mode == "bearer" else ""
 lock = threading.Lock()
 counts = {"requests": 0, "refused": 0, "forwarded": 0, "refused_samples": 0}
 refused_at = {}  # retryafter: body digest -> time of its refusal
@@ -101,7 +104,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             counts["requests"] += 1
             i = counts["requests"]
             refuse = ((mode in ("429", "retryafter") and i <= n) or (mode == "400" and i % n == 0) or
-                      (mode == "400series" and needle in raw))
+                      (mode == "400series" and needle in raw) or
+                      (mode == "bearer" and self.headers.get("Authorization", "") != "Bearer " + token))
             if refuse:
                 counts["refused"] += 1
                 if mode == "400series":
@@ -113,8 +117,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if refuse:
                     refused_at[digest] = time.monotonic()
         if refuse:
-            status = 429 if mode in ("429", "retryafter") else 400
-            text = b"too many requests\n" if status == 429 else b"bad request: refused by the fault proxy\n"
+            status = 429 if mode in ("429", "retryafter") else 401 if mode == "bearer" else 400
+            text = (b"too many requests\n" if status == 429 else b"unauthorized: no valid bearer token\n" if status == 401
+                    else b"bad request: refused by the fault proxy\n")
             if mode == "400series":  # as a real receiver names the series it refuses
                 text = b"bad request: refused by the fault proxy: series " + needle + b"\n"
             self.send_response(status)

@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <sstream>
+
 #include "score_test_support.h"
 
 namespace acmetrace::score_test {
@@ -184,6 +187,19 @@ class LocalVictoriaMetrics {
 
   const std::string& error() const { return error_; }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  // Every sample it holds (after a flush), or -1 if it cannot be asked.
+  int64_t CountSamples() const {
+    if (Curl("/internal/force_flush", "").exit_code != 0) return -1;
+    const CommandRun exported = Curl("/api/v1/export?match%5B%5D=%7B__name__%3D~%22.%2B%22%7D", "");
+    if (exported.exit_code != 0) return -1;
+    int64_t n = 0;
+    std::istringstream lines(exported.output);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (!line.empty()) n += static_cast<int64_t>(nlohmann::json::parse(line)["timestamps"].size());
+    }
+    return n;
+  }
 
  private:
   CommandRun Curl(const std::string& path, const std::string& args) const {
@@ -210,6 +226,34 @@ TEST_F(ScoreRemoteTest, VictoriaMetricsOverHttpsWithBasicAuthAndATenantHeader) {
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("answered HTTP 401"), std::string::npos) << refused.output;
   EXPECT_EQ(refused.output.find("not-the-password"), std::string::npos);
+}
+
+// backfill --remote-write into the same kind of VictoriaMetrics: https with its own CA, basic auth
+// from a file and a tenant header (a wrong password: every request refused 401, nothing retried,
+// exit 1, the password not echoed).
+TEST_F(ScoreRemoteTest, VictoriaMetricsTakesARemoteWriteBackfillOverHttpsWithBasicAuth) {
+  LocalVictoriaMetrics vm(dir_ + "/vm", dir_ + "/tls");
+  ASSERT_EQ(vm.error(), "");
+  const CommandRun synth =
+      RunCommand(std::string(ACMETRACE_BINARY) + " synth --out " + dir_ + "/day --days 1 --scale 0.005 --clusters seren");
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  const std::string backfill = std::string(ACMETRACE_BINARY) + " backfill --data " + dir_ +
+                               "/day --from 2023-07-01T00:00:00Z --to 2023-07-01T00:10:00Z --remote-write " + vm.url() +
+                               "/api/v1/write --ca-file " + dir_ + "/tls/cert.pem --header 'X-Scope-OrgID: team-a' ";
+  const CommandRun refused = RunCommand(backfill + "--basic-auth-file " + dir_ + "/wrong-auth");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("HTTP 401"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(" 0 retried"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("not-the-password"), std::string::npos);
+  const CommandRun sent = RunCommand(backfill + "--basic-auth-file " + dir_ + "/auth");
+  ASSERT_EQ(sent.exit_code, 0) << sent.output;
+  const size_t at = sent.output.find(" samples sent, 0 failed");
+  ASSERT_NE(at, std::string::npos) << sent.output;
+  size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(sent.output[begin - 1]))) --begin;
+  const int64_t samples = std::stoll(sent.output.substr(begin, at - begin));
+  EXPECT_GT(samples, 1000) << sent.output;
+  EXPECT_EQ(vm.CountSamples(), samples);
 }
 
 }  // namespace

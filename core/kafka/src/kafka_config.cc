@@ -1,4 +1,5 @@
-// kafka.* keys: declared with defaults beside the code, mapped onto librdkafka properties.
+// kafka.* keys: one table (core::Settings) declares them with their KafkaSettings members; mapped
+// onto librdkafka properties.
 #include "acmetrace/kafka/kafka_config.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <stdexcept>
 
 #include "acmetrace/core/number.h"
+#include "acmetrace/core/settings.h"
 
 namespace acmetrace::kafka {
 namespace {
@@ -19,27 +21,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-int64_t GetIntAtLeast(const core::Config& config, const std::string& key, int64_t min) {
-  const int64_t v = config.GetInt(key);
-  if (v < min) throw std::invalid_argument(key + ": must be at least " + std::to_string(min) + ", got " + std::to_string(v));
-  return v;
-}
-
-// -1 (the broker's default) or a positive count.
-int32_t GetCountOrDefault(const core::Config& config, const std::string& key) {
-  const int64_t v = config.GetInt(key);
-  if (v != -1 && (v < 1 || v > 1'000'000)) {
-    throw std::invalid_argument(key + ": must be -1 (broker default) or a positive count, got " + std::to_string(v));
-  }
-  return static_cast<int32_t>(v);
-}
-
-Properties ParseListOrThrow(const core::Config& config, const std::string& key) {
-  core::Result<Properties> parsed = ParsePropertyList(config.GetString(key), key);
-  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
-  return std::move(parsed).value();
 }
 
 std::string ReadWholeFile(const std::string& path) {
@@ -106,150 +87,96 @@ core::ConfigType PropertyListType() {
       .OrEmpty();
 }
 
+// The kafka.* keys: each once, with the KafkaSettings member it fills (default: the member's).
+const core::Settings<KafkaSettings>& KafkaSettingsTable() {
+  using core::ConfigType;
+  using S = KafkaSettings;
+  // The pass-through lists, appended in the table's order: the file first, then kafka.properties.
+  auto append_list = [](Properties S::*member) {
+    return [member](const core::Config& c, const std::string& key, S& s) {
+      core::Result<Properties> parsed = ParsePropertyList(c.GetString(key), key);
+      if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
+      Append(s.*member, parsed.value());
+    };
+  };
+  static const core::Settings<S> settings =
+      core::Settings<S>("kafka")
+          .Text("brokers", &S::brokers, ConfigType::List(ConfigType::String(), 1),
+                "bootstrap brokers host:port[,host:port] (librdkafka bootstrap.servers); --brokers")
+          .Text("client_id", &S::client_id, ConfigType::NonEmptyString(), "client.id the brokers see in their logs and quotas")
+          .Int("connect_timeout_ms", &S::connect_timeout_ms, Millis(1),
+               "at start, wait this long for a broker to answer a metadata request, then exit 1")
+          .Choice("timestamp", &S::timestamp, {{"replay", TimestampMode::kReplay}, {"trace", TimestampMode::kTrace}},
+                  "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
+                  "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)")
+          .Int("progress_interval_ms", &S::progress_interval_ms, 1, 86'400'000,
+               "the replay puts a progress marker into every partition of its topics that got no record in this much "
+               "trace time, each time its trace time has moved on this much, so readers know a quiet partition has "
+               "nothing earlier to come (docs/kafka.md)")
+          .Int("idle_timeout_ms", &S::idle_timeout_ms, 0, 86'400'000,
+               "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "
+               "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)")
+          .Int("unmarked_end_timeout_ms", &S::unmarked_end_timeout_ms, 1, 86'400'000,
+               "for --until-end: a partition that never carried a stream marker (topics written by other tools) "
+               "counts as ended once it has been idle (kafka.idle_timeout_ms) and then this long more; a partition "
+               "with markers ends only by its writer's end marker, however long it is quiet or paused (docs/kafka.md)")
+          .Bool("create_topics", &S::create_topics, "create the topics below when missing (Admin API)")
+          .TextList("topics", &S::topics, ConfigType::List(TopicNameType()), "topics created when missing")
+          // The struct's list stays empty: a KafkaSettings made in code creates no topic unless told.
+          .ConfigDefault(std::string(kDefaultTopics))
+          .Int("partitions", &S::partitions, ConfigType::IntOr(-1, 1, 1'000'000),
+               "partitions of created topics (-1 = broker default)")
+          .Int("replication_factor", &S::replication_factor, ConfigType::IntOr(-1, 1, 1'000'000),
+               "replication factor of created topics (-1 = broker default.replication.factor)")
+          .Int("retention_ms", &S::retention_ms, ConfigType::IntOr(-1, 1, std::numeric_limits<int64_t>::max()),
+               "retention.ms of created topics: -1 keeps records forever (required with timestamp: trace, whose "
+               "2023 timestamps any finite retention deletes at once)")
+          .Text("compression", &S::compression, ConfigType::Enum({"none", "gzip", "snappy", "lz4", "zstd"}),
+                "producer compression: none, gzip, snappy, lz4 or zstd")
+          .Int("linger_ms", &S::linger_ms, 0, 900'000, "producer linger.ms: how long a batch waits to fill")
+          .Int("batch_size_bytes", &S::batch_size_bytes, 1, 2'147'483'647, "producer batch.size: bytes per partition batch")
+          .Int("batch_num_messages", &S::batch_num_messages, 1, 1'000'000, "producer batch.num.messages: records per batch")
+          .Int("queue_max_messages", &S::queue_max_messages, 1, 2'147'483'647,
+               "producer queue.buffering.max.messages: records buffered before the replay waits (backpressure)")
+          .Int("queue_max_kbytes", &S::queue_max_kbytes, 1, 2'147'483'647,
+               "producer queue.buffering.max.kbytes: KiB buffered before the replay waits (backpressure)")
+          .Int("delivery_timeout_ms", &S::delivery_timeout_ms, 0, 2'147'483'647,
+               "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never")
+          .Int("producer_connections", &S::producer_connections, 1, 16,
+               "producer clients, each with its own connection to every broker and one request in flight on it; "
+               "a partition always goes through the same one (1 with a partitioner other than murmur2_random)")
+          .Text("group_id", &S::group_id, ConfigType::NonEmptyString(), "consumer group of the consuming stages")
+          .Text("auto_offset_reset", &S::auto_offset_reset, ConfigType::Enum({"earliest", "latest"}),
+                "where a consumer group without committed offsets starts: earliest or latest")
+          .Int("commit_interval_ms", &S::commit_interval_ms, Millis(1),
+               "consumer auto.commit.interval.ms: how often processed offsets are committed")
+          .Int("consumer_queue_kbytes", &S::consumer_queue_kbytes, 1, 2'097'151,
+               "consumer queued.max.messages.kbytes: KiB prefetched per assigned partition")
+          .Custom("properties_file", "", ConfigType::String(),
+                  "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets",
+                  [](const core::Config& c, const std::string& key, S& s) {
+                    const std::string path = c.GetString(key);
+                    if (path.empty()) return;
+                    core::Result<Properties> file = ParsePropertiesText(ReadWholeFile(path), path);
+                    if (!file.ok()) throw std::invalid_argument(file.status().message());
+                    Append(s.properties, file.value());
+                  })
+          .Custom("properties", "", PropertyListType(),
+                  "librdkafka properties for producers and consumers, k=v,k=v (e.g. security.protocol=SASL_SSL); "
+                  "applied after the keys above and the file",
+                  append_list(&S::properties))
+          .Custom("producer_properties", "", PropertyListType(), "librdkafka properties for producers only, k=v,k=v",
+                  append_list(&S::producer_properties))
+          .Custom("consumer_properties", "", PropertyListType(), "librdkafka properties for consumers only, k=v,k=v",
+                  append_list(&S::consumer_properties));
+  return settings;
+}
+
 }  // namespace
 
-void DeclareKafkaConfig(core::Config& config) {
-  using core::ConfigType;
-  const KafkaSettings d;
-  auto n = [](int64_t v) { return std::to_string(v); };
-  config.Declare("kafka.brokers", d.brokers, "bootstrap brokers host:port[,host:port] (librdkafka bootstrap.servers); --brokers",
-                 ConfigType::List(ConfigType::String(), 1));
-  config.Declare("kafka.client_id", d.client_id, "client.id the brokers see in their logs and quotas",
-                 ConfigType::NonEmptyString());
-  config.Declare("kafka.connect_timeout_ms", n(d.connect_timeout_ms),
-                 "at start, wait this long for a broker to answer a metadata request, then exit 1", Millis(1));
-  config.Declare("kafka.timestamp", "replay",
-                 "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
-                 "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)",
-                 ConfigType::Enum({"replay", "trace"}));
-  config.Declare("kafka.progress_interval_ms", n(d.progress_interval_ms),
-                 "the replay puts a progress marker into every partition of its topics that got no record in this much "
-                 "trace time, each time its trace time has moved on this much, so readers know a quiet partition has "
-                 "nothing earlier to come (docs/kafka.md)",
-                 ConfigType::Int(1, 86'400'000));
-  config.Declare("kafka.idle_timeout_ms", n(d.idle_timeout_ms),
-                 "a partition read to its end that brings nothing (no record, no marker) for this long stops holding "
-                 "the processors' watermark back (0 = never), as Flink's withIdleness (docs/kafka.md)",
-                 ConfigType::Int(0, 86'400'000));
-  config.Declare("kafka.unmarked_end_timeout_ms", n(d.unmarked_end_timeout_ms),
-                 "for --until-end: a partition that never carried a stream marker (topics written by other tools) "
-                 "counts as ended once it has been idle (kafka.idle_timeout_ms) and then this long more; a partition with markers ends only by "
-                 "its writer's end marker, however long it is quiet or paused (docs/kafka.md)",
-                 ConfigType::Int(1, 86'400'000));
-  config.Declare("kafka.create_topics", "true", "create the topics below when missing (Admin API)",
-                 ConfigType::Bool());
-  config.Declare("kafka.topics", std::string(kDefaultTopics), "topics created when missing",
-                 ConfigType::List(TopicNameType()));
-  config.Declare("kafka.partitions", n(d.partitions), "partitions of created topics (-1 = broker default)",
-                 ConfigType::IntOr(-1, 1, 1'000'000));
-  config.Declare("kafka.replication_factor", n(d.replication_factor),
-                 "replication factor of created topics (-1 = broker default.replication.factor)",
-                 ConfigType::IntOr(-1, 1, 1'000'000));
-  config.Declare("kafka.retention_ms", n(d.retention_ms),
-                 "retention.ms of created topics: -1 keeps records forever (required with timestamp: trace, whose "
-                 "2023 timestamps any finite retention deletes at once)",
-                 ConfigType::IntOr(-1, 1, std::numeric_limits<int64_t>::max()));
-  config.Declare("kafka.compression", d.compression, "producer compression: none, gzip, snappy, lz4 or zstd",
-                 ConfigType::Enum({"none", "gzip", "snappy", "lz4", "zstd"}));
-  config.Declare("kafka.linger_ms", n(d.linger_ms), "producer linger.ms: how long a batch waits to fill",
-                 ConfigType::Int(0, 900'000));
-  config.Declare("kafka.batch_size_bytes", n(d.batch_size_bytes), "producer batch.size: bytes per partition batch",
-                 ConfigType::Int(1, 2'147'483'647));
-  config.Declare("kafka.batch_num_messages", n(d.batch_num_messages), "producer batch.num.messages: records per batch",
-                 ConfigType::Int(1, 1'000'000));
-  config.Declare("kafka.queue_max_messages", n(d.queue_max_messages),
-                 "producer queue.buffering.max.messages: records buffered before the replay waits (backpressure)",
-                 ConfigType::Int(1, 2'147'483'647));
-  config.Declare("kafka.queue_max_kbytes", n(d.queue_max_kbytes),
-                 "producer queue.buffering.max.kbytes: KiB buffered before the replay waits (backpressure)",
-                 ConfigType::Int(1, 2'147'483'647));
-  config.Declare("kafka.delivery_timeout_ms", n(d.delivery_timeout_ms),
-                 "producer message.timeout.ms: a record unacknowledged this long fails the run (exit 1); 0 = never",
-                 ConfigType::Int(0, 2'147'483'647));
-  config.Declare("kafka.producer_connections", n(d.producer_connections),
-                 "producer clients, each with its own connection to every broker and one request in flight on it; "
-                 "a partition always goes through the same one (1 with a partitioner other than murmur2_random)",
-                 ConfigType::Int(1, 16));
-  config.Declare("kafka.group_id", d.group_id, "consumer group of the consuming stages",
-                 ConfigType::NonEmptyString());
-  config.Declare("kafka.auto_offset_reset", d.auto_offset_reset,
-                 "where a consumer group without committed offsets starts: earliest or latest",
-                 ConfigType::Enum({"earliest", "latest"}));
-  config.Declare("kafka.commit_interval_ms", n(d.commit_interval_ms),
-                 "consumer auto.commit.interval.ms: how often processed offsets are committed", Millis(1));
-  config.Declare("kafka.consumer_queue_kbytes", n(d.consumer_queue_kbytes),
-                 "consumer queued.max.messages.kbytes: KiB prefetched per assigned partition",
-                 ConfigType::Int(1, 2'097'151));
-  config.Declare("kafka.properties_file", "",
-                 "file of librdkafka properties (k=v lines, # comments), e.g. security settings and secrets",
-                 ConfigType::String());
-  config.Declare("kafka.properties", "",
-                 "librdkafka properties for producers and consumers, k=v,k=v (e.g. security.protocol=SASL_SSL); "
-                 "applied after the keys above and the file",
-                 PropertyListType());
-  config.Declare("kafka.producer_properties", "", "librdkafka properties for producers only, k=v,k=v",
-                 PropertyListType());
-  config.Declare("kafka.consumer_properties", "", "librdkafka properties for consumers only, k=v,k=v",
-                 PropertyListType());
-}
+void DeclareKafkaConfig(core::Config& config) { KafkaSettingsTable().Declare(config); }
 
-KafkaSettings KafkaSettingsFromConfig(const core::Config& config) {
-  config.RequireValidSection("kafka");  // types and ranges; what follows checks across keys
-  KafkaSettings s;
-  s.brokers = config.GetString("kafka.brokers");
-  if (s.brokers.empty()) throw std::invalid_argument("kafka.brokers: empty (give --brokers host:port)");
-  s.client_id = config.GetString("kafka.client_id");
-  s.connect_timeout_ms = GetIntAtLeast(config, "kafka.connect_timeout_ms", 1);
-  const std::string ts = config.GetString("kafka.timestamp");
-  if (ts == "replay") {
-    s.timestamp = TimestampMode::kReplay;
-  } else if (ts == "trace") {
-    s.timestamp = TimestampMode::kTrace;
-  } else {
-    throw std::invalid_argument("kafka.timestamp: expected replay or trace, got '" + ts + "'");
-  }
-  s.progress_interval_ms = GetIntAtLeast(config, "kafka.progress_interval_ms", 1);
-  s.idle_timeout_ms = GetIntAtLeast(config, "kafka.idle_timeout_ms", 0);
-  s.unmarked_end_timeout_ms = GetIntAtLeast(config, "kafka.unmarked_end_timeout_ms", 1);
-  s.create_topics = config.GetBool("kafka.create_topics");
-  s.topics = config.GetList("kafka.topics");
-  s.partitions = GetCountOrDefault(config, "kafka.partitions");
-  s.replication_factor = GetCountOrDefault(config, "kafka.replication_factor");
-  s.retention_ms = config.GetInt("kafka.retention_ms");
-  if (s.retention_ms != -1 && s.retention_ms < 1) {
-    throw std::invalid_argument("kafka.retention_ms: must be -1 (forever) or positive, got " + std::to_string(s.retention_ms));
-  }
-  s.compression = config.GetString("kafka.compression");
-  static constexpr std::string_view kCodecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
-  if (std::find(std::begin(kCodecs), std::end(kCodecs), s.compression) == std::end(kCodecs)) {
-    throw std::invalid_argument("kafka.compression: expected none, gzip, snappy, lz4 or zstd, got '" + s.compression + "'");
-  }
-  s.linger_ms = GetIntAtLeast(config, "kafka.linger_ms", 0);
-  s.batch_size_bytes = GetIntAtLeast(config, "kafka.batch_size_bytes", 1);
-  s.batch_num_messages = GetIntAtLeast(config, "kafka.batch_num_messages", 1);
-  s.queue_max_messages = GetIntAtLeast(config, "kafka.queue_max_messages", 1);
-  s.queue_max_kbytes = GetIntAtLeast(config, "kafka.queue_max_kbytes", 1);
-  s.delivery_timeout_ms = GetIntAtLeast(config, "kafka.delivery_timeout_ms", 0);
-  s.producer_connections = GetIntAtLeast(config, "kafka.producer_connections", 1);
-  s.group_id = config.GetString("kafka.group_id");
-  if (s.group_id.empty()) throw std::invalid_argument("kafka.group_id: empty");
-  s.auto_offset_reset = config.GetString("kafka.auto_offset_reset");
-  if (s.auto_offset_reset != "earliest" && s.auto_offset_reset != "latest") {
-    throw std::invalid_argument("kafka.auto_offset_reset: expected earliest or latest, got '" + s.auto_offset_reset + "'");
-  }
-  s.commit_interval_ms = GetIntAtLeast(config, "kafka.commit_interval_ms", 1);
-  s.consumer_queue_kbytes = GetIntAtLeast(config, "kafka.consumer_queue_kbytes", 1);
-
-  if (const std::string path = config.GetString("kafka.properties_file"); !path.empty()) {
-    core::Result<Properties> file = ParsePropertiesText(ReadWholeFile(path), path);
-    if (!file.ok()) throw std::invalid_argument(file.status().message());
-    Append(s.properties, file.value());
-  }
-  Append(s.properties, ParseListOrThrow(config, "kafka.properties"));
-  s.producer_properties = ParseListOrThrow(config, "kafka.producer_properties");
-  s.consumer_properties = ParseListOrThrow(config, "kafka.consumer_properties");
-  return s;
-}
+KafkaSettings KafkaSettingsFromConfig(const core::Config& config) { return KafkaSettingsTable().Fill(config); }
 
 core::Result<Properties> ParsePropertyList(std::string_view text, std::string_view origin) {
   Properties out;

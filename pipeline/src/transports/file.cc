@@ -16,6 +16,7 @@
 
 #include "acmetrace/core/record_json.h"
 #include "acmetrace/core/record_parse.h"
+#include "acmetrace/core/settings.h"
 #include "acmetrace/core/stream_markers.h"
 #include "acmetrace/pipeline/cluster_hash.h"
 #include "acmetrace/pipeline/hops.h"
@@ -31,30 +32,28 @@ struct FileSettings {
   int64_t poll_ms = 20;
 };
 
-void Declare(core::Config& config) {
-  using core::ConfigType;
-  config.Declare("file.dir", "", "directory of the file transport: TOPIC/N.jsonl per partition (must be set to use it)",
-                 ConfigType::String());
-  config.Declare("file.partitions", "1", "files (partitions) per topic; a cluster's records all go to one of them",
-                 ConfigType::Int(1, 1024));
-  config.Declare("file.progress_interval_ms", "60000",
-                 "trace time between two rounds of progress markers of an ordered writer (the replay)",
-                 ConfigType::Int(1, 86'400'000));
-  config.Declare("file.idle_timeout_ms", "30000",
-                 "a file read to its end that grows no more for this long is reported idle (0 = never)",
-                 ConfigType::Int(0, 86'400'000));
-  config.Declare("file.poll_ms", "20", "how often a reader at the end of its files looks for more",
-                 ConfigType::Int(1, 10'000));
+// The file.* keys: each once, with the FileSettings member it fills (default: the member's).
+const core::Settings<FileSettings>& FileSettingsTable() {
+  using S = FileSettings;
+  static const core::Settings<S> settings =
+      core::Settings<S>("file")
+          .Text("dir", &S::dir, core::ConfigType::String(),
+                "directory of the file transport: TOPIC/N.jsonl per partition (must be set to use it)")
+          .Int("partitions", &S::partitions, 1, 1024, "files (partitions) per topic; a cluster's records all go to one of them")
+          .Int("progress_interval_ms", &S::progress_interval_ms, 1, 86'400'000,
+               "trace time between two rounds of progress markers of an ordered writer (the replay)")
+          .Int("idle_timeout_ms", &S::idle_timeout_ms, 0, 86'400'000,
+               "a file read to its end that grows no more for this long is reported idle (0 = never)")
+          .Int("poll_ms", &S::poll_ms, 1, 10'000, "how often a reader at the end of its files looks for more");
+  return settings;
 }
 
+void Declare(core::Config& config) { FileSettingsTable().Declare(config); }
+
 FileSettings SettingsFrom(const core::Config& config) {
-  FileSettings s;
-  s.dir = config.GetString("file.dir");
+  FileSettings s = FileSettingsTable().Fill(config);
+  // Any directory may be configured, none only while the transport is not used.
   if (s.dir.empty()) throw std::invalid_argument(config.Where("file.dir") + ": empty (the file transport's directory)");
-  s.partitions = static_cast<int32_t>(config.GetInt("file.partitions"));
-  s.progress_interval_ms = config.GetInt("file.progress_interval_ms");
-  s.idle_timeout_ms = config.GetInt("file.idle_timeout_ms");
-  s.poll_ms = config.GetInt("file.poll_ms");
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include "acmetrace/core/in_process_queue.h"
 #include "acmetrace/pipeline/hops.h"
+#include "acmetrace/pipeline/run_config.h"
 
 namespace acmetrace::pipeline {
 namespace {
@@ -81,7 +82,7 @@ class InProcessTransport : public Transport {
 
 core::Result<std::unique_ptr<Transport>> Make(const core::Config& config, std::FILE*) {
   return std::unique_ptr<Transport>(
-      std::make_unique<InProcessTransport>(static_cast<size_t>(std::max<int64_t>(1, config.GetInt("run.queue_capacity")))));
+      std::make_unique<InProcessTransport>(static_cast<size_t>(RunSettingsFromConfig(config).queue_capacity)));
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_files.h"
 
@@ -153,6 +155,41 @@ TEST(ConfigCliTest, ABadFlagIsNamedByTheFlag) {
   o = RunBinary("synth --out " + Scratch() + "/s --days 0");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.err, "acmetrace: --days: must be >= 1, got 0\n");
+}
+
+// Every flag that sets a key names it in its help ("[key]"), and a value its key refuses, given by
+// the flag, is one line naming the flag: each flag reaches the key it names. Whether the key refuses
+// the value is asked of the binary itself (`acmetrace config` with the key's variable). A variable
+// that is always wrong keeps every command from starting.
+TEST(ConfigCliTest, EveryFlagThatSetsAKeyIsNamedWhenItsKeyRefusesTheValue) {
+  const std::string kValue = "-1/x";
+  const std::string kStop = "ACMETRACE_RUN_QUEUE_CAPACITY=0";
+  const std::vector<std::string> commands = {"replay --data " + kData, "run", "export", "process", "backfill",
+                                             "synth --out " + Scratch() + "/s"};
+  int named = 0, taken = 0;
+  for (const std::string& command : commands) {
+    const Outcome help = RunBinary(command.substr(0, command.find(' ')) + " --help");
+    ASSERT_EQ(help.exit_code, 0) << command;
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      // "  --speed TEXT      trace seconds per wall second, or max [replay.speed]"
+      const size_t open = line.rfind(" [");
+      if (line.rfind("  --", 0) != 0 || line.empty() || line.back() != ']' || open == std::string::npos) continue;
+      const std::string flag = line.substr(2, line.find(' ', 2) - 2);
+      const std::string key = line.substr(open + 2, line.size() - open - 3);
+      if (key == "remote_write.*" || line.compare(2 + flag.size(), 6, " TEXT ") != 0) continue;  // not one key; no value
+      std::string variable = "ACMETRACE_";
+      for (char c : key) variable += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+      const bool refused = RunBinary("config", "env " + variable + "=" + kValue).exit_code != 0;
+      const Outcome o = RunBinary(command + " " + flag + " " + kValue, "env " + kStop);
+      EXPECT_EQ(o.exit_code, 2) << command << " " << flag;
+      const bool names_flag = o.err.find("acmetrace: " + flag + ": ") != std::string::npos;
+      EXPECT_EQ(names_flag, refused) << command << " " << flag << " [" << key << "]: " << o.err;
+      ++(refused ? named : taken);
+    }
+  }
+  EXPECT_GE(named, 25);
+  EXPECT_GT(taken, 3);  // free text: --brokers, --clusters, --group, --state-dir, --promtool
 }
 
 TEST(ConfigCliTest, ABadEnvironmentVariableIsNamedByTheVariable) {

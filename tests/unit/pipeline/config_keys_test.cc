@@ -7,12 +7,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "acmetrace/kafka/kafka_config.h"
+#include "acmetrace/pipeline/run_config.h"
 #include "acmetrace/processors/detector.h"
+#include "acmetrace/producers/replay_config.h"
+#include "acmetrace/remote_write/remote_write_config.h"
 
 namespace acmetrace::pipeline {
 namespace {
@@ -176,6 +181,68 @@ TEST(ConfigKeysTest, EveryKeyHasItsOwnEnvironmentVariableAndItsErrorsNameIt) {
       break;  // one probe per key is enough here: the table test above judges the values
     }
   }
+}
+
+// The sections whose options struct a Settings table fills, each with the function that fills it.
+struct FilledSection {
+  std::string section;
+  std::function<void(const core::Config&)> fill;
+};
+std::vector<FilledSection> FilledSections() {
+  return {
+      {"replay", [](const core::Config& c) { producers::ReplaySettingsFromConfig(c); }},
+      {"run", [](const core::Config& c) { RunSettingsFromConfig(c); }},
+      {"backfill", [](const core::Config& c) { BackfillSettingsFromConfig(c); }},
+      {"remote_write", [](const core::Config& c) { remote_write::RemoteWriteSettingsFromConfig(c); }},
+      {"kafka", [](const core::Config& c) { kafka::KafkaSettingsFromConfig(c); }},
+  };
+}
+
+TEST(ConfigKeysTest, EachTableFillsItsStructsDefaultsFromTheDeclaredDefaults) {
+  const core::Config config = AllKeys();
+  EXPECT_EQ(producers::ReplaySettingsFromConfig(config), producers::ReplaySettings{});
+  EXPECT_EQ(RunSettingsFromConfig(config), RunSettings{});
+  EXPECT_EQ(BackfillSettingsFromConfig(config), BackfillSettings{});
+  EXPECT_EQ(remote_write::RemoteWriteSettingsFromConfig(config), remote_write::RemoteWriteSettings{});
+  kafka::KafkaSettings kafka_defaults;
+  kafka_defaults.topics = {"acme.jobs", "acme.util", "acme.power", "acme.metrics", "acme.anomalies"};  // the config's own
+  EXPECT_EQ(kafka::KafkaSettingsFromConfig(config), kafka_defaults);
+}
+
+// Whoever reads a section's struct (a command, a transport) gets every wrong value of it refused
+// with one line naming the key, whether or not the whole configuration was checked before.
+TEST(ConfigKeysTest, EveryKeyOfEachTableRefusesWrongTypesAndValuesOutsideItsRangeWhenFilled) {
+  const core::Config declared = AllKeys();
+  int refused = 0;
+  for (const FilledSection& section : FilledSections()) {
+    int keys = 0;
+    for (const core::ConfigKey& k : declared.keys()) {
+      if (k.key.rfind(section.section + ".", 0) != 0) continue;
+      ++keys;
+      for (const Probe& p : ProbesFor(k.type)) {
+        core::Config config = AllKeys();
+        ASSERT_TRUE(config.Set(k.key, p.value).ok());
+        if (p.accepted) {
+          // An accepted kafka.properties_file must name a readable file: not probed here.
+          if (k.key != "kafka.properties_file") {
+            EXPECT_NO_THROW(section.fill(config)) << k.key << " = '" << p.value << "'";
+          }
+          continue;
+        }
+        try {
+          section.fill(config);
+          ADD_FAILURE() << k.key << " = '" << p.value << "' (" << p.what << ") was filled";
+        } catch (const std::invalid_argument& e) {
+          const std::string what = e.what();
+          EXPECT_EQ(what.rfind(k.key + ": ", 0), 0u) << what;
+          EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+          ++refused;
+        }
+      }
+    }
+    EXPECT_GT(keys, 5) << section.section;
+  }
+  EXPECT_GT(refused, 150);
 }
 
 TEST(ConfigKeysTest, TheIssuesReproductionsAreAllErrorsNamingFileLineAndKey) {

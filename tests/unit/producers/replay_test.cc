@@ -16,6 +16,7 @@
 
 #include "acmetrace/core/log.h"
 #include "acmetrace/core/record_json.h"
+#include "acmetrace/producers/replay_config.h"
 #include "test_files.h"
 
 namespace acmetrace::producers {

@@ -12,12 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "acmetrace/core/config.h"
+#include "acmetrace/core/time.h"
 
 namespace acmetrace::core {
 
@@ -42,11 +44,28 @@ class Settings {
     return Row(std::move(name), std::to_string(Options{}.*member), std::move(help), ConfigType::Int(min, max),
                [member](const Config& c, const std::string& key, Options& o) { o.*member = static_cast<M>(c.GetInt(key)); });
   }
-  /// A key in seconds (whole), held in milliseconds by member.
-  Settings& SecondsAsMs(std::string name, int64_t Options::*member, int64_t min_s, std::string help) {
-    return Row(std::move(name), std::to_string(Options{}.*member / 1000), std::move(help),
-               ConfigType::Int(min_s, kMaxConfigSeconds),
+  /// An integer member of the given type (ConfigType::IntOr: a range and one value outside it).
+  template <class M>
+  Settings& Int(std::string name, M Options::*member, ConfigType type, std::string help) {
+    static_assert(std::is_integral_v<M>);
+    return Row(std::move(name), std::to_string(Options{}.*member), std::move(help), std::move(type),
+               [member](const Config& c, const std::string& key, Options& o) { o.*member = static_cast<M>(c.GetInt(key)); });
+  }
+  /// A key in seconds (whole, in [min_s, max_s]), held in milliseconds by member.
+  Settings& SecondsAsMs(std::string name, int64_t Options::*member, int64_t min_s, int64_t max_s, std::string help) {
+    return Row(std::move(name), std::to_string(Options{}.*member / 1000), std::move(help), ConfigType::Int(min_s, max_s),
                [member](const Config& c, const std::string& key, Options& o) { o.*member = c.GetInt(key) * 1000; });
+  }
+  Settings& SecondsAsMs(std::string name, int64_t Options::*member, int64_t min_s, std::string help) {
+    return SecondsAsMs(std::move(name), member, min_s, kMaxConfigSeconds, std::move(help));
+  }
+  /// A time key (unix seconds or ISO 8601 with an offset; empty: none), held in ms by member.
+  Settings& OptionalTime(std::string name, std::optional<int64_t> Options::*member, std::string help) {
+    return Row(std::move(name), "", std::move(help), ConfigType::Time().OrEmpty(),
+               [member](const Config& c, const std::string& key, Options& o) {
+                 const std::string text = c.GetString(key);
+                 o.*member = text.empty() ? std::nullopt : ParseTimeMs(text);
+               });
   }
   /// A key in seconds (fractions allowed, at least a millisecond: less would be 0 in member), held in
   /// milliseconds by member.

@@ -9,8 +9,8 @@
 
 namespace acmetrace::pipeline {
 
-/// Declares every stage's keys (replay, kafka, synth, process, detect, export, run), in the order
-/// `acmetrace config` prints them.
+/// Declares every stage's keys (replay, kafka, file, synth, process, detect, export, run, backfill,
+/// remote_write), in the order `acmetrace config` prints them.
 void DeclareAllConfig(core::Config& config);
 
 /// Checks a loaded configuration completely: every value against its declared type and range

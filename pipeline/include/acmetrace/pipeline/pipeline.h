@@ -18,6 +18,7 @@
 #include "acmetrace/core/transport.h"
 #include "acmetrace/exporters/exporter.h"
 #include "acmetrace/pipeline/hops.h"
+#include "acmetrace/pipeline/run_config.h"
 #include "acmetrace/pipeline/stages.h"
 #include "acmetrace/processors/process_config.h"
 #include "acmetrace/processors/stream_processor.h"
@@ -25,9 +26,6 @@
 #include "acmetrace/producers/replay.h"
 
 namespace acmetrace::pipeline {
-
-/// Declares the run.* keys (the embedded default data set, queue sizes) and backfill.*.
-void DeclareRunConfig(core::Config& config);
 
 /// Counts the records a stage writes into acmetrace_records_total{stage,topic} (and their event
 /// time into acmetrace_replay_trace_time_seconds), and forwards each to out. Counts reach the

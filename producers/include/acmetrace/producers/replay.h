@@ -21,9 +21,6 @@
 
 namespace acmetrace::producers {
 
-/// Declares the replay.* configuration keys (defaults and help) in config.
-void DeclareReplayConfig(core::Config& config);
-
 /// The speeds, in trace seconds per wall second, that the replay takes besides max: from --speed,
 /// replay.speed, run.default_speed and the control endpoint's POST /speed alike. Slower never gets
 /// anywhere; faster is max.

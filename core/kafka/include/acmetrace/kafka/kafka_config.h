@@ -70,6 +70,7 @@ struct KafkaSettings {
   Properties properties;
   Properties producer_properties;
   Properties consumer_properties;
+  bool operator==(const KafkaSettings&) const = default;
 };
 
 /// Reads the kafka.* keys. Start-up boundary: a malformed value throws std::invalid_argument naming
