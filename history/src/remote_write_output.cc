@@ -104,6 +104,23 @@ core::Status ParseOpenMetricsSample(std::string_view line, ParsedSample& out) {
   return core::Status::Ok();
 }
 
+namespace {
+
+// The next line of text that is neither empty nor a comment, taken off text; line_no counts the
+// lines taken (1-based). False at the end.
+bool NextSampleLine(std::string_view& text, std::string_view& line, size_t& line_no) {
+  while (!text.empty()) {
+    ++line_no;
+    const size_t eol = text.find('\n');
+    line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (!line.empty() && line.front() != '#') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 core::Status RemoteWriteOutput::LineSeries(std::string_view line, uint32_t& id, double& value) {
   // A known series (every scrape but its first) costs a lookup and a number: its labels were
   // parsed once, when it was new.
@@ -127,12 +144,8 @@ core::Status RemoteWriteOutput::LineSeries(std::string_view line, uint32_t& id, 
 
 core::Status RemoteWriteOutput::Scrape(int64_t ts_ms, std::string_view samples) {
   size_t line_no = 0;
-  while (!samples.empty()) {
-    ++line_no;
-    const size_t eol = samples.find('\n');
-    const std::string_view line = samples.substr(0, eol);
-    samples.remove_prefix(eol == std::string_view::npos ? samples.size() : eol + 1);
-    if (line.empty() || line.front() == '#') continue;
+  std::string_view line;
+  while (NextSampleLine(samples, line, line_no)) {
     uint32_t id = 0;
     double value = 0;
     if (core::Status parsed = LineSeries(line, id, value); !parsed.ok()) {
@@ -173,12 +186,8 @@ core::Status RemoteWriteOutput::TargetExposition(int64_t at_ms, std::string_view
     exposition_target_.assign(target_labels);
   }
   size_t line_no = 0;
-  while (!exposition.empty()) {
-    ++line_no;
-    const size_t eol = exposition.find('\n');
-    const std::string_view line = exposition.substr(0, eol);
-    exposition.remove_prefix(eol == std::string_view::npos ? exposition.size() : eol + 1);
-    if (line.empty() || line.front() == '#') continue;
+  std::string_view line;
+  while (NextSampleLine(exposition, line, line_no)) {
     // "series value": a known series is a lookup and a number (the value holds no space).
     const size_t last = line.rfind(' ');
     auto it = last == std::string_view::npos ? exposition_ids_.end() : exposition_ids_.find(line.substr(0, last));
