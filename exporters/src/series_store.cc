@@ -147,6 +147,7 @@ SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
   Series s;
   s.labels = labels != nullptr ? *labels : make(make_ctx);
   s.family = &f;
+  s.serial = next_serial_++;
   created = true;
   return &f.series.emplace(std::string(key), std::move(s)).first->second;
 }
@@ -396,7 +397,7 @@ void SeriesStore::ForEachTargetSample(const std::function<void(const TargetSampl
   for (const auto& fp : families_) {
     const Family& f = *fp;
     if (!f.spec.per_target) continue;
-    for (const auto& [key, s] : f.series) fn(TargetSample{f.spec, s.labels->text, s.value, s.cluster, s.target});
+    for (const auto& [key, s] : f.series) fn(TargetSample{f.spec, s.labels->text, s.value, s.cluster, s.target, s.serial});
   }
 }
 

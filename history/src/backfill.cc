@@ -120,7 +120,7 @@ class Scraper : public core::RecordSink {
     // Counts the tees hold back (they publish every 1024 records) reach the exporter first.
     if (core::Status s = replay_out_.Flush(); !s.ok()) return s;
     if (core::Status s = process_counts_.Flush(); !s.ok()) return s;
-    core::Result<int64_t> samples = scrape_.Scrape(exporter_, at, text_);
+    core::Result<int64_t> samples = scrape_.Scrape(exporter_, at, text_, {}, out_.target_sink());
     if (!samples.ok()) return samples.status();
     ++stats_.scrapes;
     stats_.samples += samples.value();

@@ -32,6 +32,8 @@ core::Status LiveRemoteWrite::ScrapeNow() {
   if (core::Result<exporters::ProcessStats> st = exporters::ReadProcessStats(); st.ok()) {
     exporters::AppendProcessMetrics(own_, st.value());
   }
+  // As text, not through the output's target sink: the sink runs under the exporter's store lock,
+  // and a queue waiting on a slow receiver must not stall /metrics and the records.
   core::Result<int64_t> samples = scrape_.Scrape(exporter_, at, text_, own_);
   if (!samples.ok()) return samples.status();
   if (core::Status s = output_.Scrape(at, text_); !s.ok()) return s;

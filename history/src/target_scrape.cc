@@ -10,20 +10,34 @@ TargetScrape::TargetScrape(ScrapeTargets targets, bool persona)
       cluster_target_(RenderTargetLabels(targets_.job, targets_.instance)) {}
 
 core::Result<int64_t> TargetScrape::Scrape(exporters::Exporter& exporter, int64_t at, std::string& text,
-                                           std::string_view own_exposition) {
+                                           std::string_view own_exposition, TargetSampleSink* sink) {
   text.clear();
   int64_t samples = 0;
+  core::Status sunk = core::Status::Ok();
   exporter.ScrapeEveryTarget(cluster_view_, [&](const exporters::SeriesStore::TargetSample& s) {
-    if (!persona_) return;
-    NodeTarget& node = NodeTargetOf(s.cluster, s.target);
+    if (!persona_ || !sunk.ok()) return;
+    // A series's node never changes: looked up by name once, then by its serial.
+    if (s.serial >= node_of_serial_.size()) node_of_serial_.resize(s.serial + 1, nullptr);
+    NodeTarget*& cached = node_of_serial_[s.serial];
+    if (cached == nullptr) cached = &NodeTargetOf(s.cluster, s.target);
+    NodeTarget& node = *cached;
     node.scraped_at_ms = at;
-    AppendOpenMetricsSample(text, s.family.name, s.labels_text, node.labels, s.value, at);
+    if (sink != nullptr) {
+      sunk = sink->TargetSample(at, s, node.labels);
+    } else {
+      AppendOpenMetricsSample(text, s.family.name, s.labels_text, node.labels, s.value, at);
+    }
     ++samples;
   });
+  if (!sunk.ok()) return sunk;
   cluster_view_ += own_exposition;
-  const size_t before = text.size();
-  if (core::Status s = AppendOpenMetricsSamples(text, cluster_view_, cluster_target_, at); !s.ok()) return s;
-  for (size_t i = before; i < text.size(); ++i) samples += text[i] == '\n' ? 1 : 0;
+  if (sink != nullptr) {
+    if (core::Status s = sink->TargetExposition(at, cluster_view_, cluster_target_, samples); !s.ok()) return s;
+  } else {
+    const size_t before = text.size();
+    if (core::Status s = AppendOpenMetricsSamples(text, cluster_view_, cluster_target_, at); !s.ok()) return s;
+    for (size_t i = before; i < text.size(); ++i) samples += text[i] == '\n' ? 1 : 0;
+  }
   // What Prometheus adds for every target it scraped.
   AppendOpenMetricsSample(text, "up", {}, cluster_target_, 1.0, at);
   ++samples;

@@ -71,8 +71,11 @@ WriteQueue::WriteQueue(QueueOptions options, const TransportFactory& make_transp
 WriteQueue::~WriteQueue() { (void)Close(); }
 
 uint32_t WriteQueue::AddSeries(std::vector<Label> labels) {
+  SeriesSlot slot;
+  slot.shard = static_cast<uint32_t>(HashLabels(labels) % shards_.size());
+  slots_.push_back(slot);
   SeriesEntry entry;
-  entry.shard = static_cast<uint32_t>(HashLabels(labels) % shards_.size());
+  entry.encoded = EncodeLabels(labels);
   entry.labels = std::move(labels);
   series_.push_back(std::move(entry));
   return static_cast<uint32_t>(series_.size() - 1);
@@ -85,28 +88,28 @@ core::Status WriteQueue::FatalStatus() const {
 
 core::Status WriteQueue::Append(uint32_t series, Sample sample) {
   if (fatal_.load()) return FatalStatus();
-  SeriesEntry& entry = series_[series];
-  Shard& shard = *shards_[entry.shard];
-  if (entry.slot < 0) {
-    entry.slot = static_cast<int32_t>(shard.building.series.size());
-    shard.building.series.push_back(SeriesSamples{&entry.labels, {}});
-    shard.building.series.back().samples.reserve(entry.last_samples);
-    shard.building.ids.push_back(series);
+  SeriesSlot& at = slots_[series];
+  Shard& shard = *shards_[at.shard];
+  Batch& batch = shard.building;
+  if (at.slot < 0) {
+    if (batch.appended.empty()) batch.appended.reserve(static_cast<size_t>(options_.max_samples_per_send));
+    at.slot = static_cast<int32_t>(batch.series.size());
+    batch.series.push_back(&series_[series]);
+    batch.ids.push_back(series);
+    batch.counts.push_back(0);
   }
-  shard.building.series[static_cast<size_t>(entry.slot)].samples.push_back(sample);
-  ++shard.building.samples;
-  appended_.fetch_add(1, std::memory_order_relaxed);
+  ++batch.counts[static_cast<size_t>(at.slot)];
+  batch.appended.push_back({static_cast<uint32_t>(at.slot), sample});
+  ++batch.samples;
+  // One producer: a plain store publishes the count (a locked add per sample stalls the producer).
+  appended_.store(++appended_count_, std::memory_order_relaxed);
   if (shard.building.samples >= options_.max_samples_per_send) return HandOver(shard);
   return core::Status::Ok();
 }
 
 core::Status WriteQueue::HandOver(Shard& shard) {
   if (shard.building.samples == 0) return core::Status::Ok();
-  for (uint32_t id : shard.building.ids) {
-    SeriesEntry& entry = series_[id];
-    entry.last_samples = static_cast<uint32_t>(shard.building.series[static_cast<size_t>(entry.slot)].samples.size());
-    entry.slot = -1;
-  }
+  for (uint32_t id : shard.building.ids) slots_[id].slot = -1;
   Batch batch = std::move(shard.building);
   shard.building = Batch{};
   std::unique_lock<std::mutex> lock(shard.mu);
@@ -150,7 +153,18 @@ void WriteQueue::SendLoop(Shard& shard) {
 }
 
 void WriteQueue::SendBatch(WriteTransport& transport, const Batch& batch) {
-  const std::string body = EncodeWriteRequest(batch.series);
+  // The samples grouped per series, each series's in the order appended.
+  std::vector<Sample> grouped(batch.appended.size());
+  std::vector<EncodedSeries> series(batch.series.size());
+  std::vector<size_t> next(batch.series.size());
+  size_t at = 0;
+  for (size_t i = 0; i < batch.series.size(); ++i) {
+    next[i] = at;
+    series[i] = {batch.series[i]->encoded, grouped.data() + at, batch.counts[i]};
+    at += batch.counts[i];
+  }
+  for (const Batch::Appended& a : batch.appended) grouped[next[a.slot]++] = a.sample;
+  const std::string body = EncodeWriteRequest(series);
   int64_t backoff_ms = options_.min_backoff_ms;
   for (int attempt = 1;; ++attempt) {
     requests_.fetch_add(1, std::memory_order_relaxed);
@@ -203,9 +217,9 @@ void WriteQueue::NoteRefused(const Batch& batch, const HttpAnswer& answer) {
     RefusedEntry& entry = refused_[id];
     if (entry.requests == 0) {
       ++series_refused_;
-      entry.labels = batch.series[i].labels;
+      entry.labels = &batch.series[i]->labels;
     }
-    entry.samples += static_cast<int64_t>(batch.series[i].samples.size());
+    entry.samples += static_cast<int64_t>(batch.counts[i]);
     ++entry.requests;
   }
 }

@@ -6,9 +6,12 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "acmetrace/exporters/series_store.h"
 #include "acmetrace/history/openmetrics.h"
+#include "acmetrace/remote_write/queue_metrics.h"
 
 namespace acmetrace::history {
 namespace {
@@ -58,6 +61,89 @@ TEST(ParseOpenMetricsSampleTest, BrokenLinesAreErrorsNotCrashes) {
                           // reads quotes as the values' bounds, end the series elsewhere (remote_write_fuzz)
                           "m{j\"a=\"x\"} 1", "m{1a=\"x\"} 1", "m-x 1", "1m 1"}) {
     EXPECT_FALSE(ParseOpenMetricsSample(bad, s).ok()) << bad;
+  }
+}
+
+// Every series a receiver holds: its text -> (ts, value) in arrival order.
+using Stored = std::map<std::string, std::vector<std::pair<int64_t, double>>>;
+
+class StoringTransport : public remote_write::WriteTransport {
+ public:
+  StoringTransport(std::mutex& mu, Stored& stored) : mu_(mu), stored_(stored) {}
+  core::Result<remote_write::HttpAnswer> Post(const std::string& body) override {
+    core::Result<std::vector<remote_write::TimeSeries>> decoded = remote_write::DecodeWriteRequest(body);
+    EXPECT_TRUE(decoded.ok());
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const remote_write::TimeSeries& s : decoded.value()) {
+      auto& into = stored_[remote_write::SeriesText(s.labels)];
+      for (const remote_write::Sample& sample : s.samples) into.emplace_back(sample.ts_ms, sample.value);
+    }
+    return remote_write::HttpAnswer{204, "", -1};
+  }
+
+ private:
+  std::mutex& mu_;
+  Stored& stored_;
+};
+
+class NoSleep : public remote_write::Sleeper {
+ public:
+  void SleepMs(int64_t) override {}
+};
+
+// The scrapes as text, what the blocks path writes.
+class TextScrapes : public ScrapeOutput {
+ public:
+  core::Status Scrape(int64_t ts_ms, std::string_view samples) override {
+    std::string_view rest = samples;
+    while (!rest.empty()) {
+      const std::string_view line = rest.substr(0, rest.find('\n'));
+      rest.remove_prefix(std::min(rest.size(), line.size() + 1));
+      ParsedSample parsed;
+      EXPECT_TRUE(ParseOpenMetricsSample(line, parsed).ok()) << line;
+      stored[remote_write::SeriesText(parsed.labels)].emplace_back(ts_ms, parsed.value);
+    }
+    return core::Status::Ok();
+  }
+  core::Status Finish() override { return core::Status::Ok(); }
+  Stored stored;
+};
+
+// The per-target series go to the queue straight from the exporter's store, the rest through the
+// text: the receiver must hold exactly what the text scrapes hold, series by series, sample by
+// sample, each at its scrape's time.
+TEST(RemoteWriteOutputTest, AReceiverGetsExactlyTheSamplesOfTheTextScrapes) {
+  BackfillOptions options;
+  options.stream.data_dir = std::string(ACMETRACE_FIXTURES) + "/release";
+  options.stream.range.to_ms = 1677601080000 + 1'800'000;  // the fixture's first half hour
+  core::InputErrors text_errors(nullptr);
+  TextScrapes text;
+  core::Result<BackfillStats> by_text = RunBackfill(options, text_errors, text);
+  ASSERT_TRUE(by_text.ok()) << by_text.status().message();
+
+  std::mutex mu;
+  Stored received;
+  NoSleep sleeper;
+  remote_write::QueueOptions queue_options;
+  queue_options.shards = 3;
+  queue_options.max_samples_per_send = 50;  // many requests: series split across them
+  queue_options.capacity_samples = 200;
+  RemoteWriteOutput out(std::make_unique<remote_write::WriteQueue>(
+      queue_options, [&] { return std::make_unique<StoringTransport>(mu, received); }, sleeper));
+  ASSERT_NE(out.target_sink(), nullptr);
+  core::InputErrors errors(nullptr);
+  core::Result<BackfillStats> by_queue = RunBackfill(options, errors, out);
+  ASSERT_TRUE(by_queue.ok()) << by_queue.status().message();
+  EXPECT_EQ(out.Stats().samples_sent, by_text.value().samples);
+
+  bool persona = false;
+  for (const auto& [series, samples] : text.stored) persona = persona || series.rfind("DCGM_", 0) == 0;
+  EXPECT_TRUE(persona) << "the fixture has per-target series";
+  ASSERT_EQ(received.size(), text.stored.size());
+  for (const auto& [series, samples] : text.stored) {
+    auto it = received.find(series);
+    ASSERT_NE(it, received.end()) << series;
+    EXPECT_EQ(it->second, samples) << series;
   }
 }
 

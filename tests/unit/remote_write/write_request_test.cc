@@ -50,6 +50,30 @@ TEST(WriteRequestTest, HostileLabelValuesAndSpecialValuesSurvive) {
   EXPECT_EQ(s[4].value, 1e-310);
 }
 
+TEST(WriteRequestTest, LabelsEncodedOnceAreTheLabelsARequestCarries) {
+  const std::vector<Label> a = {{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"gpu", "0"}, {"long", std::string(300, 'v')}};
+  const std::vector<Label> b = {{"__name__", "up"}};
+  const std::string a_encoded = EncodeLabels(a);
+  const std::string b_encoded = EncodeLabels(b);
+  // Zero time and +0.0 are protobuf defaults (left out of the wire), -0.0 is not.
+  const std::vector<Sample> a_samples = {{0, 0.0}, {15'000, -0.0}, {-15'000, 2.5}};
+  const Sample b_sample = {1'688'169'600'000, 1};
+  std::vector<EncodedSeries> in = {{a_encoded, a_samples.data(), a_samples.size()}, {b_encoded, &b_sample, 1}};
+  core::Result<std::vector<TimeSeries>> out = DecodeWriteRequest(EncodeWriteRequest(in));
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out.value().size(), 2u);
+  EXPECT_EQ(out.value()[0].labels, a);
+  EXPECT_EQ(out.value()[1].labels, b);
+  ASSERT_EQ(out.value()[0].samples.size(), 3u);
+  EXPECT_EQ(out.value()[0].samples[0].ts_ms, 0);
+  EXPECT_EQ(out.value()[0].samples[0].value, 0.0);
+  EXPECT_EQ(out.value()[0].samples[1].ts_ms, 15'000);
+  EXPECT_TRUE(std::signbit(out.value()[0].samples[1].value));
+  EXPECT_EQ(out.value()[0].samples[2].ts_ms, -15'000);
+  EXPECT_EQ(out.value()[0].samples[2].value, 2.5);
+  EXPECT_EQ(out.value()[1].samples[0].ts_ms, 1'688'169'600'000);
+}
+
 TEST(WriteRequestTest, BodyIsSnappyNotRawProtobuf) {
   std::vector<TimeSeries> in = {{{{"__name__", "m"}}, {{1, 1}}}};
   const std::string body = EncodeWriteRequest(in);

@@ -172,6 +172,9 @@ class SeriesStore {
     double value;
     std::string_view cluster;
     std::string_view target;
+    // No other series of this store ever has it (one gone and back gets another): its labels,
+    // cluster and target stay as they are, so a consumer can keep what it derives from them by it.
+    uint64_t serial;
   };
   /// Calls fn for every series of the per-target families (scrape view): what a scrape of every
   /// target would serve, in one pass over the store instead of one per target.
@@ -199,6 +202,7 @@ class SeriesStore {
     std::string target;
     Family* family = nullptr;
     bool scrape_only = false;
+    uint64_t serial = 0;
   };
   struct Family {
     FamilySpec spec;
@@ -211,6 +215,7 @@ class SeriesStore {
     int64_t expired = 0;
   };
   uint64_t generation_ = 0;   // guarded by mutex_
+  uint64_t next_serial_ = 0;  // guarded by mutex_
   uint64_t target_erase_epoch_ = 0;  // guarded by mutex_
   struct Clock {
     int64_t now_ms = INT64_MIN;

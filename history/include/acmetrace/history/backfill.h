@@ -31,6 +31,10 @@ class ScrapeOutput {
   virtual core::Status Scrape(int64_t ts_ms, std::string_view samples) = 0;
   /// No scrape follows: ends the text (# EOF) and completes whatever the output makes of it.
   virtual core::Status Finish() = 0;
+  /// Where the per-target series go instead of into Scrape's text (before the Scrape of their
+  /// time), or nullptr: all in the text. One output serves the scrapes of one exporter (the sink may
+  /// keep state by the store's series serials).
+  virtual TargetSampleSink* target_sink() { return nullptr; }
 };
 
 /// What a backfill runs. Value type.

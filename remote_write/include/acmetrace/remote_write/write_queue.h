@@ -112,9 +112,21 @@ class WriteQueue {
   std::vector<RefusedSeries> Refused(size_t max) const;
 
  private:
+  struct SeriesEntry {
+    std::vector<Label> labels;  // read by the senders: never changed once added
+    std::string encoded;        // EncodeLabels(labels), the same in every request
+  };
   struct Batch {
-    std::vector<SeriesSamples> series;  // labels point into series_ (never moved: a deque)
-    std::vector<uint32_t> ids;          // the series' ids, in the order of series
+    // The samples as appended: the producer writes one place after the other, and the sender
+    // groups them per series (a vector per series written at every sample stalled the producer).
+    struct Appended {
+      uint32_t slot = 0;  // the series's index in series, ids and counts
+      Sample sample;
+    };
+    std::vector<Appended> appended;
+    std::vector<const SeriesEntry*> series;  // in series_ (never moved; labels never changed)
+    std::vector<uint32_t> ids;               // the series' ids
+    std::vector<uint32_t> counts;            // their samples
     int64_t samples = 0;
   };
   struct Shard {
@@ -129,11 +141,10 @@ class WriteQueue {
     std::unique_ptr<WriteTransport> transport;
     std::thread sender;
   };
-  struct SeriesEntry {
-    std::vector<Label> labels;  // read by the senders: never changed once added
+  // What Append reads and writes per sample, by series id (the producer's alone).
+  struct SeriesSlot {
     uint32_t shard = 0;
-    int32_t slot = -1;           // index in its shard's building batch, -1 when not there
-    uint32_t last_samples = 1;   // its samples in the last batch: room reserved in the next
+    int32_t slot = -1;  // its index in its shard's building batch, -1 when not there
   };
 
   core::Status HandOver(Shard& shard);
@@ -146,8 +157,10 @@ class WriteQueue {
   Sleeper& sleeper_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::deque<SeriesEntry> series_;  // push_back keeps references to the others valid
+  std::vector<SeriesSlot> slots_;   // by series id
   bool closed_ = false;
 
+  int64_t appended_count_ = 0;  // the producer's own count; appended_ publishes it
   std::atomic<int64_t> appended_{0};
   std::atomic<int64_t> sent_{0};
   std::atomic<int64_t> failed_{0};

@@ -36,16 +36,21 @@ inline constexpr const char* kRemoteWriteHeaders[] = {
     "X-Prometheus-Remote-Write-Version: 0.1.0",
 };
 
-/// A series's labels, owned elsewhere and alive until encoded, and some of its samples: what the
-/// queue batches without copying labels. Value type.
-struct SeriesSamples {
-  const std::vector<Label>* labels = nullptr;
-  std::vector<Sample> samples;
+/// A series's labels as the bytes of a protobuf TimeSeries's label fields (EncodeLabels): a queue
+/// encodes them once per series, not once per request.
+std::string EncodeLabels(const std::vector<Label>& labels);
+
+/// A series as a request carries it: its labels as EncodeLabels made them and count samples, all
+/// owned elsewhere and alive until encoded (what the queue sends without copying). Value type.
+struct EncodedSeries {
+  std::string_view labels;
+  const Sample* samples = nullptr;
+  size_t count = 0;
 };
 
 /// The request body of these series: WriteRequest serialized, then snappy block format.
 std::string EncodeWriteRequest(const std::vector<TimeSeries>& series);
-std::string EncodeWriteRequest(const std::vector<SeriesSamples>& series);
+std::string EncodeWriteRequest(const std::vector<EncodedSeries>& series);
 
 /// The largest uncompressed body DecodeWriteRequest accepts.
 inline constexpr size_t kMaxUncompressedBytes = size_t{64} << 20;
