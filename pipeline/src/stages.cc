@@ -45,15 +45,34 @@ class InputEnd {
     if (seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
     if (auto it = part.ended.find(cluster); it != part.ended.end()) part.ended.erase(it);
   }
-  void OnMarker(int p) {  // a progress marker: a writer with markers, alive
+  // What an item other than a record says of its partition's end (both runners call it on every
+  // item; a record's cluster is known once it is parsed: OnRecord).
+  void Observe(const core::InputItem& item, int64_t now_ms) {
+    switch (item.kind) {
+      case Kind::kProgress:
+        OnMarker(item.partition);
+        break;
+      case Kind::kCaughtUp:
+        parts_[static_cast<size_t>(item.partition)].idle_since_ms = kNotIdle;
+        break;
+      case Kind::kIdle: {
+        Part& part = parts_[static_cast<size_t>(item.partition)];
+        if (part.idle_since_ms == kNotIdle) part.idle_since_ms = now_ms;
+        break;
+      }
+      case Kind::kEnded:
+        OnEnded(item.partition, item.clusters);
+        break;
+      default:
+        break;
+    }
+  }
+  // A progress marker: a writer with markers, alive (and writing again after an end without names).
+  void OnMarker(int p) {
     Part& part = parts_[static_cast<size_t>(p)];
     part.idle_since_ms = kNotIdle;
+    part.ended_all = false;
     part.has_markers = true;
-  }
-  void OnActive(int p) { parts_[static_cast<size_t>(p)].idle_since_ms = kNotIdle; }
-  void OnIdle(int p, int64_t now_ms) {
-    Part& part = parts_[static_cast<size_t>(p)];
-    if (part.idle_since_ms == kNotIdle) part.idle_since_ms = now_ms;
   }
   void OnEnded(int p, std::string_view clusters) {
     Part& part = parts_[static_cast<size_t>(p)];
@@ -239,26 +258,21 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
     }
     const core::InputItem& item = next.value();
     const int p = item.partition;
+    end.Observe(item, now);
     switch (item.kind) {
       case Kind::kNothing:
-        continue;
       case Kind::kCaughtUp:
-        end.OnActive(p);
         continue;
       case Kind::kIdle:
-        end.OnIdle(p, now);
         processor.SetPartitionIdle(p, true);
         continue;
       case Kind::kEnded:
-        end.OnEnded(p, item.clusters);
         status = processor.EndMarker(p, item.offset, item.clusters,
                                      item.ts_ms == core::InputItem::kNoTs ? processors::kNoTime : item.ts_ms);
         processor.SetPartitionIdle(p, true);  // its writer is done: it holds no watermark back
         ++items;
         continue;
       case Kind::kProgress:
-        end.OnRecord(p, {});
-        end.OnMarker(p);
         writer_paused = item.paused;
         status = processor.Progress(p, item.offset, item.ts_ms);
         ++items;
@@ -403,22 +417,18 @@ core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& expor
     if (!next.ok()) return next.status();
     const core::InputItem& item = next.value();
     const int p = item.partition;
+    end.Observe(item, now);
     switch (item.kind) {
       case Kind::kNothing:
+      case Kind::kCaughtUp:
         continue;
       case Kind::kProgress:
-        end.OnMarker(p);
         bound.Progress(p, item.ts_ms);
         continue;
-      case Kind::kCaughtUp:
-        end.OnActive(p);
-        continue;
       case Kind::kIdle:
-        end.OnIdle(p, now);
         bound.Idle(p);
         continue;
       case Kind::kEnded:
-        end.OnEnded(p, item.clusters);
         bound.Ended(p, item.ts_ms);
         continue;
       case Kind::kRecord:

@@ -48,6 +48,7 @@ class ScriptedInput : public core::RecordInput {
     return item;
   }
   bool read_past_end() const { return read_past_end_; }
+  size_t left() const { return steps_.size(); }  // steps not read yet
 
  private:
   std::vector<core::InputPartition> partitions_;
@@ -380,6 +381,31 @@ TEST(ExportStageTest, OneWritersEndMarkerDoesNotEndAPartitionAnotherStillWrites)
   EXPECT_FALSE(input.read_past_end()) << "the stage did not see its input end";
   EXPECT_NE(exporter.Exposition().find("acmetrace_cluster_records_total{cluster=\"seren\"} 7"), std::string::npos)
       << exporter.Exposition();
+}
+
+// A writer whose stream ended without names (a queue, a file) and that writes again (a progress
+// marker, then a record): its partition is not ended until its next end, though every other partition
+// has ended meanwhile, in both runners alike.
+TEST(ExportStageTest, AProgressMarkerAfterAnEndWithoutNamesReopensThePartitionAsInTheProcessStage) {
+  const std::deque<ScriptedInput::Step> steps = {
+      {Kind::kRecord, 1, Util(kT0), ""},
+      {Kind::kEnded, 1, {}, ""},
+      {Kind::kProgress, 1, {}, "", kT0 + 60'000},
+      {Kind::kEnded, 0, {}, ""},  // the other partition's writer is done
+      {Kind::kRecord, 1, Util(kT0 + 60'000), ""},
+      {Kind::kEnded, 1, {}, ""},
+  };
+  std::atomic<bool> stop{false};
+  ScriptedInput input(kInputs, steps, stop);
+  core::InputErrors errors(nullptr);
+  exporters::Exporter exporter(exporters::ExportOptions{}, &errors);
+  ASSERT_TRUE(RunExportStage(input, exporter, errors, StageOptions{}, stop).ok());
+  EXPECT_EQ(input.left(), 0u) << "the export stage ended before the partition's second end";
+  EXPECT_FALSE(input.read_past_end());
+  const ProcessRun run = Process(steps);
+  EXPECT_TRUE(run.ended);
+  EXPECT_FALSE(run.read_past_end);
+  EXPECT_EQ(run.stats.records, 2) << "the process stage ended before the partition's second end";
 }
 
 // What a scrape of n1's persona shows after the script.
