@@ -93,14 +93,11 @@ FailureBurstSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Failure {
   int64_t ts_ms;
   std::string user;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& f) {
-    io(f.ts_ms, f.user);
-  }
 };
 struct Point {
   int64_t count;

@@ -63,32 +63,20 @@ QueueBacklogSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Change {
   int64_t ts_ms;
   std::string job_id;
   int64_t gpus;  // > 0: submitted (pending); 0: started or ended
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& ch) {
-    io(ch.ts_ms, ch.job_id, ch.gpus);
-  }
 };
-// Point, Pending, Change: member lists for state_codec.h (the Fields idiom), alike in shape by design.
 struct Point {
   int64_t t_ms;
   double waiting;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& p) {
-    io(p.t_ms, p.waiting);
-  }
 };
 struct Pending {
   int64_t submit_ms;
   int64_t gpus;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& p) {
-    io(p.submit_ms, p.gpus);
-  }
 };
 struct Cluster {
   StepClock steps;

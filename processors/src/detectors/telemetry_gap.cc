@@ -21,14 +21,11 @@ struct TelemetryGapSettings {
   int64_t open_after_ms, close_for_ms;
 };
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Node {
   int64_t last_ms = kNoTimeMs;
   HysteresisState state;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& n) {
-    io(n.last_ms, n.state);
-  }
 };
 struct Cluster {
   SampleTimeCursor times;
