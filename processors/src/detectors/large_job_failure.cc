@@ -25,14 +25,15 @@ struct LargeJobFailureSettings {
 
 using S = LargeJobFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
-    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count, &S::min_gpus},
+    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count,
+     Value<&S::min_gpus>},
     {"cluster_share", "0.333",
      "...or from this share of the cluster's GPUs (most sampled at one time in its telemetry), if fewer "
      "(0 = off)",
-     [] { return core::ConfigType::Double(0, 1); }, &S::cluster_share},
+     [] { return core::ConfigType::Double(0, 1); }, Value<&S::cluster_share>},
     {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States,
-     &S::states},
-    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<S>{&S::hold_ms}},
+     Value<&S::states>},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<&S::hold_ms>},
 };
 
 // The GPUs of a cluster as its telemetry shows them: the GPUs sampled at the current time so far, and

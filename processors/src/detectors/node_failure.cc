@@ -14,8 +14,8 @@ struct NodeFailureSettings {
 using S = NodeFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated", &States,
-     &S::states},
-    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<S>{&S::hold_ms}},
+     Value<&S::states>},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<&S::hold_ms>},
 };
 
 KindFactory Configure(const KindConfig& c) {

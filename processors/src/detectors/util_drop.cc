@@ -43,36 +43,36 @@ struct UtilDropSettings {
 using S = UtilDropSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline",
-     &Ratio, &S::drop_ratio},
+     &Ratio, Value<&S::drop_ratio>},
     {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s",
-     &Share, &S::open_share},
+     &Share, Value<&S::open_share>},
     {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)", &Share,
-     &S::close_share},
+     Value<&S::close_share>},
     {"open_for_s", "420", "seconds the share must stay at or above open_share before the flag opens", &Seconds,
-     Ms<S>{&S::open_for_ms}},
+     Ms<&S::open_for_ms>},
     {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes", &Seconds,
-     Ms<S>{&S::close_for_ms}},
+     Ms<&S::close_for_ms>},
     {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average", &PositiveSeconds,
-     Ms<S>{&S::short_ms}},
+     Ms<&S::short_ms>},
     {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average", &PositiveSeconds,
-     Ms<S>{&S::baseline_ms}},
+     Ms<&S::baseline_ms>},
     {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples", &Seconds,
-     Ms<S>{&S::min_baseline_ms}},
+     Ms<&S::min_baseline_ms>},
     {"settle_s", "180", "a GPU counts this many seconds after it starts holding memory (job start-up is not a drop)",
-     &Seconds, Ms<S>{&S::settle_ms}},
+     &Seconds, Ms<&S::settle_ms>},
     {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this", &NonNegative,
-     &S::busy_fb_mib},
+     Value<&S::busy_fb_mib>},
     {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent,
-     &S::min_baseline_util},
-    {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count, &S::min_gpus},
+     Value<&S::min_baseline_util>},
+    {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count, Value<&S::min_gpus>},
     {"same_start_s", "30",
      "GPUs whose memory use started within this many seconds of the first of them are taken as one job, and of "
      "the GPUs busy when first seen, those whose last spell down started within it (see others_share)",
-     &Seconds, Ms<S>{&S::same_start_ms}},
+     &Seconds, Ms<&S::same_start_ms>},
     {"others_share", "0.45",
      "open only when also at least this share of the counted GPUs outside the job with the most GPUs down is down "
      "(one job's slow phase is no drop)",
-     &Share, &S::others_share},
+     &Share, Value<&S::others_share>},
 };
 
 S ReadSettings(const KindConfig& c) {
@@ -260,8 +260,12 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     // flag waits for the close condition only).
     const bool wide = !c.state.open() && share >= s_.open_share && ReachesBeyondOneJob(counted, down);
     switch (c.state.Update(t, wide, share <= s_.close_share, s_.open_for_ms, s_.close_for_ms)) {
-      case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, share, s_.open_share); break;
-      case HysteresisState::Change::kClosed: outbox_.Add(cluster, kind(), cluster, false, t, share, s_.close_share); break;
+      case HysteresisState::Change::kOpened:
+        outbox_.Add(cluster, kind(), cluster, true, t, share, s_.open_share);
+        break;
+      case HysteresisState::Change::kClosed:
+        outbox_.Add(cluster, kind(), cluster, false, t, share, s_.close_share);
+        break;
       case HysteresisState::Change::kNone: break;
     }
   }
