@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "acmetrace/core/config.h"
@@ -17,10 +18,15 @@
 
 namespace acmetrace::processors::detectors {
 
-class KindConfig;
-/// How a key's value reaches a kind's settings S (Ms, Value below; nullptr: the kind reads the key itself).
+/// A key in seconds held in milliseconds by member (keys named *_s).
 template <class S>
-using KeyFill = void (*)(const KindConfig& config, std::string_view name, S& settings);
+struct Ms {
+  int64_t S::*member;
+};
+/// The member of a kind's settings S a key fills: in ms, an integer or a number; nothing
+/// (std::monostate) for a key the kind reads itself (lists, and keys whose member differs in form).
+template <class S>
+using KeyTarget = std::variant<std::monostate, Ms<S>, int64_t S::*, double S::*>;
 
 /// One config key of a kind: declared as detect.<kind>.<name> with the type type() makes, and read
 /// into target. One typed declaration per setting. Literal type.
@@ -30,7 +36,7 @@ struct KeySpec {
   std::string_view default_value;
   std::string_view help;
   core::ConfigType (*type)();
-  KeyFill<S> fill = nullptr;
+  KeyTarget<S> target{};
 };
 
 // The types detector keys share (KeySpec::type).
@@ -72,12 +78,14 @@ class KindConfig {
   std::vector<std::string> List(std::string_view name) const { return config_.GetList(Checked(name)); }
   /// The value as written, for messages.
   std::string Text(std::string_view name) const { return config_.GetString(Key(name)); }
-  /// Settings S from a kind's table: each key into its member (a kind reads the keys without one).
+  /// Settings S from a kind's table: each key into its target (a kind reads the keys without one).
   template <class S, size_t N>
   S Fill(const KeySpec<S> (&keys)[N]) const {
     S s{};
     for (const KeySpec<S>& key : keys) {
-      if (key.fill != nullptr) key.fill(*this, key.name, s);
+      if (const auto* ms = std::get_if<Ms<S>>(&key.target)) s.*(ms->member) = Millis(key.name);
+      if (const auto* integer = std::get_if<int64_t S::*>(&key.target)) s.**integer = Int(key.name);
+      if (const auto* number = std::get_if<double S::*>(&key.target)) s.**number = Double(key.name);
     }
     return s;
   }
@@ -104,33 +112,6 @@ void DeclareKeys(core::Config& config, std::string_view id) {
     std::string name = "detect.";
     name.append(id).append(1, '.').append(key.name);
     config.Declare(name, std::string(key.default_value), std::string(key.help), key.type());
-  }
-}
-
-template <class M>
-struct MemberOf;
-template <class S, class T>
-struct MemberOf<T S::*> {
-  using Struct = S;
-  using Type = T;
-};
-
-/// A KeySpec's fill: a key in seconds (named *_s) into member, an int64_t in milliseconds.
-template <auto member>
-void Ms(const KindConfig& config, std::string_view name, typename MemberOf<decltype(member)>::Struct& settings) {
-  settings.*member = config.Millis(name);
-}
-/// A KeySpec's fill: a number, integer or list of texts into member, as its type says.
-template <auto member>
-void Value(const KindConfig& config, std::string_view name, typename MemberOf<decltype(member)>::Struct& settings) {
-  using T = typename MemberOf<decltype(member)>::Type;
-  if constexpr (std::is_same_v<T, double>) {
-    settings.*member = config.Double(name);
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    settings.*member = config.Int(name);
-  } else {
-    static_assert(std::is_same_v<T, std::vector<std::string>>);
-    settings.*member = config.List(name);
   }
 }
 

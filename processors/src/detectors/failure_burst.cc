@@ -56,37 +56,38 @@ struct FailureBurstSettings {
 
 using S = FailureBurstSettings;
 constexpr KeySpec<S> kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<&S::step_ms>},
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},
     // read below, into windows_ms
     {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
      [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
     {"baseline_s", "21600",
      "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
-     &PositiveSeconds, Ms<&S::baseline_ms>},
+     &PositiveSeconds, Ms<S>{&S::baseline_ms}},
     {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
-     &Seconds, Ms<&S::recent_ms>},
-    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<&S::min_history_ms>},
+     &Seconds, Ms<S>{&S::recent_ms}},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<S>{&S::min_history_ms}},
     {"dedupe_s", "1800", "a user's failure counts only if their last one is this many seconds back (0 = every one counts)",
-     &Seconds, Ms<&S::dedupe_ms>},
+     &Seconds, Ms<S>{&S::dedupe_ms}},
     {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative,
-     Value<&S::min_rate_per_h>},
+     &S::min_rate_per_h},
     {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
-     &NonNegative, Value<&S::min_ratio>},
+     &NonNegative, &S::min_ratio},
     {"rate_shape", "40",
      "the baseline rate is known to within about 1/sqrt(this): windows are scored as negative binomial counts of "
      "this shape (0 = Poisson)",
-     &NonNegative, Value<&S::rate_shape>},
+     &NonNegative, &S::rate_shape},
     {"open_score", "7", "open when the score (log-likelihood ratio) reaches this...", &NonNegative,
-     Value<&S::open_score>},
+     &S::open_score},
     {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative,
-     Value<&S::close_score>},
-    {"close_for_s", "300", "...for this many seconds", &Seconds, Ms<&S::close_for_ms>},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States,
-     Value<&S::states>},
+     &S::close_score},
+    {"close_for_s", "300", "...for this many seconds", &Seconds, Ms<S>{&S::close_for_ms}},
+    // read below, into states
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
 };
 
 S ReadSettings(const KindConfig& c) {
   S s = c.Fill(kKeys);
+  s.states = c.List("states");
   for (const std::string& w : c.List("windows_s")) {
     s.windows_ms.push_back(std::llround(std::strtod(w.c_str(), nullptr) * 1000));
   }

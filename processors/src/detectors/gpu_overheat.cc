@@ -14,13 +14,13 @@ struct GpuOverheatSettings {
 using S = GpuOverheatSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)",
-     &Celsius, Value<&S::open_c>},
+     &Celsius, &S::open_c},
     {"open_for_s", "30", "seconds GPU_TEMP must stay at or above open_c before the flag opens", &Seconds,
-     Ms<&S::open_for_ms>},
+     Ms<S>{&S::open_for_ms}},
     {"close_c", "80", "close when GPU_TEMP has been below this for close_for_s (hysteresis: at most open_c)", &Celsius,
-     Value<&S::close_c>},
+     &S::close_c},
     {"close_for_s", "120", "seconds GPU_TEMP must stay below close_c before the flag closes", &Seconds,
-     Ms<&S::close_for_ms>},
+     Ms<S>{&S::close_for_ms}},
 };
 
 S ReadSettings(const KindConfig& c) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detector_kind.h"
@@ -26,14 +27,14 @@ struct LargeJobFailureSettings {
 using S = LargeJobFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count,
-     Value<&S::min_gpus>},
+     &S::min_gpus},
     {"cluster_share", "0.333",
      "...or from this share of the cluster's GPUs (most sampled at one time in its telemetry), if fewer "
      "(0 = off)",
-     [] { return core::ConfigType::Double(0, 1); }, Value<&S::cluster_share>},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States,
-     Value<&S::states>},
-    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<&S::hold_ms>},
+     [] { return core::ConfigType::Double(0, 1); }, &S::cluster_share},
+    // read in Configure, into states
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<S>{&S::hold_ms}},
 };
 
 // The GPUs of a cluster as its telemetry shows them: the GPUs sampled at the current time so far, and
@@ -102,7 +103,9 @@ class LargeJobFailureDetector : public DetectorWithState<LargeJobFailureDetector
 };
 
 KindFactory Configure(const KindConfig& c) {
-  return FactoryOf<LargeJobFailureDetector>(c.Fill(kKeys));
+  S s = c.Fill(kKeys);
+  s.states = c.List("states");
+  return FactoryOf<LargeJobFailureDetector>(std::move(s));
 }
 
 }  // namespace

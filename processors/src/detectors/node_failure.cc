@@ -13,13 +13,14 @@ struct NodeFailureSettings {
 
 using S = NodeFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
-    {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated", &States,
-     Value<&S::states>},
-    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<&S::hold_ms>},
+    // read in Configure, into states
+    {"states", "NODE_FAIL", "final job states that mean a node failed under the job, comma-separated", &States},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<S>{&S::hold_ms}},
 };
 
 KindFactory Configure(const KindConfig& c) {
-  const S s = c.Fill(kKeys);
+  S s = c.Fill(kKeys);
+  s.states = c.List("states");
   return [s]() -> std::unique_ptr<Detector> {
     return std::make_unique<JobEndFlagDetector>(
         "node_failure", s.hold_ms, [states = s.states](const core::JobEvent& job) { return StateListed(states, job.state); },

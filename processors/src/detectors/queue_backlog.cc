@@ -29,21 +29,21 @@ struct QueueBacklogSettings {
 
 using S = QueueBacklogSettings;
 constexpr KeySpec<S> kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<&S::step_ms>},
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},
     {"min_wait_s", "600", "a pending job counts once it has waited this many seconds", &Seconds,
-     Ms<&S::min_wait_ms>},
+     Ms<S>{&S::min_wait_ms}},
     {"baseline_s", "21600", "the baseline is the median of the waiting GPU demand over this many seconds",
-     &PositiveSeconds, Ms<&S::baseline_ms>},
-    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<&S::min_history_ms>},
+     &PositiveSeconds, Ms<S>{&S::baseline_ms}},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<S>{&S::min_history_ms}},
     {"open_ratio", "3", "open when waiting GPUs are at least this multiple of the baseline...", &Ratio,
-     Value<&S::open_ratio>},
+     &S::open_ratio},
     {"open_min_gpus", "256", "...and at least this many GPUs above it (32 nodes: sized for a 2,000-GPU cluster)",
-     &NonNegative, Value<&S::open_min_gpus>},
+     &NonNegative, &S::open_min_gpus},
     {"open_for_s", "1800", "seconds the open condition must hold before the flag opens", &Seconds,
-     Ms<&S::open_for_ms>},
+     Ms<S>{&S::open_for_ms}},
     {"close_ratio", "1.5", "close when waiting GPUs are below this multiple of the baseline...", &Ratio,
-     Value<&S::close_ratio>},
-    {"close_for_s", "600", "...for this many seconds", &Seconds, Ms<&S::close_for_ms>},
+     &S::close_ratio},
+    {"close_for_s", "600", "...for this many seconds", &Seconds, Ms<S>{&S::close_for_ms}},
 };
 
 S ReadSettings(const KindConfig& c) {

@@ -18,9 +18,9 @@ struct TelemetryGapSettings {
 using S = TelemetryGapSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports",
-     &PositiveSeconds, Ms<&S::open_after_ms>},
+     &PositiveSeconds, Ms<S>{&S::open_after_ms}},
     {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds", &Seconds,
-     Ms<&S::close_for_ms>},
+     Ms<S>{&S::close_for_ms}},
 };
 
 // The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a

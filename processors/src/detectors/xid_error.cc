@@ -19,7 +19,7 @@ struct XidErrorSettings {
 using S = XidErrorSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds", &Seconds,
-     Ms<&S::close_for_ms>},
+     Ms<S>{&S::close_for_ms}},
     // read below, into ignored
     {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)",
      [] { return core::ConfigType::List(core::ConfigType::Int(1, 1'000'000)); }},
