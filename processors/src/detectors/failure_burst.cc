@@ -54,6 +54,7 @@ struct FailureBurstSettings {
   std::vector<int64_t> windows_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = FailureBurstSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},

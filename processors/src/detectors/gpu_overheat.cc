@@ -11,6 +11,7 @@ struct GpuOverheatSettings {
   int64_t open_for_ms, close_for_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = GpuOverheatSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)",

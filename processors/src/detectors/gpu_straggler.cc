@@ -42,6 +42,7 @@ struct GpuStragglerSettings {
       level_for_unknown_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = GpuStragglerSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio,
@@ -81,6 +82,8 @@ S ReadSettings(const KindConfig& c) {
   return s;
 }
 
+// Its opening (settings, kind, Observe taking the util samples) is every telemetry detector's, by the
+// Detector interface: alike in shape with util_drop's.
 class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
  public:
   explicit GpuStragglerDetector(const GpuStragglerSettings& s) : s_(s) {}

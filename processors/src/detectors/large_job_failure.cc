@@ -24,6 +24,7 @@ struct LargeJobFailureSettings {
   int64_t hold_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = LargeJobFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count,

@@ -11,6 +11,7 @@ struct NodeFailureSettings {
   int64_t hold_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = NodeFailureSettings;
 constexpr KeySpec<S> kKeys[] = {
     // read in Configure, into states

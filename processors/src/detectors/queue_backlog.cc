@@ -27,6 +27,7 @@ struct QueueBacklogSettings {
   double open_ratio, open_min_gpus, close_ratio;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = QueueBacklogSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},

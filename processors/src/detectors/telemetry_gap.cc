@@ -15,6 +15,7 @@ struct TelemetryGapSettings {
   int64_t open_after_ms, close_for_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = TelemetryGapSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports",

@@ -40,6 +40,7 @@ struct UtilDropSettings {
   int64_t open_for_ms, close_for_ms, short_ms, baseline_ms, min_baseline_ms, settle_ms, min_gpus, same_start_ms;
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = UtilDropSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline",

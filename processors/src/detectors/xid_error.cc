@@ -16,6 +16,7 @@ struct XidErrorSettings {
   std::vector<double> ignored;  // compared with the register's value, a double
 };
 
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
 using S = XidErrorSettings;
 constexpr KeySpec<S> kKeys[] = {
     {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds", &Seconds,
