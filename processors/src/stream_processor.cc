@@ -114,44 +114,45 @@ struct PartitionsRef {
       std::string name;
       int64_t next_offset = 0, max_ts = 0;
       in(name, next_offset, max_ts);
-      if (!in.ok()) return;
-      // Once the input has declared its partitions, a snapshot of another input (stdin's under
-      // Kafka) would add one that never brings anything and hold the watermark back for good.
-      if (processor.partition_count() > 0 && processor.PartitionIndex(name) < 0) {
-        return in.Fail("partition " + name + " is not one of this input's (a snapshot of another input)");
-      }
-      const int p = processor.DeclarePartition(name);
+      const int p = in.ok() ? Declare(in, name) : -1;
+      if (p < 0) return;
       c.next_offset[p] = next_offset;
       c.max_ts[p] = max_ts;
     }
+  }
+  // The index of partition name read from a snapshot, declared; -1 (in failed) if it is not this
+  // input's: once the input has declared its partitions, a snapshot of another input (stdin's under
+  // Kafka) would add one that never brings anything and hold the watermark back for good.
+  int Declare(StateReader& in, const std::string& name) const {
+    if (processor.partition_count() > 0 && processor.PartitionIndex(name) < 0) {
+      in.Fail("partition " + name + " is not one of this input's (a snapshot of another input)");
+      return -1;
+    }
+    return processor.DeclarePartition(name);
   }
 };
 
 // The partitions where the cluster's writer has ended (an end marker read since the cluster's last
 // record there), by name: a later owner that resumes after those markers still knows the input ended.
-// The same references as PartitionsRef for another section of the snapshot: alike in shape only.
+// Another section of the snapshot over the same partitions (PartitionsRef's references).
 template <class P, class Cluster>
 struct WriterEndsRef {
-  P& processor;
-  const std::vector<std::string>& names;
-  Cluster& c;
+  PartitionsRef<P, Cluster> partitions;
   void Write(StateWriter& out) const {
     uint64_t n = 0;
-    for (const uint8_t ended : c.writer_ended) n += ended;
+    for (const uint8_t ended : partitions.c.writer_ended) n += ended;
     out.U64(n);
-    for (size_t p = 0; p < names.size(); ++p) {
-      if (c.writer_ended[p] != 0) out.Str(names[p]);
+    for (size_t p = 0; p < partitions.names.size(); ++p) {
+      if (partitions.c.writer_ended[p] != 0) out.Str(partitions.names[p]);
     }
   }
   void Read(StateReader& in) {
     const uint64_t n = in.Count(8);
     for (uint64_t i = 0; i < n && in.ok(); ++i) {
       const std::string name = in.Str();
-      if (!in.ok()) return;
-      if (processor.partition_count() > 0 && processor.PartitionIndex(name) < 0) {
-        return in.Fail("partition " + name + " is not one of this input's (a snapshot of another input)");
-      }
-      c.writer_ended[static_cast<size_t>(processor.DeclarePartition(name))] = 1;
+      const int p = in.ok() ? partitions.Declare(in, name) : -1;
+      if (p < 0) return;
+      partitions.c.writer_ended[static_cast<size_t>(p)] = 1;
     }
   }
 };
@@ -283,7 +284,7 @@ void ClusterSections(Processor& processor, const std::vector<std::string>& parti
   });
   visit("detectors", 1, [&](auto& io) { io(DetectorPartsRef<Member<decltype((c.detectors))>>{c.detectors, c.name}); });
   visit("capacity", 1, [&](auto& io) { ClusterMetrics::CapacityFields(io, c.metrics); });
-  visit("writer_ends", 1, [&](auto& io) { io(WriterEndsRef<Processor, Cluster>{processor, partitions, c}); });
+  visit("writer_ends", 1, [&](auto& io) { io(WriterEndsRef<Processor, Cluster>{{processor, partitions, c}}); });
   visit("group", 1, [&](auto& io) { io(group); });
   visit("evidence", 1, [&](auto& io) { io(c.evidence); });
 }
@@ -301,7 +302,7 @@ void LegacyClusterSnapshotFields(Io& io, Processor& processor, const std::vector
   // Version 2 ended there: the GPUs seen in telemetry (the capacity) were learned again.
   if (io.version() >= kSnapshotVersionWithoutWriterEnds) ClusterMetrics::CapacityFields(io, c.metrics);
   // Version 3 ended there: a later owner learned of the input's end only from idleness.
-  if (io.version() >= kSnapshotVersionWithoutIdentity) io(WriterEndsRef<Processor, Cluster>{processor, partitions, c});
+  if (io.version() >= kSnapshotVersionWithoutIdentity) io(WriterEndsRef<Processor, Cluster>{{processor, partitions, c}});
   // Version 4 ended there: nothing said whose snapshot it was.
   if (io.version() >= kSnapshotVersionWithoutEvidence) io(group);
   // Version 5 ended there: flags whose evidence stopped before the snapshot were closed again.

@@ -1,16 +1,16 @@
 // How an anomaly kind registers itself: its id, the rule in one line, its config keys (name, default,
-// help, type) and how its settings are read into a factory. registry.cc lists every kind once; each
-// kind's file defines its entry.
+// help, type, and the member of its settings struct each fills) and how its settings become a factory.
+// registry.cc lists every kind once; each kind's file defines its entry.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "acmetrace/core/config.h"
@@ -18,12 +18,25 @@
 
 namespace acmetrace::processors::detectors {
 
-/// One config key of a kind, declared as detect.<kind>.<name> with the type type() makes. Literal type.
+/// A key in seconds held in milliseconds by member (keys named *_s).
+template <class S>
+struct Ms {
+  int64_t S::*member;
+};
+/// The member of a kind's settings S a key fills: in ms, an integer or a number; nothing
+/// (std::monostate) for a key the kind reads itself (lists, and keys whose member differs in form).
+template <class S>
+using KeyTarget = std::variant<std::monostate, Ms<S>, int64_t S::*, double S::*>;
+
+/// One config key of a kind: declared as detect.<kind>.<name> with the type type() makes, and read
+/// into target. One typed declaration per setting. Literal type.
+template <class S>
 struct KeySpec {
   std::string_view name;
   std::string_view default_value;
   std::string_view help;
   core::ConfigType (*type)();
+  KeyTarget<S> target{};
 };
 
 // The types detector keys share (KeySpec::type).
@@ -65,6 +78,17 @@ class KindConfig {
   std::vector<std::string> List(std::string_view name) const { return config_.GetList(Checked(name)); }
   /// The value as written, for messages.
   std::string Text(std::string_view name) const { return config_.GetString(Key(name)); }
+  /// Settings S from a kind's table: each key into its target (a kind reads the keys without one).
+  template <class S, size_t N>
+  S Fill(const KeySpec<S> (&keys)[N]) const {
+    S s{};
+    for (const KeySpec<S>& key : keys) {
+      if (const auto* ms = std::get_if<Ms<S>>(&key.target)) s.*(ms->member) = Millis(key.name);
+      if (const auto* integer = std::get_if<int64_t S::*>(&key.target)) s.**integer = Int(key.name);
+      if (const auto* number = std::get_if<double S::*>(&key.target)) s.**number = Double(key.name);
+    }
+    return s;
+  }
   /// A check across keys failed: std::invalid_argument "WHERE: reason" for key name.
   [[noreturn]] void Fail(std::string_view name, const std::string& reason) const {
     throw std::invalid_argument(config_.Where(Key(name)) + ": " + reason);
@@ -81,6 +105,16 @@ class KindConfig {
   std::string prefix_;
 };
 
+/// A DetectorKind's declare: the keys of table keys, as detect.<id>.<name>.
+template <const auto& keys>
+void DeclareKeys(core::Config& config, std::string_view id) {
+  for (const auto& key : keys) {
+    std::string name = "detect.";
+    name.append(id).append(1, '.').append(key.name);
+    config.Declare(name, std::string(key.default_value), std::string(key.help), key.type());
+  }
+}
+
 /// Makes one detector of a kind with the settings read at start-up. Never throws (but bad_alloc).
 using KindFactory = std::function<std::unique_ptr<Detector>()>;
 
@@ -94,12 +128,13 @@ KindFactory FactoryOf(Settings settings) {
 
 /// A kind's entry in the registry. Literal type: defined with constant initialization in its file.
 struct DetectorKind {
-  std::string_view id;    // the published kind: "gpu_overheat", ...
-  std::string_view rule;  // one line: what opens and closes a flag
-  std::span<const KeySpec> keys;
+  std::string_view id;  // the published kind: "gpu_overheat", ...
+  /// Declares the kind's keys (DeclareKeys over its table) as detect.<id>.*, in the table's order.
+  void (*declare)(core::Config& config, std::string_view id);
   /// Reads and checks the kind's settings (start-up: throws std::invalid_argument naming the key) and
   /// returns the factory of its detectors.
   KindFactory (*configure)(const KindConfig& config);
+  std::string_view rule;  // one line: what opens and closes a flag
 };
 
 extern const DetectorKind kGpuOverheatKind;

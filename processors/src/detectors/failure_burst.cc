@@ -46,32 +46,6 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-// This kind's settings, a row each in the registry's KeySpec shape: alike in shape by design.
-constexpr KeySpec kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
-    {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
-     [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
-    {"baseline_s", "21600",
-     "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
-     &PositiveSeconds},
-    {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
-     &Seconds},
-    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
-    {"dedupe_s", "1800", "a user's failure counts only if their last one is this many seconds back (0 = every one counts)",
-     &Seconds},
-    {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative},
-    {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
-     &NonNegative},
-    {"rate_shape", "40",
-     "the baseline rate is known to within about 1/sqrt(this): windows are scored as negative binomial counts of "
-     "this shape (0 = Poisson)",
-     &NonNegative},
-    {"open_score", "7", "open when the score (log-likelihood ratio) reaches this...", &NonNegative},
-    {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative},
-    {"close_for_s", "300", "...for this many seconds", &Seconds},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
-};
-
 struct FailureBurstSettings {
   int64_t step_ms, baseline_ms, recent_ms, min_history_ms, dedupe_ms;
   double min_rate_per_h, min_ratio, rate_shape, open_score, close_score;
@@ -80,12 +54,41 @@ struct FailureBurstSettings {
   std::vector<int64_t> windows_ms;
 };
 
-FailureBurstSettings ReadSettings(const KindConfig& c) {
-  FailureBurstSettings s{c.Millis("step_s"),      c.Millis("baseline_s"),     c.Millis("recent_s"),
-                         c.Millis("min_history_s"),
-                         c.Millis("dedupe_s"),    c.Double("min_rate_per_h"), c.Double("min_ratio"),
-                         c.Double("rate_shape"),  c.Double("open_score"),     c.Double("close_score"),
-                         c.Millis("close_for_s"), c.List("states"),         {}};
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = FailureBurstSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},
+    // read below, into windows_ms
+    {"windows_s", "300,600,900,1200,1500,1800", "trailing windows scanned (seconds), comma-separated",
+     [] { return core::ConfigType::List(PositiveSeconds(), 1); }},
+    {"baseline_s", "21600",
+     "a window's baseline rate is the mean over the part of this many seconds before now that precedes it",
+     &PositiveSeconds, Ms<S>{&S::baseline_ms}},
+    {"recent_s", "7200", "a window expects at least the mean rate of this many seconds just before it (0 = off)",
+     &Seconds, Ms<S>{&S::recent_ms}},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<S>{&S::min_history_ms}},
+    {"dedupe_s", "1800", "a user's failure counts only if their last one is this many seconds back (0 = every one counts)",
+     &Seconds, Ms<S>{&S::dedupe_ms}},
+    {"min_rate_per_h", "1", "floor of the baseline rate, in counted failures per hour (quiet clusters)", &NonNegative,
+     &S::min_rate_per_h},
+    {"min_ratio", "2", "a window counts only when its failures are at least this multiple of the baseline's",
+     &NonNegative, &S::min_ratio},
+    {"rate_shape", "40",
+     "the baseline rate is known to within about 1/sqrt(this): windows are scored as negative binomial counts of "
+     "this shape (0 = Poisson)",
+     &NonNegative, &S::rate_shape},
+    {"open_score", "7", "open when the score (log-likelihood ratio) reaches this...", &NonNegative,
+     &S::open_score},
+    {"close_score", "2", "...close when it has stayed below this (at most open_score)...", &NonNegative,
+     &S::close_score},
+    {"close_for_s", "300", "...for this many seconds", &Seconds, Ms<S>{&S::close_for_ms}},
+    // read below, into states
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states of a failed GPU job, comma-separated", &States},
+};
+
+S ReadSettings(const KindConfig& c) {
+  S s = c.Fill(kKeys);
+  s.states = c.List("states");
   for (const std::string& w : c.List("windows_s")) {
     s.windows_ms.push_back(std::llround(std::strtod(w.c_str(), nullptr) * 1000));
   }
@@ -93,14 +96,11 @@ FailureBurstSettings ReadSettings(const KindConfig& c) {
   return s;
 }
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Failure {
   int64_t ts_ms;
   std::string user;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& f) {
-    io(f.ts_ms, f.user);
-  }
 };
 struct Point {
   int64_t count;
@@ -329,11 +329,9 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<FailureBurstDetect
 
 }  // namespace
 
-extern const DetectorKind kFailureBurstKind{
-    "failure_burst",
+extern const DetectorKind kFailureBurstKind{"failure_burst", &DeclareKeys<kKeys>, &Configure,
     "failed GPU jobs of users starting to fail (none in the dedupe_s before) far above their rolling baseline rate "
     "in a trailing window, "
-    "by a scan statistic of negative binomial counts (subject: the cluster)",
-    kKeys, &Configure};
+    "by a scan statistic of negative binomial counts (subject: the cluster)"};
 
 }  // namespace acmetrace::processors::detectors

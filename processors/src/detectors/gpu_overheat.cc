@@ -6,22 +6,26 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-// This kind's settings, a row each in the registry's KeySpec shape: alike in shape by design.
-constexpr KeySpec kKeys[] = {
-    {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)",
-     &Celsius},
-    {"open_for_s", "30", "seconds GPU_TEMP must stay at or above open_c before the flag opens", &Seconds},
-    {"close_c", "80", "close when GPU_TEMP has been below this for close_for_s (hysteresis: at most open_c)", &Celsius},
-    {"close_for_s", "120", "seconds GPU_TEMP must stay below close_c before the flag closes", &Seconds},
-};
-
 struct GpuOverheatSettings {
   double open_c, close_c;
   int64_t open_for_ms, close_for_ms;
 };
 
-GpuOverheatSettings ReadSettings(const KindConfig& c) {
-  GpuOverheatSettings s{c.Double("open_c"), c.Double("close_c"), c.Millis("open_for_s"), c.Millis("close_for_s")};
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = GpuOverheatSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"open_c", "85", "open when GPU_TEMP (C) has been at or above this for open_for_s (A100 slowdown starts near 87 C)",
+     &Celsius, &S::open_c},
+    {"open_for_s", "30", "seconds GPU_TEMP must stay at or above open_c before the flag opens", &Seconds,
+     Ms<S>{&S::open_for_ms}},
+    {"close_c", "80", "close when GPU_TEMP has been below this for close_for_s (hysteresis: at most open_c)", &Celsius,
+     &S::close_c},
+    {"close_for_s", "120", "seconds GPU_TEMP must stay below close_c before the flag closes", &Seconds,
+     Ms<S>{&S::close_for_ms}},
+};
+
+S ReadSettings(const KindConfig& c) {
+  const S s = c.Fill(kKeys);
   if (s.close_c > s.open_c) c.Fail("close_c", "must be at most open_c (" + c.Text("open_c") + ")");
   return s;
 }
@@ -43,7 +47,7 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<GpuOverheatDetecto
 
 }  // namespace
 
-extern const DetectorKind kGpuOverheatKind{
-    "gpu_overheat", "a GPU's GPU_TEMP stays at or above open_c (subject: the GPU, IP-index)", kKeys, &Configure};
+extern const DetectorKind kGpuOverheatKind{"gpu_overheat", &DeclareKeys<kKeys>, &Configure,
+    "a GPU's GPU_TEMP stays at or above open_c (subject: the GPU, IP-index)"};
 
 }  // namespace acmetrace::processors::detectors

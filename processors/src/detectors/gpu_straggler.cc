@@ -36,88 +36,57 @@ const GpuMetricName kSmActive{"SM_ACTIVE"};
 const GpuMetricName kGpuUtil{"GPU_UTIL"};
 const GpuMetricName kFbUsed{"FB_USED"};
 
-constexpr KeySpec kKeys[] = {
-    {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio},
-    {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio},
-    {"open_for_s", "240", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds},
-    {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds},
-    {"smooth_s", "60", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds},
-    {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share},
-    {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median",
-     &NonNegative},
-    {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison", &Count},
-    {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do",
-     &Percent},
-    {"warmup_s", "300", "seconds a GPU must have been working before it is judged (its job's start-up is not straggling)",
-     &Seconds},
-    {"same_start_s", "30", "a GPU's peers are the node's GPUs whose work started within this many seconds of its own (its job's)",
-     &Seconds},
-    {"idle_break_s", "30", "a GPU idle (GPU_UTIL below min_gpu_util) for longer than this has ended its job: its next work is a new one, unless its job paused (see pause_fb_share)",
-     &Seconds},
-    {"pause_fb_share", "0.1", "an idle spell longer than idle_break_s is a pause of the GPU's job, not its end, when its FB_USED stayed within this share of its value when it last worked and no more of its peers worked on than idled with it",
-     &NonNegative},
-    {"level_for_s", "300", "a GPU may straggle once it has been level with its agreeing peers (at or above close_ratio) for this long in its run",
-     &Seconds},
-    {"level_for_unknown_s", "1800", "the same for a GPU already working when first seen, whose job is not known by its start",
-     &Seconds},
-};
-
 struct GpuStragglerSettings {
-  double open_ratio;
-  double close_ratio;
-  int64_t open_for_ms;
-  int64_t close_for_ms;
-  int64_t smooth_ms;
-  double min_peer_sm;
-  double max_peer_iqr;
-  int64_t min_peers;
-  double min_gpu_util;
-  int64_t warmup_ms;
-  int64_t same_start_ms;
-  int64_t idle_break_ms;
-  double pause_fb_share;
-  int64_t level_for_ms;
-  int64_t level_for_unknown_ms;
+  double open_ratio, close_ratio, min_peer_sm, max_peer_iqr, min_gpu_util, pause_fb_share;
+  int64_t open_for_ms, close_for_ms, smooth_ms, min_peers, warmup_ms, same_start_ms, idle_break_ms, level_for_ms,
+      level_for_unknown_ms;
 };
 
-GpuStragglerSettings ReadSettings(const KindConfig& c) {
-  GpuStragglerSettings s{c.Double("open_ratio"),
-                         c.Double("close_ratio"),
-                         c.Millis("open_for_s"),
-                         c.Millis("close_for_s"),
-                         c.Millis("smooth_s"),
-                         c.Double("min_peer_sm"),
-                         c.Double("max_peer_iqr"),
-                         c.Int("min_peers"),
-                         c.Double("min_gpu_util"),
-                         c.Millis("warmup_s"),
-                         c.Millis("same_start_s"),
-                         c.Millis("idle_break_s"),
-                         c.Double("pause_fb_share"),
-                         c.Millis("level_for_s"),
-                         c.Millis("level_for_unknown_s")};
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = GpuStragglerSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"open_ratio", "0.6", "open when a GPU's smoothed SM_ACTIVE is below this fraction of its peers' median", &Ratio,
+     &S::open_ratio},
+    {"close_ratio", "0.8", "close when it is back at or above this fraction (hysteresis)", &Ratio, &S::close_ratio},
+    {"open_for_s", "240", "seconds the GPU must stay below open_ratio before the flag opens", &Seconds,
+     Ms<S>{&S::open_for_ms}},
+    {"close_for_s", "120", "seconds the close condition must hold before the flag closes", &Seconds,
+     Ms<S>{&S::close_for_ms}},
+    {"smooth_s", "60", "time constant (s) of the per-GPU moving average of SM_ACTIVE", &PositiveSeconds,
+     Ms<S>{&S::smooth_ms}},
+    {"min_peer_sm", "0.2", "peers count as busy when their median smoothed SM_ACTIVE (0..1) is at least this", &Share,
+     &S::min_peer_sm},
+    {"max_peer_iqr", "0.2", "peers agree when the interquartile range of their smoothed SM_ACTIVE is at most this share of their median",
+     &NonNegative, &S::max_peer_iqr},
+    {"min_peers", "3", "fewest other GPUs of the node reporting SM_ACTIVE for a comparison", &Count, &S::min_peers},
+    {"min_gpu_util", "10", "a GPU is working (can straggle) when its GPU_UTIL (%) is at least this; idle GPUs never do",
+     &Percent, &S::min_gpu_util},
+    {"warmup_s", "300", "seconds a GPU must have been working before it is judged (its job's start-up is not straggling)",
+     &Seconds, Ms<S>{&S::warmup_ms}},
+    {"same_start_s", "30", "a GPU's peers are the node's GPUs whose work started within this many seconds of its own (its job's)",
+     &Seconds, Ms<S>{&S::same_start_ms}},
+    {"idle_break_s", "30", "a GPU idle (GPU_UTIL below min_gpu_util) for longer than this has ended its job: its next work is a new one, unless its job paused (see pause_fb_share)",
+     &Seconds, Ms<S>{&S::idle_break_ms}},
+    {"pause_fb_share", "0.1", "an idle spell longer than idle_break_s is a pause of the GPU's job, not its end, when its FB_USED stayed within this share of its value when it last worked and no more of its peers worked on than idled with it",
+     &NonNegative, &S::pause_fb_share},
+    {"level_for_s", "300", "a GPU may straggle once it has been level with its agreeing peers (at or above close_ratio) for this long in its run",
+     &Seconds, Ms<S>{&S::level_for_ms}},
+    {"level_for_unknown_s", "1800", "the same for a GPU already working when first seen, whose job is not known by its start",
+     &Seconds, Ms<S>{&S::level_for_unknown_ms}},
+};
+
+S ReadSettings(const KindConfig& c) {
+  S s = c.Fill(kKeys);
   if (s.close_ratio < s.open_ratio) c.Fail("close_ratio", "must be at least open_ratio (" + c.Text("open_ratio") + ")");
+  s.smooth_ms = std::max<int64_t>(1, s.smooth_ms);
   return s;
 }
 
+// Its opening (settings, kind, Observe taking the util samples) is every telemetry detector's, by the
+// Detector interface: alike in shape with util_drop's.
 class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
  public:
-  explicit GpuStragglerDetector(const GpuStragglerSettings& s)
-      : open_ratio_(s.open_ratio),
-        close_ratio_(s.close_ratio),
-        open_for_ms_(s.open_for_ms),
-        close_for_ms_(s.close_for_ms),
-        smooth_ms_(std::max<int64_t>(1, s.smooth_ms)),
-        min_peer_sm_(s.min_peer_sm),
-        max_peer_iqr_(s.max_peer_iqr),
-        min_peers_(s.min_peers),
-        min_gpu_util_(s.min_gpu_util),
-        warmup_ms_(s.warmup_ms),
-        same_start_ms_(s.same_start_ms),
-        idle_break_ms_(s.idle_break_ms),
-        pause_fb_share_(s.pause_fb_share),
-        level_for_ms_(s.level_for_ms),
-        level_for_unknown_ms_(s.level_for_unknown_ms) {}
+  explicit GpuStragglerDetector(const GpuStragglerSettings& s) : s_(s) {}
 
   std::string_view kind() const override { return "gpu_straggler"; }
 
@@ -147,18 +116,18 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
       } else {
         if (g.last_ms != decay_last_ms) {
           decay_last_ms = g.last_ms;
-          decay = 1.0 - std::exp(-static_cast<double>(t - g.last_ms) / static_cast<double>(smooth_ms_));
+          decay = 1.0 - std::exp(-static_cast<double>(t - g.last_ms) / static_cast<double>(s_.smooth_ms));
         }
         g.smooth += decay * (v - g.smooth);
       }
       g.last_ms = t;
       const double u = util != nullptr && i < util->size() ? (*util)[i] : NAN;
-      const bool working = core::IsSample(u) ? u >= min_gpu_util_ : v > 0;
+      const bool working = core::IsSample(u) ? u >= s_.min_gpu_util : v > 0;
       // A job that pauses (checkpointing, evaluating, waiting on I/O) holds its memory; a new job on the
       // GPU frees it and loads its own. Memory off the value it had when the GPU last worked says its
       // job changed (held_fb_mib NaN: changed, or not known).
       const double f = fb != nullptr && i < fb->size() ? (*fb)[i] : NAN;
-      if (core::IsSample(f) && !(std::abs(f - g.held_fb_mib) <= pause_fb_share_ * g.held_fb_mib)) {
+      if (core::IsSample(f) && !(std::abs(f - g.held_fb_mib) <= s_.pause_fb_share * g.held_fb_mib)) {
         g.held_fb_mib = NAN;
       }
       // Idle but holding memory when first seen: its job started before, and pauses.
@@ -174,7 +143,7 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
           g.level_since_ms = kNoTimeMs;
           g.kept_up = false;
         }
-        g.resumed = never_worked ? !first && !g.working : t - g.last_working_ms > idle_break_ms_;
+        g.resumed = never_worked ? !first && !g.working : t - g.last_working_ms > s_.idle_break_ms;
         g.paused = !std::isnan(g.held_fb_mib);  // it held its memory through the spell
         if (!g.resumed) g.last_working_ms = t;
         if (core::IsSample(f)) g.held_fb_mib = f;
@@ -200,7 +169,7 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
         // Its peers that were working when it went idle (one idle for long, done with its job, says
         // nothing).
         if (j == i || !p.fresh || !SameStart(g, p) || p.last_working_ms == kNoTimeMs ||
-            p.last_working_ms < g.last_working_ms - idle_break_ms_) {
+            p.last_working_ms < g.last_working_ms - s_.idle_break_ms) {
           continue;
         }
         if (p.last_idle_ms != kNoTimeMs && p.last_idle_ms > g.last_working_ms) {
@@ -238,9 +207,9 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
         last_start = std::max(last_start, g.working_since_ms);
       }
     }
-    // SameStart holds for every pair: all starts unknown, or all known within same_start_ms_.
+    // SameStart holds for every pair: all starts unknown, or all known within s_.same_start_ms.
     const bool one_start = !(any_unknown_start && any_known_start) &&
-                           (!any_known_start || last_start - first_start <= same_start_ms_);
+                           (!any_known_start || last_start - first_start <= s_.same_start_ms);
     if (one_start) std::sort(all_working_.begin(), all_working_.end());
     for (size_t i = 0; i < gpus.size(); ++i) {
       Gpu& g = gpus[i];
@@ -270,11 +239,11 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
           own = n;
         }
         auto peer = [&](size_t k) { return sorted[k < own ? k : k + 1]; };
-        if (static_cast<int64_t>(n) >= min_peers_) {
+        if (static_cast<int64_t>(n) >= s_.min_peers) {
           const double median = n % 2 ? peer(n / 2) : 0.5 * (peer(n / 2 - 1) + peer(n / 2));
           const double iqr = peer((3 * n) / 4) - peer(n / 4);
-          busy_peers = median >= min_peer_sm_ && iqr <= max_peer_iqr_ * median;
-          lags_alone = !(peer(0) < open_ratio_ * median);
+          busy_peers = median >= s_.min_peer_sm && iqr <= s_.max_peer_iqr * median;
+          lags_alone = !(peer(0) < s_.open_ratio * median);
           if (median > 0) ratio = g.smooth / median;
         }
       }
@@ -285,7 +254,7 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
       // GPU of a lighter job never was level with the others. Levelness counts from the run's first
       // comparisons, warm-up or not: a job's GPUs ramp up together, and waiting for warmup_s first
       // left a GPU falling behind in its job's first 10 minutes never judged (issue #14).
-      const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= warmup_ms_);
+      const bool judged = g.working && (g.working_since_ms == kNoTimeMs || t - g.working_since_ms >= s_.warmup_ms);
       // Only a comparison that finds it lagging ends a level spell. While it is not compared (its
       // peers not busy or not agreeing, as when its job's activity swings low on every GPU at once, or
       // it idles in its job's pause) the spell waits: its start moves on by the time not compared, so
@@ -293,17 +262,17 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
       // every 10-20 minutes, a GPU already working when first seen was never level for
       // level_for_unknown_s, so its stragglers were never judged (issue #14, seeds 25-40).
       const bool compared = g.working && busy_peers;
-      if (compared && !(ratio < close_ratio_)) {
+      if (compared && !(ratio < s_.close_ratio)) {
         if (g.level_since_ms == kNoTimeMs) g.level_since_ms = t;
-        const int64_t level_for_ms = g.working_since_ms == kNoTimeMs ? level_for_unknown_ms_ : level_for_ms_;
+        const int64_t level_for_ms = g.working_since_ms == kNoTimeMs ? s_.level_for_unknown_ms : s_.level_for_ms;
         if (t - g.level_since_ms >= level_for_ms) g.kept_up = true;
       } else if (compared) {
         g.level_since_ms = kNoTimeMs;
       } else if (g.level_since_ms != kNoTimeMs) {
         g.level_since_ms += g.step_ms;
       }
-      const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < open_ratio_;
-      const bool recovered = !busy_peers || !judged || !(ratio < close_ratio_);
+      const bool straggling = busy_peers && lags_alone && judged && g.kept_up && ratio < s_.open_ratio;
+      const bool recovered = !busy_peers || !judged || !(ratio < s_.close_ratio);
       const double value = std::isnan(ratio) ? 1.0 : ratio;
       // The same for the time it lags: while the flag is closed, a sample without a comparison (it idles
       // in its job's pause, or its peers are not busy or do not agree) neither counts toward open_for_s
@@ -314,12 +283,12 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
         g.state.Wait(g.step_ms);
         continue;
       }
-      switch (g.state.Update(t, straggling, recovered, open_for_ms_, close_for_ms_)) {
+      switch (g.state.Update(t, straggling, recovered, s_.open_for_ms, s_.close_for_ms)) {
         case HysteresisState::Change::kOpened:
-          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), true, t, value, open_ratio_);
+          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), true, t, value, s_.open_ratio);
           break;
         case HysteresisState::Change::kClosed:
-          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), false, t, value, close_ratio_);
+          outbox_.Add(sample->cluster, kind(), GpuSubject(sample->node, i), false, t, value, s_.close_ratio);
           break;
         case HysteresisState::Change::kNone: break;
       }
@@ -332,7 +301,7 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
     if (a.working_since_ms == kNoTimeMs || b.working_since_ms == kNoTimeMs) {
       return a.working_since_ms == b.working_since_ms;
     }
-    return std::abs(a.working_since_ms - b.working_since_ms) <= same_start_ms_;
+    return std::abs(a.working_since_ms - b.working_since_ms) <= s_.same_start_ms;
   }
 
   // 2: each GPU's run of work (since, last, kept up); 3: the memory it held when it last worked and its
@@ -365,17 +334,7 @@ class GpuStragglerDetector : public PerNodeDetector<GpuStragglerDetector> {
     }
   };
 
-  const double open_ratio_, close_ratio_;
-  const int64_t open_for_ms_, close_for_ms_, smooth_ms_;
-  const double min_peer_sm_, max_peer_iqr_;
-  const int64_t min_peers_;
-  const double min_gpu_util_;
-  const int64_t warmup_ms_;
-  const int64_t same_start_ms_;
-  const int64_t idle_break_ms_;
-  const double pause_fb_share_;
-  const int64_t level_for_ms_;
-  const int64_t level_for_unknown_ms_;
+  const GpuStragglerSettings s_;
   std::map<std::string, std::vector<Gpu>> nodes_;  // "cluster/node" -> per GPU
   NodeKey<std::vector<Gpu>> key_;  // scratch: the key of the record at hand, and where the last lookup ended
   std::vector<double> peers_;        // scratch: one GPU's peers' smoothed values, sorted
@@ -386,9 +345,7 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<GpuStragglerDetect
 
 }  // namespace
 
-extern const DetectorKind kGpuStragglerKind{
-    "gpu_straggler",
-    "a working GPU's SM_ACTIVE stays below open_ratio x its node peers' median while the peers agree (subject: the GPU)",
-    kKeys, &Configure};
+extern const DetectorKind kGpuStragglerKind{"gpu_straggler", &DeclareKeys<kKeys>, &Configure,
+    "a working GPU's SM_ACTIVE stays below open_ratio x its node peers' median while the peers agree (subject: the GPU)"};
 
 }  // namespace acmetrace::processors::detectors

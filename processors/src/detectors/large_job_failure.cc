@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detector_kind.h"
@@ -16,21 +17,25 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-constexpr KeySpec kKeys[] = {
-    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count},
-    {"cluster_share", "0.333",
-     "...or from this share of the cluster's GPUs (most sampled at one time in its telemetry), if fewer "
-     "(0 = off)",
-     [] { return core::ConfigType::Double(0, 1); }},
-    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States},
-    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds},
-};
-
 struct LargeJobFailureSettings {
   int64_t min_gpus;
   double cluster_share;
   std::vector<std::string> states;
   int64_t hold_ms;
+};
+
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = LargeJobFailureSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"min_gpus", "256", "a job is large from this many GPUs (the paper's large pretraining jobs)", &Count,
+     &S::min_gpus},
+    {"cluster_share", "0.333",
+     "...or from this share of the cluster's GPUs (most sampled at one time in its telemetry), if fewer "
+     "(0 = off)",
+     [] { return core::ConfigType::Double(0, 1); }, &S::cluster_share},
+    // read in Configure, into states
+    {"states", "FAILED,NODE_FAIL,TIMEOUT", "final states that count as a failure, comma-separated", &States},
+    {"hold_s", "600", "seconds the flag stays open after the job's end", &Seconds, Ms<S>{&S::hold_ms}},
 };
 
 // The GPUs of a cluster as its telemetry shows them: the GPUs sampled at the current time so far, and
@@ -99,16 +104,15 @@ class LargeJobFailureDetector : public DetectorWithState<LargeJobFailureDetector
 };
 
 KindFactory Configure(const KindConfig& c) {
-  return FactoryOf<LargeJobFailureDetector>(
-      LargeJobFailureSettings{c.Int("min_gpus"), c.Double("cluster_share"), c.List("states"), c.Millis("hold_s")});
+  S s = c.Fill(kKeys);
+  s.states = c.List("states");
+  return FactoryOf<LargeJobFailureDetector>(std::move(s));
 }
 
 }  // namespace
 
-extern const DetectorKind kLargeJobFailureKind{
-    "large_job_failure",
+extern const DetectorKind kLargeJobFailureKind{"large_job_failure", &DeclareKeys<kKeys>, &Configure,
     "a job of at least min_gpus GPUs, or of cluster_share of a smaller cluster's GPUs, ends failed (subject: the "
-    "job id); value: its GPUs",
-    kKeys, &Configure};
+    "job id); value: its GPUs"};
 
 }  // namespace acmetrace::processors::detectors

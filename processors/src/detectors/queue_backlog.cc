@@ -22,73 +22,52 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-constexpr KeySpec kKeys[] = {
-    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds},
-    {"min_wait_s", "600", "a pending job counts once it has waited this many seconds", &Seconds},
-    {"baseline_s", "21600", "the baseline is the median of the waiting GPU demand over this many seconds",
-     &PositiveSeconds},
-    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds},
-    {"open_ratio", "3", "open when waiting GPUs are at least this multiple of the baseline...", &Ratio},
-    {"open_min_gpus", "256", "...and at least this many GPUs above it (32 nodes: sized for a 2,000-GPU cluster)",
-     &NonNegative},
-    {"open_for_s", "1800", "seconds the open condition must hold before the flag opens", &Seconds},
-    {"close_ratio", "1.5", "close when waiting GPUs are below this multiple of the baseline...", &Ratio},
-    {"close_for_s", "600", "...for this many seconds", &Seconds},
-};
-
 struct QueueBacklogSettings {
-  int64_t step_ms;
-  int64_t min_wait_ms;
-  int64_t baseline_ms;
-  int64_t min_history_ms;
-  double open_ratio;
-  double open_min_gpus;
-  int64_t open_for_ms;
-  double close_ratio;
-  int64_t close_for_ms;
+  int64_t step_ms, min_wait_ms, baseline_ms, min_history_ms, open_for_ms, close_for_ms;
+  double open_ratio, open_min_gpus, close_ratio;
 };
 
-// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
-QueueBacklogSettings ReadSettings(const KindConfig& c) {
-  QueueBacklogSettings s{c.Millis("step_s"),
-                         c.Millis("min_wait_s"),
-                         c.Millis("baseline_s"),
-                         c.Millis("min_history_s"),
-                         c.Double("open_ratio"),
-                         c.Double("open_min_gpus"),
-                         c.Millis("open_for_s"),
-                         c.Double("close_ratio"),
-                         c.Millis("close_for_s")};
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = QueueBacklogSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"step_s", "60", "seconds of event time between two judgements", &StepSeconds, Ms<S>{&S::step_ms}},
+    {"min_wait_s", "600", "a pending job counts once it has waited this many seconds", &Seconds,
+     Ms<S>{&S::min_wait_ms}},
+    {"baseline_s", "21600", "the baseline is the median of the waiting GPU demand over this many seconds",
+     &PositiveSeconds, Ms<S>{&S::baseline_ms}},
+    {"min_history_s", "3600", "no judgement before this many seconds of history", &Seconds, Ms<S>{&S::min_history_ms}},
+    {"open_ratio", "3", "open when waiting GPUs are at least this multiple of the baseline...", &Ratio,
+     &S::open_ratio},
+    {"open_min_gpus", "256", "...and at least this many GPUs above it (32 nodes: sized for a 2,000-GPU cluster)",
+     &NonNegative, &S::open_min_gpus},
+    {"open_for_s", "1800", "seconds the open condition must hold before the flag opens", &Seconds,
+     Ms<S>{&S::open_for_ms}},
+    {"close_ratio", "1.5", "close when waiting GPUs are below this multiple of the baseline...", &Ratio,
+     &S::close_ratio},
+    {"close_for_s", "600", "...for this many seconds", &Seconds, Ms<S>{&S::close_for_ms}},
+};
+
+S ReadSettings(const KindConfig& c) {
+  S s = c.Fill(kKeys);
   if (s.close_ratio > s.open_ratio) c.Fail("close_ratio", "must be at most open_ratio (" + c.Text("open_ratio") + ")");
+  s.step_ms = std::max<int64_t>(1000, s.step_ms);
   return s;
 }
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Change {
   int64_t ts_ms;
   std::string job_id;
   int64_t gpus;  // > 0: submitted (pending); 0: started or ended
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& ch) {
-    io(ch.ts_ms, ch.job_id, ch.gpus);
-  }
 };
-// Point, Pending, Change: member lists for state_codec.h (the Fields idiom), alike in shape by design.
 struct Point {
   int64_t t_ms;
   double waiting;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& p) {
-    io(p.t_ms, p.waiting);
-  }
 };
 struct Pending {
   int64_t submit_ms;
   int64_t gpus;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& p) {
-    io(p.submit_ms, p.gpus);
-  }
 };
 struct Cluster {
   StepClock steps;
@@ -104,24 +83,15 @@ struct Cluster {
 
 class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Cluster> {
  public:
-  explicit QueueBacklogDetector(const QueueBacklogSettings& s)
-      : step_ms_(std::max<int64_t>(1000, s.step_ms)),
-        min_wait_ms_(s.min_wait_ms),
-        baseline_ms_(s.baseline_ms),
-        min_history_ms_(s.min_history_ms),
-        open_ratio_(s.open_ratio),
-        open_min_gpus_(s.open_min_gpus),
-        open_for_ms_(s.open_for_ms),
-        close_ratio_(s.close_ratio),
-        close_for_ms_(s.close_for_ms) {}
+  explicit QueueBacklogDetector(const QueueBacklogSettings& s) : s_(s) {}
 
   std::string_view kind() const override { return "queue_backlog"; }
 
   void Observe(const core::Record& record) override {
-    const core::JobEvent* job = JobOrStartClock(clusters_, record, step_ms_);
+    const core::JobEvent* job = JobOrStartClock(clusters_, record, s_.step_ms);
     if (job == nullptr) return;
     Cluster& c = clusters_[job->cluster];
-    if (job->event == core::JobEventKind::kEnd) c.steps.OnRecord(job->ts_ms, step_ms_);
+    if (job->event == core::JobEventKind::kEnd) c.steps.OnRecord(job->ts_ms, s_.step_ms);
     if (job->gpu_num <= 0) return;
     // Changes take effect at the next judgement after them (all of them are <= its time).
     c.changes.push_back({job->ts_ms, job->job_id, job->event == core::JobEventKind::kSubmit ? job->gpu_num : 0});
@@ -136,11 +106,11 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
         const int64_t until =
             c.changes.empty() ? watermark_ms + 1 : std::min(watermark_ms + 1, c.changes.front().ts_ms);
         if (until <= t || !Steady(c, t)) return 0;
-        const int64_t shift = (until - t + step_ms_ - 1) / step_ms_ * step_ms_;
+        const int64_t shift = (until - t + s_.step_ms - 1) / s_.step_ms * s_.step_ms;
         for (Point& p : c.history) p.t_ms += shift;
         return shift;
       };
-      c.steps.RunTo(watermark_ms, step_ms_, skip, [&, &name = name, &c = c](int64_t t) { Judge(name, c, t); });
+      c.steps.RunTo(watermark_ms, s_.step_ms, skip, [&, &name = name, &c = c](int64_t t) { Judge(name, c, t); });
     }
     outbox_.FlushTo(watermark_ms, out);
   }
@@ -156,15 +126,15 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
     if (c.state.open() || c.state.pending() || c.history.size() < 2) return false;
     double waiting = 0;
     for (const auto& [_, p] : c.pending) {
-      if (t - p.submit_ms < min_wait_ms_) return false;
+      if (t - p.submit_ms < s_.min_wait_ms) return false;
       waiting += static_cast<double>(p.gpus);
     }
-    if (!(c.history.front().t_ms < t - baseline_ms_ && c.history[1].t_ms >= t - baseline_ms_)) return false;
-    if (c.history.back().t_ms != t - step_ms_) return false;
+    if (!(c.history.front().t_ms < t - s_.baseline_ms && c.history[1].t_ms >= t - s_.baseline_ms)) return false;
+    if (c.history.back().t_ms != t - s_.step_ms) return false;
     for (const Point& p : c.history) {
       if (p.waiting != waiting) return false;
     }
-    return waiting < std::max(open_ratio_ * waiting, waiting + open_min_gpus_);
+    return waiting < std::max(s_.open_ratio * waiting, waiting + s_.open_min_gpus);
   }
 
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
@@ -179,41 +149,35 @@ class QueueBacklogDetector : public PerClusterDetector<QueueBacklogDetector, Clu
     }
     double waiting = 0;
     for (const auto& [_, p] : c.pending) {
-      if (t - p.submit_ms >= min_wait_ms_) waiting += static_cast<double>(p.gpus);
+      if (t - p.submit_ms >= s_.min_wait_ms) waiting += static_cast<double>(p.gpus);
     }
-    while (!c.history.empty() && c.history.front().t_ms < t - baseline_ms_) c.history.pop_front();
+    while (!c.history.empty() && c.history.front().t_ms < t - s_.baseline_ms) c.history.pop_front();
     c.history.push_back({t, waiting});
-    if (t - c.steps.first_ms() < min_history_ms_) return;
+    if (t - c.steps.first_ms() < s_.min_history_ms) return;
     std::vector<double> values;
     for (const Point& p : c.history) values.push_back(p.waiting);
     const size_t mid = values.size() / 2;
     std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
     const double baseline = values[mid];
-    const double open_at = std::max(open_ratio_ * baseline, baseline + open_min_gpus_);
-    const bool normal = waiting < close_ratio_ * baseline || waiting < baseline + open_min_gpus_ / 2;
-    switch (c.state.Update(t, waiting >= open_at, normal, open_for_ms_, close_for_ms_)) {
+    const double open_at = std::max(s_.open_ratio * baseline, baseline + s_.open_min_gpus);
+    const bool normal = waiting < s_.close_ratio * baseline || waiting < baseline + s_.open_min_gpus / 2;
+    switch (c.state.Update(t, waiting >= open_at, normal, s_.open_for_ms, s_.close_for_ms)) {
       case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, waiting, open_at); break;
       case HysteresisState::Change::kClosed:
-        outbox_.Add(cluster, kind(), cluster, false, t, waiting, close_ratio_ * baseline);
+        outbox_.Add(cluster, kind(), cluster, false, t, waiting, s_.close_ratio * baseline);
         break;
       case HysteresisState::Change::kNone: break;
     }
   }
 
-  const int64_t step_ms_, min_wait_ms_, baseline_ms_, min_history_ms_;
-  const double open_ratio_, open_min_gpus_;
-  const int64_t open_for_ms_;
-  const double close_ratio_;
-  const int64_t close_for_ms_;
+  const QueueBacklogSettings s_;
 };
 
 KindFactory Configure(const KindConfig& c) { return FactoryOf<QueueBacklogDetector>(ReadSettings(c)); }
 
 }  // namespace
 
-extern const DetectorKind kQueueBacklogKind{
-    "queue_backlog",
-    "GPUs requested by jobs waiting min_wait_s or more stay far above their rolling median (subject: the cluster)",
-    kKeys, &Configure};
+extern const DetectorKind kQueueBacklogKind{"queue_backlog", &DeclareKeys<kKeys>, &Configure,
+    "GPUs requested by jobs waiting min_wait_s or more stay far above their rolling median (subject: the cluster)"};
 
 }  // namespace acmetrace::processors::detectors

@@ -27,9 +27,7 @@ void DeclareDetectorConfig(core::Config& config) {
   for (const detectors::DetectorKind* kind : kKinds) {
     config.Declare(KeyOf(kind->id, "enabled"), "true", "flag " + std::string(kind->id) + ": " + std::string(kind->rule),
                    core::ConfigType::Bool());
-    for (const detectors::KeySpec& key : kind->keys) {
-      config.Declare(KeyOf(kind->id, key.name), std::string(key.default_value), std::string(key.help), key.type());
-    }
+    kind->declare(config, kind->id);
   }
 }
 

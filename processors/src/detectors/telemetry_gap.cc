@@ -11,24 +11,24 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-constexpr KeySpec kKeys[] = {
-    {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports",
-     &PositiveSeconds},
-    {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds", &Seconds},
-};
-
 struct TelemetryGapSettings {
   int64_t open_after_ms, close_for_ms;
 };
 
-// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names.
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = TelemetryGapSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"open_after_s", "60", "open when a node has sent nothing for this many seconds while its cluster reports",
+     &PositiveSeconds, Ms<S>{&S::open_after_ms}},
+    {"close_for_s", "30", "close once the node has reported at every sample time for this many seconds", &Seconds,
+     Ms<S>{&S::close_for_ms}},
+};
+
+// The state kept per cluster (Cluster and its parts), each saved in the order its Fields names (a
+// struct without one: its members', state_codec.h).
 struct Node {
   int64_t last_ms = kNoTimeMs;
   HysteresisState state;
-  template <class Io, class Self>
-  static void Fields(Io& io, Self& n) {
-    io(n.last_ms, n.state);
-  }
 };
 struct Cluster {
   SampleTimeCursor times;
@@ -84,13 +84,12 @@ class TelemetryGapDetector : public PerClusterDetector<TelemetryGapDetector, Clu
 };
 
 KindFactory Configure(const KindConfig& c) {
-  return FactoryOf<TelemetryGapDetector>(TelemetryGapSettings{c.Millis("open_after_s"), c.Millis("close_for_s")});
+  return FactoryOf<TelemetryGapDetector>(c.Fill(kKeys));
 }
 
 }  // namespace
 
-extern const DetectorKind kTelemetryGapKind{
-    "telemetry_gap", "a node sends no sample for open_after_s while its cluster reports (subject: the node)", kKeys,
-    &Configure};
+extern const DetectorKind kTelemetryGapKind{"telemetry_gap", &DeclareKeys<kKeys>, &Configure,
+    "a node sends no sample for open_after_s while its cluster reports (subject: the node)"};
 
 }  // namespace acmetrace::processors::detectors

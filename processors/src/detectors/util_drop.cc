@@ -35,66 +35,52 @@ namespace {
 const GpuMetricName kGpuUtil{"GPU_UTIL"};
 const GpuMetricName kFbUsed{"FB_USED"};
 
-constexpr KeySpec kKeys[] = {
+struct UtilDropSettings {
+  double drop_ratio, open_share, close_share, busy_fb_mib, min_baseline_util, others_share;
+  int64_t open_for_ms, close_for_ms, short_ms, baseline_ms, min_baseline_ms, settle_ms, min_gpus, same_start_ms;
+};
+
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = UtilDropSettings;
+constexpr KeySpec<S> kKeys[] = {
     {"drop_ratio", "0.8", "a GPU is down when its short-term GPU_UTIL is below this fraction of its own baseline",
-     &Ratio},
+     &Ratio, &S::drop_ratio},
     {"open_share", "0.6", "open when at least this share of the cluster's settled busy GPUs is down for open_for_s",
-     &Share},
-    {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)", &Share},
-    {"open_for_s", "420", "seconds the share must stay at or above open_share before the flag opens", &Seconds},
-    {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes", &Seconds},
-    {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average", &PositiveSeconds},
-    {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average", &PositiveSeconds},
-    {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples", &Seconds},
+     &Share, &S::open_share},
+    {"close_share", "0.3", "close when the share has stayed at or below this for close_for_s (hysteresis)", &Share,
+     &S::close_share},
+    {"open_for_s", "420", "seconds the share must stay at or above open_share before the flag opens", &Seconds,
+     Ms<S>{&S::open_for_ms}},
+    {"close_for_s", "180", "seconds the share must stay at or below close_share before the flag closes", &Seconds,
+     Ms<S>{&S::close_for_ms}},
+    {"short_s", "60", "time constant (s) of each GPU's short-term GPU_UTIL average", &PositiveSeconds,
+     Ms<S>{&S::short_ms}},
+    {"baseline_s", "1800", "time constant (s) of each GPU's baseline GPU_UTIL average", &PositiveSeconds,
+     Ms<S>{&S::baseline_ms}},
+    {"min_baseline_s", "600", "a GPU's baseline counts after this many seconds of samples", &Seconds,
+     Ms<S>{&S::min_baseline_ms}},
     {"settle_s", "180", "a GPU counts this many seconds after it starts holding memory (job start-up is not a drop)",
-     &Seconds},
-    {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this", &NonNegative},
-    {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent},
-    {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count},
+     &Seconds, Ms<S>{&S::settle_ms}},
+    {"busy_fb_mib", "500", "a GPU holds memory (a job runs there) when FB_USED (MiB) is above this", &NonNegative,
+     &S::busy_fb_mib},
+    {"min_baseline_util", "10", "GPUs whose baseline GPU_UTIL (%) is below this are not counted", &Percent,
+     &S::min_baseline_util},
+    {"min_gpus", "8", "fewest counted GPUs for a judgement", &Count, &S::min_gpus},
     {"same_start_s", "30",
      "GPUs whose memory use started within this many seconds of the first of them are taken as one job, and of "
      "the GPUs busy when first seen, those whose last spell down started within it (see others_share)",
-     &Seconds},
+     &Seconds, Ms<S>{&S::same_start_ms}},
     {"others_share", "0.45",
      "open only when also at least this share of the counted GPUs outside the job with the most GPUs down is down "
      "(one job's slow phase is no drop)",
-     &Share},
+     &Share, &S::others_share},
 };
 
-struct UtilDropSettings {
-  double drop_ratio;
-  double open_share;
-  double close_share;
-  int64_t open_for_ms;
-  int64_t close_for_ms;
-  int64_t short_ms;
-  int64_t baseline_ms;
-  int64_t min_baseline_ms;
-  int64_t settle_ms;
-  double busy_fb_mib;
-  double min_baseline_util;
-  int64_t min_gpus;
-  int64_t same_start_ms;
-  double others_share;
-};
-
-// Each kind reads its own keys (kKeys above) into its own settings struct: alike in shape only.
-UtilDropSettings ReadSettings(const KindConfig& c) {
-  UtilDropSettings s{c.Double("drop_ratio"),
-                     c.Double("open_share"),
-                     c.Double("close_share"),
-                     c.Millis("open_for_s"),
-                     c.Millis("close_for_s"),
-                     c.Millis("short_s"),
-                     c.Millis("baseline_s"),
-                     c.Millis("min_baseline_s"),
-                     c.Millis("settle_s"),
-                     c.Double("busy_fb_mib"),
-                     c.Double("min_baseline_util"),
-                     c.Int("min_gpus"),
-                     c.Millis("same_start_s"),
-                     c.Double("others_share")};
+S ReadSettings(const KindConfig& c) {
+  S s = c.Fill(kKeys);
   if (s.close_share > s.open_share) c.Fail("close_share", "must be at most open_share (" + c.Text("open_share") + ")");
+  s.short_ms = std::max<int64_t>(1, s.short_ms);
+  s.baseline_ms = std::max<int64_t>(1, s.baseline_ms);
   return s;
 }
 
@@ -146,21 +132,7 @@ struct StepDecay {
 
 class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
  public:
-  explicit UtilDropDetector(const UtilDropSettings& s)
-      : drop_ratio_(s.drop_ratio),
-        open_share_(s.open_share),
-        close_share_(s.close_share),
-        open_for_ms_(s.open_for_ms),
-        close_for_ms_(s.close_for_ms),
-        short_ms_(std::max<int64_t>(1, s.short_ms)),
-        baseline_ms_(std::max<int64_t>(1, s.baseline_ms)),
-        min_baseline_ms_(s.min_baseline_ms),
-        settle_ms_(s.settle_ms),
-        busy_fb_mib_(s.busy_fb_mib),
-        min_baseline_util_(s.min_baseline_util),
-        min_gpus_(s.min_gpus),
-        same_start_ms_(s.same_start_ms),
-        others_share_(s.others_share) {}
+  explicit UtilDropDetector(const UtilDropSettings& s) : s_(s) {}
 
   std::string_view kind() const override { return "util_drop"; }
 
@@ -177,7 +149,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     const bool learn = !c.state.open() && !c.state.pending();
     // A node's GPUs are sampled together, so their time steps are mostly equal: each decay factor is
     // computed once per distinct step (the same value exp gives each time).
-    StepDecay short_decay{static_cast<double>(short_ms_)}, baseline_decay{static_cast<double>(baseline_ms_)};
+    StepDecay short_decay{static_cast<double>(s_.short_ms)}, baseline_decay{static_cast<double>(s_.baseline_ms)};
     for (size_t i = 0; i < util->size(); ++i) {
       const double u = (*util)[i];
       if (!core::IsSample(u)) continue;
@@ -185,7 +157,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
       // Without FB_USED in the feed every GPU counts as busy; with it, a missing cell says nothing.
       const double f = fb != nullptr && i < fb->size() ? (*fb)[i] : NAN;
       if (fb != nullptr && !core::IsSample(f)) continue;
-      if (fb != nullptr && !(f > busy_fb_mib_)) {
+      if (fb != nullptr && !(f > s_.busy_fb_mib)) {
         g = Gpu{};
         g.last_ms = t;
         continue;
@@ -200,7 +172,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
       } else {
         g.short_avg += short_decay.For(dt) * (u - g.short_avg);
       }
-      if (t - g.busy_since_ms < settle_ms_ || !learn) continue;  // start-up, or the cluster is down
+      if (t - g.busy_since_ms < s_.settle_ms || !learn) continue;  // start-up, or the cluster is down
       if (!g.has_baseline) {
         g.baseline = u;
         g.has_baseline = true;
@@ -245,7 +217,7 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
       int64_t n = 0, d = 0;
       const JobKey& first = job_keys_[i];
       for (; i < job_keys_.size() && job_keys_[i].basis == first.basis &&
-             (first.basis != JobKey::kAlone || n == 0) && job_keys_[i].ms - first.ms <= same_start_ms_;
+             (first.basis != JobKey::kAlone || n == 0) && job_keys_[i].ms - first.ms <= s_.same_start_ms;
            ++i) {
         ++n;
         d += job_keys_[i].down;
@@ -256,8 +228,8 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
       }
     }
     const int64_t rest = counted - job_counted;
-    if (rest < min_gpus_) return true;
-    return static_cast<double>(down - job_down) >= others_share_ * static_cast<double>(rest);
+    if (rest < s_.min_gpus) return true;
+    return static_cast<double>(down - job_down) >= s_.others_share * static_cast<double>(rest);
   }
 
   void Judge(const std::string& cluster, Cluster& c, int64_t t) {
@@ -265,41 +237,41 @@ class UtilDropDetector : public PerClusterDetector<UtilDropDetector, Cluster> {
     job_keys_.clear();
     for (auto& [_, gpus] : c.nodes) {
       for (Gpu& g : gpus) {
-        if (g.last_ms != t || g.busy_since_ms == kNoTimeMs || !g.has_baseline || g.learned_ms < min_baseline_ms_) {
+        if (g.last_ms != t || g.busy_since_ms == kNoTimeMs || !g.has_baseline || g.learned_ms < s_.min_baseline_ms) {
           continue;
         }
-        if (g.baseline < min_baseline_util_) continue;
+        if (g.baseline < s_.min_baseline_util) continue;
         ++counted;
-        const bool is_down = g.short_avg < drop_ratio_ * g.baseline;
+        const bool is_down = g.short_avg < s_.drop_ratio * g.baseline;
         down += is_down;
         if (is_down && !g.down) g.last_down_ms = t;
         g.down = is_down;
         job_keys_.push_back(JobKeyOf(g, job_keys_.size()));
       }
     }
-    if (counted < min_gpus_) {
+    if (counted < s_.min_gpus) {
       // Too few GPUs to judge: a drop pending is not going on. Left pending, it stopped the baselines
       // learning for good (they wait for no pending change), so no later job's GPU was ever counted
       // and the detector was blind for the rest of the day (issue #14, Kalos 1, seed 67).
-      if (!c.state.open()) c.state.Update(t, false, false, open_for_ms_, close_for_ms_);
+      if (!c.state.open()) c.state.Update(t, false, false, s_.open_for_ms, s_.close_for_ms);
       return;
     }
     const double share = static_cast<double>(down) / static_cast<double>(counted);
     // The job grouping is needed only while the flag is shut and the share alone would open it (an open
     // flag waits for the close condition only).
-    const bool wide = !c.state.open() && share >= open_share_ && ReachesBeyondOneJob(counted, down);
-    switch (c.state.Update(t, wide, share <= close_share_, open_for_ms_, close_for_ms_)) {
-      case HysteresisState::Change::kOpened: outbox_.Add(cluster, kind(), cluster, true, t, share, open_share_); break;
-      case HysteresisState::Change::kClosed: outbox_.Add(cluster, kind(), cluster, false, t, share, close_share_); break;
+    const bool wide = !c.state.open() && share >= s_.open_share && ReachesBeyondOneJob(counted, down);
+    switch (c.state.Update(t, wide, share <= s_.close_share, s_.open_for_ms, s_.close_for_ms)) {
+      case HysteresisState::Change::kOpened:
+        outbox_.Add(cluster, kind(), cluster, true, t, share, s_.open_share);
+        break;
+      case HysteresisState::Change::kClosed:
+        outbox_.Add(cluster, kind(), cluster, false, t, share, s_.close_share);
+        break;
       case HysteresisState::Change::kNone: break;
     }
   }
 
-  const double drop_ratio_, open_share_, close_share_;
-  const int64_t open_for_ms_, close_for_ms_, short_ms_, baseline_ms_, min_baseline_ms_, settle_ms_;
-  const double busy_fb_mib_, min_baseline_util_;
-  const int64_t min_gpus_, same_start_ms_;
-  const double others_share_;
+  const UtilDropSettings s_;
   std::vector<JobKey> job_keys_;  // not state: Judge's scratch, kept to reuse its memory
 };
 
@@ -307,10 +279,8 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<UtilDropDetector>(
 
 }  // namespace
 
-extern const DetectorKind kUtilDropKind{
-    "util_drop",
+extern const DetectorKind kUtilDropKind{"util_drop", &DeclareKeys<kKeys>, &Configure,
     "at least open_share of the cluster's busy GPUs run below drop_ratio x their own rolling GPU_UTIL baseline, "
-    "and others_share of those outside the job with the most GPUs down (subject: the cluster)",
-    kKeys, &Configure};
+    "and others_share of those outside the job with the most GPUs down (subject: the cluster)"};
 
 }  // namespace acmetrace::processors::detectors

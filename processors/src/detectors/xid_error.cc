@@ -11,19 +11,23 @@
 namespace acmetrace::processors::detectors {
 namespace {
 
-constexpr KeySpec kKeys[] = {
-    {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds", &Seconds},
-    {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)",
-     [] { return core::ConfigType::List(core::ConfigType::Int(1, 1'000'000)); }},
-};
-
 struct XidErrorSettings {
   int64_t close_for_ms;
   std::vector<double> ignored;  // compared with the register's value, a double
 };
 
-XidErrorSettings ReadSettings(const KindConfig& c) {
-  XidErrorSettings s{c.Millis("close_for_s"), {}};
+// This kind's keys, a KeySpec row each (detector_kind.h): data in one shape in every kind, alike by design.
+using S = XidErrorSettings;
+constexpr KeySpec<S> kKeys[] = {
+    {"close_for_s", "60", "close once XID_ERRORS has read 0 for this many seconds", &Seconds,
+     Ms<S>{&S::close_for_ms}},
+    // read below, into ignored
+    {"ignore_codes", "", "XID codes never flagged, comma-separated (e.g. 13,31,43 to skip application faults)",
+     [] { return core::ConfigType::List(core::ConfigType::Int(1, 1'000'000)); }},
+};
+
+S ReadSettings(const KindConfig& c) {
+  S s = c.Fill(kKeys);
   for (const std::string& code : c.List("ignore_codes")) s.ignored.push_back(std::strtod(code.c_str(), nullptr));
   return s;
 }
@@ -49,8 +53,7 @@ KindFactory Configure(const KindConfig& c) { return FactoryOf<XidErrorDetector>(
 
 }  // namespace
 
-extern const DetectorKind kXidErrorKind{
-    "xid_error", "a GPU's XID_ERRORS register shows a code (subject: the GPU); closes when it has cleared", kKeys,
-    &Configure};
+extern const DetectorKind kXidErrorKind{"xid_error", &DeclareKeys<kKeys>, &Configure,
+    "a GPU's XID_ERRORS register shows a code (subject: the GPU); closes when it has cleared"};
 
 }  // namespace acmetrace::processors::detectors

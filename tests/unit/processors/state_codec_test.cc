@@ -91,6 +91,36 @@ TEST(StateCodecTest, TheEncodingIsTheSnapshotsFixedWidthLayout) {
   EXPECT_TRUE(out.bytes() == expected.bytes());
 }
 
+// A plain struct without Fields: its members in declaration order, as a Fields naming them would.
+struct Change {
+  int64_t ts_ms;
+  std::string job_id;
+  double gpus;
+  bool operator==(const Change&) const = default;
+};
+
+TEST(StateCodecTest, APlainStructIsItsMembersInOrder) {
+  const std::vector<Change> changes = {{5, "j1", 8}, {-3, "", 0.5}};
+  StateWriter out;
+  out(changes);
+  StateWriter expected;
+  expected.U64(2);
+  expected.I64(5);
+  expected.Str("j1");
+  expected.F64(8);
+  expected.I64(-3);
+  expected.Str("");
+  expected.F64(0.5);
+  EXPECT_TRUE(out.bytes() == expected.bytes());
+  std::vector<Change> back;
+  StateReader in(out.bytes(), 1);
+  in(back);
+  ASSERT_TRUE(in.ok() && in.at_end());
+  EXPECT_EQ(back, changes);
+  // A count from a snapshot is checked against the bytes one Change takes at the least.
+  EXPECT_EQ(state_codec_internal::MinBytes<Change>(1), 24u);
+}
+
 TEST(StateCodecTest, AnOlderLayoutIsReadAsItWasWritten) {
   // Written by a layout without added_in_2: a version-1 reader takes it whole and leaves the field
   // at its default; the same bytes read as version 2 are short.

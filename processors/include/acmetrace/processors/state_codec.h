@@ -12,7 +12,10 @@
 //   -> uint64 count, (key, value) in key order (unordered maps are sorted first, so equal states give
 //   equal bytes); a type with `template <class Io, class S> static void Fields(Io& io, S& s)` -> its
 //   fields in the order Fields names them (S is const on writing); a type with `void Write(StateWriter&)
-//   const` and `void Read(StateReader&)` -> what those do (adapters over a slice of a larger state).
+//   const` and `void Read(StateReader&)` -> what those do (adapters over a slice of a larger state); a
+//   plain struct of one to four members with neither (an aggregate: no constructor, base or private
+//   member) -> its members in the order they are declared, as if its Fields named them all (one that
+//   keeps an older layout readable, or holds scratch that is not state, needs a Fields function).
 // A Fields function may read `io.version()` to describe an older layout: the writer always writes
 // the current one (version() is kCurrentStateVersion there), a reader reads the version it was made with.
 #pragma once
@@ -70,6 +73,34 @@ struct IsUnorderedMap<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 
 class MinBytesCounter;
 
+// Converts to any member type: counts an aggregate's members by how many it can be built from.
+// Declared only (unevaluated operands).
+struct AnyMember {
+  template <class U>
+  operator U() const;
+};
+
+// How many members aggregate T has, 1 to 4; 0 for any other type.
+template <class T>
+constexpr size_t AggregateMembers() {
+  using A = AnyMember;
+  if constexpr (!std::is_aggregate_v<T> || std::is_array_v<T> || IsArray<T>::value) {
+    return 0;
+  } else if constexpr (requires { T{A{}, A{}, A{}, A{}, A{}}; }) {
+    return 0;
+  } else if constexpr (requires { T{A{}, A{}, A{}, A{}}; }) {
+    return 4;
+  } else if constexpr (requires { T{A{}, A{}, A{}}; }) {
+    return 3;
+  } else if constexpr (requires { T{A{}, A{}}; }) {
+    return 2;
+  } else if constexpr (requires { T{A{}}; }) {
+    return 1;
+  } else {
+    return 0;
+  }
+}
+
 }  // namespace state_codec_internal
 
 template <class T>
@@ -80,6 +111,31 @@ concept StateAdapter = requires(StateWriter& w, StateReader& r, const T& ct, T& 
   ct.Write(w);
   t.Read(r);
 };
+
+/// A plain struct encoded member by member (see the file comment).
+template <class T>
+concept StateMembers = !StateFields<T> && !StateAdapter<T> && state_codec_internal::AggregateMembers<T>() > 0;
+
+namespace state_codec_internal {
+/// Visits the members of a StateMembers type, in declaration order (v const on writing).
+template <class Io, class T>
+void VisitMembers(Io& io, T& v) {
+  constexpr size_t n = AggregateMembers<std::remove_const_t<T>>();
+  if constexpr (n == 1) {
+    auto& [a] = v;
+    io(a);
+  } else if constexpr (n == 2) {
+    auto& [a, b] = v;
+    io(a, b);
+  } else if constexpr (n == 3) {
+    auto& [a, b, c] = v;
+    io(a, b, c);
+  } else {
+    auto& [a, b, c, d] = v;
+    io(a, b, c, d);
+  }
+}
+}  // namespace state_codec_internal
 
 /// Appends values to a byte string. Not thread-safe.
 class StateWriter {
@@ -206,6 +262,8 @@ class MinBytesCounter {
   void Add(const T& v) {
     if constexpr (StateFields<T>) {
       T::Fields(*this, v);
+    } else if constexpr (StateMembers<T>) {
+      VisitMembers(*this, v);
     } else if constexpr (IsArray<T>::value) {
       for (const auto& item : v) Add(item);
     } else if constexpr (IsPair<T>::value) {
@@ -221,12 +279,30 @@ class MinBytesCounter {
 
 template <class T>
 size_t MinBytes(uint32_t version) {
-  if constexpr (StateFields<T> || IsArray<T>::value || IsPair<T>::value) {
+  if constexpr (StateFields<T> || StateMembers<T> || IsArray<T>::value || IsPair<T>::value) {
     MinBytesCounter counter(version);
     counter(T{});
     return std::max<size_t>(counter.bytes(), 1);
   } else {
     return 8;
+  }
+}
+
+/// The last branch of StateWriter::Put and StateReader::Get, the same for both: a type with Fields
+/// names its fields, a plain struct gives its members, an adapter writes or reads itself (io: the
+/// writer or the reader).
+template <class Io, class T>
+void PutOrGetStruct(Io& io, T& v) {
+  if constexpr (StateFields<std::remove_const_t<T>>) {
+    std::remove_const_t<T>::Fields(io, v);
+  } else if constexpr (StateMembers<std::remove_const_t<T>>) {
+    VisitMembers(io, v);
+  } else if constexpr (StateAdapter<std::remove_const_t<T>> && Io::kReading) {
+    v.Read(io);
+  } else if constexpr (StateAdapter<std::remove_const_t<T>>) {
+    v.Write(io);
+  } else {
+    static_assert(sizeof(T) == 0, "no state encoding for this type: give it a Fields function");
   }
 }
 
@@ -271,12 +347,8 @@ void StateWriter::Put(const T& v) {
       Put(entry->first);
       Put(entry->second);
     }
-  } else if constexpr (StateFields<T>) {
-    T::Fields(*this, v);
-  } else if constexpr (StateAdapter<T>) {
-    v.Write(*this);
   } else {
-    static_assert(sizeof(T) == 0, "no state encoding for this type: give it a Fields function");
+    PutOrGetStruct(*this, v);
   }
 }
 
@@ -330,12 +402,8 @@ void StateReader::Get(T& v) {
       Get(value);
       if (ok_) v.insert_or_assign(std::move(key), std::move(value));
     }
-  } else if constexpr (StateFields<T>) {
-    T::Fields(*this, v);
-  } else if constexpr (StateAdapter<T>) {
-    v.Read(*this);
   } else {
-    static_assert(sizeof(T) == 0, "no state decoding for this type: give it a Fields function");
+    PutOrGetStruct(*this, v);
   }
 }
 
