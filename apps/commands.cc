@@ -78,6 +78,17 @@ KeyFlags& CommandRegistry::KeyFlagsOf(CLI::App* cmd) {
   return *keys;
 }
 
+CommandRegistry::Command CommandRegistry::AddCommand(CLI::App& app, std::string name, std::string description) {
+  CLI::App* cmd = app.add_subcommand(std::move(name), std::move(description));
+  return Command{cmd, KeyFlagsOf(cmd)};
+}
+
+void CommandRegistry::OnRunWithConfig(CLI::App* cmd, std::function<int(const core::Config&)> action) {
+  cmd->callback([this, action = std::move(action)] {
+    OnRun([this, action] { return LoadConfig(*this) ? action(config_) : 2; });
+  });
+}
+
 std::vector<std::pair<std::string, std::string>> CommandRegistry::Overrides() const {
   std::vector<std::pair<std::string, std::string>> out;
   if (app_ == nullptr) return out;

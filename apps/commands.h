@@ -30,6 +30,15 @@ class CommandRegistry {
   const CLI::App* app() const { return app_; }
   /// The flags of subcommand cmd that set keys (made on first use; they live as long as the registry).
   KeyFlags& KeyFlagsOf(CLI::App* cmd);
+  /// A subcommand and its flags that set keys.
+  struct Command {
+    CLI::App* cmd;
+    KeyFlags& keys;
+  };
+  /// Adds subcommand name to app, with its KeyFlagsOf.
+  Command AddCommand(CLI::App& app, std::string name, std::string description);
+  /// When cmd is chosen: LoadConfig (exit 2 if it fails), then action with the loaded configuration.
+  void OnRunWithConfig(CLI::App* cmd, std::function<int(const core::Config&)> action);
   /// The keys the flags given on the chosen subcommand set (LoadConfig applies them).
   std::vector<std::pair<std::string, std::string>> Overrides() const;
 

@@ -20,10 +20,9 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
     bool strict = false;
     ServingFlags serving;
   };
-  CLI::App* cmd = app.add_subcommand(
-      "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
+  auto [cmd, keys] = registry.AddCommand(
+      app, "export", "serve acme.metrics, acme.anomalies and acme.util (dcgm-exporter persona) on /metrics for Prometheus");
   auto flags = std::make_shared<Flags>();
-  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   keys.Option("--source", "export.source", "stdin (JSON lines, as process/replay --sink stdout write), kafka, file, ...")
       .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
       .Option("--group", "kafka.group_id",
@@ -36,46 +35,42 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
                 "serving until SIGINT/SIGTERM");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
   AddServingFlags(cmd, keys, flags->serving, "its wall time and the newest trace time exported");
-  cmd->callback([&registry, flags] {
-    registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry)) return 2;
-      const core::Config& config = registry.config();
-      const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "export");
-      if (!remote) return 2;
-      const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
-      core::InputErrors errors(stderr, flags->strict);
-      exporters::Exporter exporter(options, &errors);
-      pipeline::StopLatch stop;
-      ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
-      // Alertmanager's notifications are stamped with the newest trace time exported when they arrive.
-      const std::unique_ptr<Serving> serving = Serving::Start(
-          flags->serving, *remote, options, exporter, [&exporter] { return exporter.NewestTraceTimeMs(); }, "export");
-      if (!serving) return 1;
-      // The transport export.source names makes the input (every partition from its beginning: the
-      // exporter's state is rebuilt from it, whatever an earlier instance had read).
-      core::Result<pipeline::WiredStage> wired = pipeline::WireExportStage(config, flags->until_end);
-      if (!wired.ok()) {
-        core::LogError("export", wired.status().message());
-        return 1;
+  registry.OnRunWithConfig(cmd, [&registry, flags](const core::Config& config) {
+    const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "export");
+    if (!remote) return 2;
+    const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
+    core::InputErrors errors(stderr, flags->strict);
+    exporters::Exporter exporter(options, &errors);
+    pipeline::StopLatch stop;
+    ShutdownOnSignal shutdown([&stop] { stop.Trigger(); });
+    // Alertmanager's notifications are stamped with the newest trace time exported when they arrive.
+    const std::unique_ptr<Serving> serving = Serving::Start(
+        flags->serving, *remote, options, exporter, [&exporter] { return exporter.NewestTraceTimeMs(); }, "export");
+    if (!serving) return 1;
+    // The transport export.source names makes the input (every partition from its beginning: the
+    // exporter's state is rebuilt from it, whatever an earlier instance had read).
+    core::Result<pipeline::WiredStage> wired = pipeline::WireExportStage(config, flags->until_end);
+    if (!wired.ok()) {
+      core::LogError("export", wired.status().message());
+      return 1;
+    }
+    core::Status s = pipeline::RunExportStage(*wired.value().input, exporter, errors, wired.value().options, stop.flag());
+    if (s.ok() && errors.must_stop()) s = core::Status::Error("stopping at the first input error (strict)");
+    errors.Finish();
+    int rc = 0;
+    if (!s.ok()) {
+      core::LogError("export", s.message());
+      rc = 1;
+    } else if (!flags->until_end && !stop.triggered()) {
+      core::Logf(core::LogLevel::kInfo, "export", "input ended; serving until SIGINT/SIGTERM");
+      while (!stop.WaitFor(1000)) {
       }
-      core::Status s = pipeline::RunExportStage(*wired.value().input, exporter, errors, wired.value().options, stop.flag());
-      if (s.ok() && errors.must_stop()) s = core::Status::Error("stopping at the first input error (strict)");
-      errors.Finish();
-      int rc = 0;
-      if (!s.ok()) {
-        core::LogError("export", s.message());
-        rc = 1;
-      } else if (!flags->until_end && !stop.triggered()) {
-        core::Logf(core::LogLevel::kInfo, "export", "input ended; serving until SIGINT/SIGTERM");
-        while (!stop.WaitFor(1000)) {
-        }
-      }
-      if (!serving->Finish(exporter)) rc = 1;
-      core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
-                 static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
-      serving->ReportNotifications();
-      return rc;
-    });
+    }
+    if (!serving->Finish(exporter)) rc = 1;
+    core::Logf(core::LogLevel::kInfo, "export", "%lld series, %lld input errors",
+               static_cast<long long>(exporter.store().total_series()), static_cast<long long>(errors.total()));
+    serving->ReportNotifications();
+    return rc;
   });
 }
 

@@ -47,10 +47,9 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
     bool until_end = false;
     bool strict = false;
   };
-  CLI::App* cmd = app.add_subcommand(
-      "process", "compute rolling cluster metrics (acme.metrics) and anomaly flags (acme.anomalies) in event time");
+  auto [cmd, keys] = registry.AddCommand(
+      app, "process", "compute rolling cluster metrics (acme.metrics) and anomaly flags (acme.anomalies) in event time");
   auto flags = std::make_shared<Flags>();
-  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   keys.Option("--source", "process.source", "stdin (JSON lines, as replay --sink stdout writes), kafka, file, ...")
       .Option("--sink", "process.sink", "stdout (JSON lines), kafka, file, ...")
       .Option("--brokers", "kafka.brokers", "Kafka bootstrap brokers host:port[,...]")
@@ -60,56 +59,52 @@ void RegisterProcess(CLI::App& app, CommandRegistry& registry) {
                 "stop once everything in the input at start is consumed and every window it opened is closed "
                 "(stdin always does)");
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
-  cmd->callback([&registry, flags] {
-    registry.OnRun([&registry, flags] {
-      if (!LoadConfig(registry)) return 2;
-      const core::Config& config = registry.config();
-      const processors::ProcessOptions options = processors::ProcessOptionsFromConfig(config);
-      // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.
-      std::atomic<bool> stop{false};
-      ShutdownOnSignal shutdown([&stop] { stop.store(true); });
-      auto fail = [](const core::Status& s) {
-        core::LogError("process", s.message());
-        return 1;
-      };
-      // The transports process.source and process.sink name make the input, its cluster ownership
-      // and the sink.
-      core::Result<pipeline::WiredStage> wired = pipeline::WireProcessStage(
-          config, options, flags->until_end, [](const std::string& line) { core::LogInfo("process", line); });
-      if (!wired.ok()) return fail(wired.status());
-      core::RecordInput& input = *wired.value().input;
-      core::RecordSink& sink = *wired.value().sink;
-      processors::DetectorFactory detectors;
-      if (options.detectors) {
-        detectors = processors::MakeDetectorFactory(config);
-      }
-      processors::StreamProcessor processor(options, sink, detectors);
-      core::InputErrors errors(stderr, flags->strict);
-      pipeline::StageOptions stage = wired.value().options;
-      stage.progress_interval_ms = ProgressIntervalMs();
-      int64_t last_items = 0;
-      stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
-        std::string watermarks;
-        for (const std::string& w : p.watermarks) watermarks += " " + w;
-        core::Logf(core::LogLevel::kInfo, "process", "%lld records read (%.0f/s), watermark%s%s",
-                     static_cast<long long>(p.items),
-                     static_cast<double>(p.items - last_items) * 1000.0 / static_cast<double>(ProgressIntervalMs()),
-                     watermarks.empty() ? " none" : watermarks.c_str(),
-                     p.writer_paused ? " (the replay is paused: waiting for it, not ended)" : "");
-        last_items = p.items;
-      };
-      const auto started = std::chrono::steady_clock::now();
-      int rc = 0;
-      if (core::Status s = pipeline::RunProcessStage(input, processor, sink, errors, *wired.value().ownership, stage, stop);
-          !s.ok()) {
-        rc = fail(s);
-      }
-      errors.Finish();
-      if (rc == 0 && errors.must_stop()) rc = 1;
-      const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-      PrintSummary(processor.stats(), errors, wall.count());
-      return rc;
-    });
+  registry.OnRunWithConfig(cmd, [&registry, flags](const core::Config& config) {
+    const processors::ProcessOptions options = processors::ProcessOptionsFromConfig(config);
+    // Signals first: every thread made after this (sink, processor, consumer) inherits their mask.
+    std::atomic<bool> stop{false};
+    ShutdownOnSignal shutdown([&stop] { stop.store(true); });
+    auto fail = [](const core::Status& s) {
+      core::LogError("process", s.message());
+      return 1;
+    };
+    // The transports process.source and process.sink name make the input, its cluster ownership
+    // and the sink.
+    core::Result<pipeline::WiredStage> wired = pipeline::WireProcessStage(
+        config, options, flags->until_end, [](const std::string& line) { core::LogInfo("process", line); });
+    if (!wired.ok()) return fail(wired.status());
+    core::RecordInput& input = *wired.value().input;
+    core::RecordSink& sink = *wired.value().sink;
+    processors::DetectorFactory detectors;
+    if (options.detectors) {
+      detectors = processors::MakeDetectorFactory(config);
+    }
+    processors::StreamProcessor processor(options, sink, detectors);
+    core::InputErrors errors(stderr, flags->strict);
+    pipeline::StageOptions stage = wired.value().options;
+    stage.progress_interval_ms = ProgressIntervalMs();
+    int64_t last_items = 0;
+    stage.on_progress = [&last_items](const pipeline::StageProgress& p) {
+      std::string watermarks;
+      for (const std::string& w : p.watermarks) watermarks += " " + w;
+      core::Logf(core::LogLevel::kInfo, "process", "%lld records read (%.0f/s), watermark%s%s",
+                   static_cast<long long>(p.items),
+                   static_cast<double>(p.items - last_items) * 1000.0 / static_cast<double>(ProgressIntervalMs()),
+                   watermarks.empty() ? " none" : watermarks.c_str(),
+                   p.writer_paused ? " (the replay is paused: waiting for it, not ended)" : "");
+      last_items = p.items;
+    };
+    const auto started = std::chrono::steady_clock::now();
+    int rc = 0;
+    if (core::Status s = pipeline::RunProcessStage(input, processor, sink, errors, *wired.value().ownership, stage, stop);
+        !s.ok()) {
+      rc = fail(s);
+    }
+    errors.Finish();
+    if (rc == 0 && errors.must_stop()) rc = 1;
+    const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    PrintSummary(processor.stats(), errors, wall.count());
+    return rc;
   });
 }
 

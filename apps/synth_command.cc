@@ -20,9 +20,8 @@ void RegisterSynth(CLI::App& app, CommandRegistry& registry) {
   };
   std::string metric_names;
   for (const std::string& m : producers::SynthMetricNames()) metric_names += (metric_names.empty() ? "" : ",") + m;
-  CLI::App* cmd = app.add_subcommand("synth", "write synthetic data in the release's exact format and statistics");
+  auto [cmd, keys] = registry.AddCommand(app, "synth", "write synthetic data in the release's exact format and statistics");
   auto flags = std::make_shared<Flags>();
-  KeyFlags& keys = registry.KeyFlagsOf(cmd);
   cmd->add_option("--out", flags->out, "output directory (gets data/job_trace and data/utilization)")->required();
   keys.Option("--clusters", "synth.clusters", "seren,kalos")
       .Option("--start", "synth.start", "first trace time, unix seconds or ISO 8601 with offset")

@@ -17,6 +17,7 @@ uint64_t Fnv1a64(std::string_view s, uint64_t h) {
   return h;
 }
 
+// A table's row type, alike in shape with remote_write's queue metric families: other rows, other uses.
 // release metric, DCGM field, help (dcgm-exporter's units), ratio (scaled when input is percent)
 struct PersonaField {
   const char* release;

@@ -81,22 +81,23 @@ WindowMapping::WindowMapping(const ExportOptions& options, SeriesStore& store) :
           gauge("acmetrace_gpu_allocation_ratio", "allocated GPUs / GPUs of the cluster", {}), 1);
   // Telemetry over the base window's samples.
   const L stat{"stat"};
-  AddRule(base, "gpu_util_percent",
-          gauge("acmetrace_cluster_gpu_util_ratio", "GPU_UTIL over the last minute's GPU samples (0..1)", stat),
-          kPercent, stat);
-  AddRule(base, "sm_active_percent",
-          gauge("acmetrace_cluster_sm_active_ratio", "SM_ACTIVE over the last minute's GPU samples (0..1)", stat),
-          kPercent, stat);
-  AddRule(base, "sm_occupancy_percent",
-          gauge("acmetrace_cluster_sm_occupancy_ratio", "SM_OCCUPANCY over the last minute's GPU samples (0..1)", stat),
-          kPercent, stat);
-  AddRule(base, "tensor_active_percent",
-          gauge("acmetrace_cluster_tensor_active_ratio",
-                "PIPE_TENSOR_ACTIVE over the last minute's GPU samples (0..1)", stat),
-          kPercent, stat);
-  AddRule(base, "dram_active_percent",
-          gauge("acmetrace_cluster_dram_active_ratio", "DRAM_ACTIVE over the last minute's GPU samples (0..1)", stat),
-          kPercent, stat);
+  // The percent fields as ratios: process's key, the metric, the release's field.
+  struct PercentField {
+    const char* key;
+    const char* metric;
+    const char* field;
+  };
+  const PercentField percent_fields[] = {
+      {"gpu_util_percent", "acmetrace_cluster_gpu_util_ratio", "GPU_UTIL"},
+      {"sm_active_percent", "acmetrace_cluster_sm_active_ratio", "SM_ACTIVE"},
+      {"sm_occupancy_percent", "acmetrace_cluster_sm_occupancy_ratio", "SM_OCCUPANCY"},
+      {"tensor_active_percent", "acmetrace_cluster_tensor_active_ratio", "PIPE_TENSOR_ACTIVE"},
+      {"dram_active_percent", "acmetrace_cluster_dram_active_ratio", "DRAM_ACTIVE"},
+  };
+  for (const PercentField& f : percent_fields) {
+    const std::string help = std::string(f.field) + " over the last minute's GPU samples (0..1)";
+    AddRule(base, f.key, gauge(f.metric, help.c_str(), stat), kPercent, stat);
+  }
   AddRule(base, "fb_used_mib",
           gauge("acmetrace_cluster_fb_used_bytes", "framebuffer used per GPU over the last minute's samples", stat),
           kMiB, stat);

@@ -14,27 +14,24 @@ namespace acmetrace::producers {
 namespace {
 
 // The synth.* keys: each once, with the SynthOptions member it fills (default: the member's).
-const core::Settings<SynthOptions>& SynthSettings() {
-  using core::ConfigType;
+core::Settings<SynthOptions> SynthSettings() {
   using O = SynthOptions;
-  static const core::Settings<O> settings =
-      core::Settings<O>("synth")
-          .TextList("clusters", &O::clusters, ConfigType::List(ConfigType::Enum({"seren", "kalos"}), 1),
-                    "clusters to generate, comma-separated")
-          .Custom("start", core::FormatIsoTime(O{}.start_ms, 8 * 60), ConfigType::Time(),
-                  "first trace time (unix seconds or ISO 8601 with offset)",
-                  [](const core::Config& c, const std::string& key, O& o) { o.start_ms = *core::ParseTimeMs(c.GetString(key)); })
-          .Int("days", &O::days, 1, 400, "days of trace to generate")
-          .Int("seed", &O::seed, 0, std::numeric_limits<int64_t>::max(),
-               "random seed: the same options and seed give the same bytes")
-          .Double("scale", &O::scale, ConfigType::Double(0, 100, ConfigType::Bound::kOpen),
-                  "scales node count and job arrivals (0.2 = a fifth of each cluster)")
-          .TextList("metrics", &O::metrics, ConfigType::List(ConfigType::Enum(SynthMetricNames())),
-                    "telemetry files to write, comma-separated (empty = all; see --help)")
-          .Choice("load", &O::load, {{"utilization_logs", SynthLoad::kUtilizationLogs}, {"trace_average", SynthLoad::kTraceAverage}},
-                  "GPU-job arrival rate: utilization_logs (GPUs as busy as the published telemetry) or "
-                  "trace_average (the job trace's long-run average)");
-  return settings;
+  return core::Settings<O>("synth")
+      .TextList("clusters", &O::clusters, core::ConfigType::List(core::ConfigType::Enum({"seren", "kalos"}), 1),
+                "clusters to generate, comma-separated")
+      .Custom("start", core::FormatIsoTime(O{}.start_ms, 8 * 60), core::ConfigType::Time(),
+              "first trace time (unix seconds or ISO 8601 with offset)",
+              [](const core::Config& c, const std::string& key, O& o) { o.start_ms = *core::ParseTimeMs(c.GetString(key)); })
+      .Int("days", &O::days, 1, 400, "days of trace to generate")
+      .Int("seed", &O::seed, 0, std::numeric_limits<int64_t>::max(),
+           "random seed: the same options and seed give the same bytes")
+      .Double("scale", &O::scale, core::ConfigType::Double(0, 100, core::ConfigType::Bound::kOpen),
+              "scales node count and job arrivals (0.2 = a fifth of each cluster)")
+      .TextList("metrics", &O::metrics, core::ConfigType::List(core::ConfigType::Enum(SynthMetricNames())),
+                "telemetry files to write, comma-separated (empty = all; see --help)")
+      .Choice("load", &O::load, {{"utilization_logs", SynthLoad::kUtilizationLogs}, {"trace_average", SynthLoad::kTraceAverage}},
+              "GPU-job arrival rate: utilization_logs (GPUs as busy as the published telemetry) or "
+              "trace_average (the job trace's long-run average)");
 }
 
 }  // namespace

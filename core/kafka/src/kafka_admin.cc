@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -52,6 +53,17 @@ core::Result<EventHandle> AwaitResult(rd_kafka_queue_t* queue, int64_t timeout_m
   return event;
 }
 
+// Starts an admin request (start, with options for op and a queue of its own) and waits for its result
+// event. The event owns the result: the options (copied into the request) and the queue need not outlive it.
+core::Result<EventHandle> AdminRequest(rd_kafka_t* rk, rd_kafka_admin_op_t op, int64_t timeout_ms, const char* what,
+                                       const std::function<void(const rd_kafka_AdminOptions_t*, rd_kafka_queue_t*)>& start) {
+  core::Result<AdminOptionsHandle> options = MakeOptions(rk, op, timeout_ms);
+  if (!options.ok()) return options.status();
+  QueueHandle queue(rd_kafka_queue_new(rk));
+  start(options.value().get(), queue.get());
+  return AwaitResult(queue.get(), timeout_ms, what);
+}
+
 }  // namespace
 
 core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const std::vector<TopicSpec>& specs,
@@ -86,11 +98,11 @@ core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const s
   }
   if (to_create.empty()) return out;
 
-  core::Result<AdminOptionsHandle> options = MakeOptions(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms);
-  if (!options.ok()) return options.status();
-  QueueHandle queue(rd_kafka_queue_new(rk));
-  rd_kafka_CreateTopics(rk, to_create.data(), to_create.size(), options.value().get(), queue.get());
-  core::Result<EventHandle> event = AwaitResult(queue.get(), timeout_ms, "creating topics");
+  core::Result<EventHandle> event = AdminRequest(
+      rk, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms, "creating topics",
+      [&](const rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+        rd_kafka_CreateTopics(rk, to_create.data(), to_create.size(), options, queue);
+      });
   if (!event.ok()) return event.status();
   size_t count = 0;
   const rd_kafka_topic_result_t** results =
@@ -130,8 +142,8 @@ core::Result<std::vector<TopicDescription>> EnsureTopics(rd_kafka_t* rk, const s
   return out;
 }
 
-// Await the admin result, then walk its typed array, as CreateTopics does: librdkafka gives each
-// request its own types, so the calls stay two.
+// Walks the result's typed array as EnsureTopics does: librdkafka gives each request's result its own
+// types, so the walks stay two.
 core::Result<TopicDescription> DescribeTopic(rd_kafka_t* rk, const std::string& topic, int64_t timeout_ms) {
   core::Result<std::map<std::string, int32_t>> existing = ListTopics(rk, timeout_ms);
   if (!existing.ok()) return existing.status();
@@ -141,13 +153,13 @@ core::Result<TopicDescription> DescribeTopic(rd_kafka_t* rk, const std::string& 
   d.name = topic;
   d.partitions = it->second;
 
-  core::Result<AdminOptionsHandle> options = MakeOptions(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms);
-  if (!options.ok()) return options.status();
   ConfigResourceHandle resource(rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str()));
   rd_kafka_ConfigResource_t* resources[] = {resource.get()};
-  QueueHandle queue(rd_kafka_queue_new(rk));
-  rd_kafka_DescribeConfigs(rk, resources, 1, options.value().get(), queue.get());
-  core::Result<EventHandle> event = AwaitResult(queue.get(), timeout_ms, "describing topic configs");
+  core::Result<EventHandle> event = AdminRequest(
+      rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout_ms, "describing topic configs",
+      [&](const rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+        rd_kafka_DescribeConfigs(rk, resources, 1, options, queue);
+      });
   if (!event.ok()) return event.status();
   size_t count = 0;
   const rd_kafka_ConfigResource_t** described =

@@ -58,6 +58,21 @@ core::Status CheckPassThrough(const Properties& properties, bool producer) {
 
 void Append(Properties& out, const Properties& more) { out.insert(out.end(), more.begin(), more.end()); }
 
+// A client's properties: the brokers and our client id, the role's (ours), then kafka.properties and
+// the role's pass-through list (checked first; librdkafka takes a name's last value: the user's win).
+core::Result<Properties> ClientProperties(const KafkaSettings& s, const Properties& ours, const Properties& role,
+                                          bool producer) {
+  if (core::Status st = CheckPassThrough(s.properties, producer); !st.ok()) return st;
+  if (core::Status st = CheckPassThrough(role, producer); !st.ok()) return st;
+  Properties p = {{"bootstrap.servers", s.brokers}, {"client.id", s.client_id}};
+  Append(p, ours);
+  // A broker restart is an expected event for a long replay: say it once, not per connection.
+  p.emplace_back("log.connection.close", "false");
+  Append(p, s.properties);
+  Append(p, role);
+  return p;
+}
+
 // librdkafka's timeouts and intervals are int milliseconds.
 core::ConfigType Millis(int64_t min) { return core::ConfigType::Int(min, 2'147'483'647); }
 
@@ -256,11 +271,7 @@ std::string RedactSecrets(std::string text, const Properties& properties) {
 }
 
 core::Result<Properties> ProducerProperties(const KafkaSettings& s) {
-  if (core::Status st = CheckPassThrough(s.properties, true); !st.ok()) return st;
-  if (core::Status st = CheckPassThrough(s.producer_properties, true); !st.ok()) return st;
-  Properties p = {
-      {"bootstrap.servers", s.brokers},
-      {"client.id", s.client_id},
+  const Properties ours = {
       {"enable.idempotence", "true"},
       {"acks", "all"},
       // One request in flight per broker: with more, librdkafka 2.0 can lose records. When a
@@ -279,12 +290,8 @@ core::Result<Properties> ProducerProperties(const KafkaSettings& s) {
       {"queue.buffering.max.messages", std::to_string(s.queue_max_messages)},
       {"queue.buffering.max.kbytes", std::to_string(s.queue_max_kbytes)},
       {"message.timeout.ms", std::to_string(s.delivery_timeout_ms)},
-      // A broker restart is an expected event for a long replay: say it once, not per connection.
-      {"log.connection.close", "false"},
   };
-  Append(p, s.properties);
-  Append(p, s.producer_properties);
-  return p;
+  return ClientProperties(s, ours, s.producer_properties, /*producer=*/true);
 }
 
 bool SinkPicksPartitions(const Properties& producer_properties) {
@@ -310,22 +317,15 @@ Properties PerConnectionProperties(Properties p, int64_t connections, const Kafk
 }
 
 core::Result<Properties> ConsumerProperties(const KafkaSettings& s) {
-  if (core::Status st = CheckPassThrough(s.properties, false); !st.ok()) return st;
-  if (core::Status st = CheckPassThrough(s.consumer_properties, false); !st.ok()) return st;
-  Properties p = {
-      {"bootstrap.servers", s.brokers},
-      {"client.id", s.client_id},
+  const Properties ours = {
       {"group.id", s.group_id},
       {"enable.auto.offset.store", "false"},
       {"enable.auto.commit", "true"},
       {"auto.commit.interval.ms", std::to_string(s.commit_interval_ms)},
       {"queued.max.messages.kbytes", std::to_string(s.consumer_queue_kbytes)},
       {"auto.offset.reset", s.auto_offset_reset},
-      {"log.connection.close", "false"},
   };
-  Append(p, s.properties);
-  Append(p, s.consumer_properties);
-  return p;
+  return ClientProperties(s, ours, s.consumer_properties, /*producer=*/false);
 }
 
 std::string_view TimestampModeName(TimestampMode mode) {
