@@ -165,6 +165,19 @@ class BackfillRemoteWriteTest : public testing::Test {
   // the samples not refused, each as the blocks path has it.
   template <class Receiver>
   static void Expect400sReportedAndTheRestDelivered(const fs::path& dir);
+  // The window's backfill started in the background, in 200-sample requests on one shard, its output
+  // in dir/backfill.{out,err}: it is still sending when the first requests have landed, so a receiver
+  // restarted then meets it mid-way (with 2,000-sample requests on the default shards the two hours
+  // were sometimes all sent before the stop, and the test saw nothing retried).
+  static std::unique_ptr<Child> BackfillInSmallRequests(const fs::path& dir, const std::string& url) {
+    const std::string env =
+        "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
+    return std::make_unique<Child>(
+        std::vector<std::string>{"/bin/sh", "-c",
+                                 env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
+                                     " --remote-write " + url},
+        (dir / "backfill.out").string(), (dir / "backfill.err").string());
+  }
   static inline fs::path work_;
   static inline Samples reference_;
 };
@@ -495,15 +508,8 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQuerie
   std::string err;
   ASSERT_EQ(Backfill(fresh.WriteUrl(), "", err), 0) << err;
 
-  // Small requests on one shard: the backfill is still sending when the first of them has landed
-  // (with 2,000-sample requests on the default shards the two hours were sometimes all sent before the
-  // stop, and the test saw nothing retried).
   const std::string err_path = (work_ / "vmrestart" / "backfill.err").string();
-  const std::string env = "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
-  Child backfill({"/bin/sh", "-c",
-                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
-                      " --remote-write " + vm.WriteUrl()},
-                 (work_ / "vmrestart" / "backfill.out").string(), err_path);
+  const std::unique_ptr<Child> backfill = BackfillInSmallRequests(work_ / "vmrestart", vm.WriteUrl());
   auto rows = [&] {
     const std::string body = HttpGet(vm.port(), "/metrics").body;
     const std::string name = "vm_rows_inserted_total{type=\"promremotewrite\"} ";
@@ -515,7 +521,7 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsRestartedMidBackfillAnswersQuerie
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // requests meet a closed port meanwhile
   vm.Start();
   ASSERT_TRUE(vm.Ready()) << vm.log();
-  ASSERT_EQ(backfill.Wait(), 0) << ReadFile(err_path);
+  ASSERT_EQ(backfill->Wait(), 0) << ReadFile(err_path);
   err = ReadFile(err_path);
   EXPECT_GT(NumberBefore(err, " retried"), 0) << err;  // the restart was met mid-backfill
   EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
@@ -801,13 +807,7 @@ TEST_F(BackfillRemoteWriteTest, PrometheusRestartedMidBackfillHoldsEverySampleOf
   LocalPrometheus prom(work_ / "promrestart");
   ASSERT_TRUE(prom.Ready()) << prom.log();
   const std::string err_path = (work_ / "promrestart" / "backfill.err").string();
-  // Small requests on one shard: the backfill is still sending when the first of them has landed.
-  const std::string env =
-      "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
-  Child backfill({"/bin/sh", "-c",
-                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
-                      " --remote-write " + prom.WriteUrl()},
-                 (work_ / "promrestart" / "backfill.out").string(), err_path);
+  const std::unique_ptr<Child> backfill = BackfillInSmallRequests(work_ / "promrestart", prom.WriteUrl());
   auto series_in = [&] {  // the backfill's series in its head (it scrapes nothing itself)
     const std::string body = HttpGet(prom.port(), "/metrics").body;
     const std::string name = "\nprometheus_tsdb_head_series ";
@@ -819,7 +819,7 @@ TEST_F(BackfillRemoteWriteTest, PrometheusRestartedMidBackfillHoldsEverySampleOf
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // requests meet a closed port meanwhile
   prom.Start();
   ASSERT_TRUE(prom.Ready()) << prom.log();
-  ASSERT_EQ(backfill.Wait(), 0) << ReadFile(err_path);
+  ASSERT_EQ(backfill->Wait(), 0) << ReadFile(err_path);
   const std::string err = ReadFile(err_path);
   EXPECT_GT(NumberBefore(err, " retried"), 0) << err;  // the restart was met mid-backfill
   EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
