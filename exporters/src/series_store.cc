@@ -149,7 +149,21 @@ SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
   s.family = &f;
   s.serial = next_serial_++;
   created = true;
-  return &f.series.emplace(std::string(key), std::move(s)).first->second;
+  s.dense_at = static_cast<uint32_t>(f.dense.size());
+  auto node = f.series.emplace(std::string(key), std::move(s)).first;
+  node->second.key = &node->first;
+  f.dense.push_back(&node->second);
+  return &node->second;
+}
+
+SeriesStore::SeriesIt SeriesStore::EraseLocked(Family& f, SeriesIt it) {
+  Series* last = f.dense.back();
+  last->dense_at = it->second.dense_at;
+  f.dense[last->dense_at] = last;
+  f.dense.pop_back();
+  ++generation_;
+  if (f.spec.per_target) ++target_erase_epoch_;
+  return f.series.erase(it);
 }
 
 SeriesStore::Series* SeriesStore::SeriesOf(FamilyId family, const SeriesLabels& labels, std::string_view cluster,
@@ -202,9 +216,7 @@ bool SeriesStore::Remove(FamilyId family, std::string_view key) {
   Family& f = *families_[static_cast<size_t>(family)];
   auto it = f.series.find(key);
   if (it == f.series.end()) return false;
-  f.series.erase(it);
-  ++generation_;
-  if (f.spec.per_target) ++target_erase_epoch_;
+  EraseLocked(f, it);
   return true;
 }
 
@@ -231,9 +243,7 @@ void SeriesStore::RemoveSetBefore(FamilyId family, std::string_view cluster, int
   Family& f = *families_[static_cast<size_t>(family)];
   for (auto it = f.series.begin(); it != f.series.end();) {
     if (it->second.cluster == cluster && it->second.set_ms < ts_ms) {
-      it = f.series.erase(it);
-      ++generation_;
-      if (f.spec.per_target) ++target_erase_epoch_;
+      it = EraseLocked(f, it);
     } else {
       ++it;
     }
@@ -279,16 +289,15 @@ int64_t SeriesStore::SweepLocked(const std::string& cluster, ClockKind kind, int
   for (auto& fp : families_) {
     Family& f = *fp;
     if (f.ttl_ms < 0 || f.spec.per_target != telemetry) continue;
-    for (auto it = f.series.begin(); it != f.series.end();) {
+    for (size_t i = 0; i < f.dense.size();) {
+      const Series& s = *f.dense[i];
       // The time test first: most series are fresh, and it costs less than comparing clusters.
-      if (at_ms - it->second.set_ms > f.ttl_ms && it->second.set_ms != kNeverSet && it->second.cluster == cluster) {
-        it = f.series.erase(it);
+      if (at_ms - s.set_ms > f.ttl_ms && s.set_ms != kNeverSet && s.cluster == cluster) {
+        EraseLocked(f, f.series.find(*s.key));  // the last series moves into place i: looked at next
         ++f.expired;
         ++removed;
-        ++generation_;
-        if (f.spec.per_target) ++target_erase_epoch_;
       } else {
-        ++it;
+        ++i;
       }
     }
   }
@@ -397,7 +406,7 @@ void SeriesStore::ForEachTargetSample(const std::function<void(const TargetSampl
   for (const auto& fp : families_) {
     const Family& f = *fp;
     if (!f.spec.per_target) continue;
-    for (const auto& [key, s] : f.series) fn(TargetSample{f.spec, s.labels->text, s.value, s.cluster, s.target, s.serial});
+    for (const Series* s : f.dense) fn(TargetSample{f.spec, s->labels->text, s->value, s->cluster, s->target, s->serial});
   }
 }
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <set>
 
 namespace acmetrace::exporters {
 namespace {
@@ -143,6 +145,73 @@ TEST(SeriesStoreTest, RemoveSetBeforeOnlyTouchesThatClusterAndOlderSeries) {
   EXPECT_TRUE(std::isnan(store.Get(f, store.MakeLabels(f, {"seren", "SFT"}).key)));
   EXPECT_EQ(store.Get(f, store.MakeLabels(f, {"seren", "Eval"}).key), 1);
   EXPECT_EQ(store.Get(f, store.MakeLabels(f, {"kalos", "SFT"}).key), 1);
+}
+
+// The walk over every per-target series (what a backfill sends each scrape) reads a second index
+// of the series, kept beside the hash map: after any mix of creations, removals, expiries and
+// re-creations it must hold exactly what the exposition (rendered from the hash map) holds.
+TEST(SeriesStoreTest, TheWalkOverEveryTargetSeriesHoldsWhatTheExpositionHoldsAfterAnyErasures) {
+  SeriesStore store(StoreOptions{60'000, 600'000, 1'000});
+  const FamilyId persona = store.AddFamily(Gauge("DCGM_X", {"Hostname", "gpu"}, true));
+  const FamilyId other = store.AddFamily(Gauge("DCGM_Y", {"Hostname"}, true));
+  auto walked = [&] {
+    std::multiset<std::string> out;
+    store.ForEachTargetSample([&](const SeriesStore::TargetSample& s) {
+      std::string line = s.family.name + std::string(s.labels_text) + ' ';
+      AppendSampleValue(line, s.value);
+      out.insert(line);
+    });
+    return out;
+  };
+  auto exposed = [&] {
+    std::string text;
+    store.AppendText(text, {}, true, SeriesStore::Families::kAll);
+    std::multiset<std::string> out;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t eol = text.find('\n', at);
+      const std::string line = text.substr(at, eol - at);
+      at = eol + 1;
+      if (line.rfind("DCGM_", 0) == 0) out.insert(line);
+    }
+    return out;
+  };
+  std::mt19937 rng(7);
+  int64_t now = 0;
+  size_t erased_somewhere = 0;
+  for (int round = 0; round < 60; ++round) {
+    now += 15'000;
+    for (int k = 0; k < 40; ++k) {
+      const int node = static_cast<int>(rng() % 30);
+      const std::string cluster = node % 2 == 0 ? "seren" : "kalos";
+      const std::string host = "10.0.0." + std::to_string(node);
+      const FamilyId f = rng() % 3 == 0 ? other : persona;
+      const SeriesLabels labels =
+          f == other ? store.MakeLabels(f, {host}) : store.MakeLabels(f, {host, std::to_string(rng() % 8)});
+      store.Set(f, labels, static_cast<double>(rng() % 1000), cluster, now, host);
+    }
+    const size_t before = walked().size();
+    switch (round % 4) {
+      case 0:  // removed one by one, some of them the last created
+        for (int k = 0; k < 5; ++k) {
+          store.Remove(persona, store.MakeLabels(persona, {"10.0.0." + std::to_string(rng() % 30),
+                                                           std::to_string(rng() % 8)}).key);
+        }
+        break;
+      case 1:  // a cluster's older series
+        store.RemoveSetBefore(persona, round % 8 == 1 ? "seren" : "kalos", now - 30'000);
+        break;
+      default:  // the clocks' sweeps expire what was not set for the TTL
+        store.AdvanceClock("seren", now);
+        store.AdvanceClock("kalos", now);
+        break;
+    }
+    const std::multiset<std::string> walk = walked();
+    erased_somewhere += before - walk.size();
+    ASSERT_EQ(walk, exposed()) << "round " << round;
+  }
+  EXPECT_GT(erased_somewhere, 100u);  // the erasures really happened, in every way
+  EXPECT_GT(store.counts(persona).expired, 0);
 }
 
 TEST(SeriesStoreTest, CollectHasNoTimestamps) {

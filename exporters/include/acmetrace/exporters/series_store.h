@@ -203,6 +203,9 @@ class SeriesStore {
     Family* family = nullptr;
     bool scrape_only = false;
     uint64_t serial = 0;
+    // Where it sits in its family's `dense` list, and its key in `series` (a node's key never moves).
+    uint32_t dense_at = 0;
+    const std::string* key = nullptr;
   };
   struct Family {
     FamilySpec spec;
@@ -211,6 +214,10 @@ class SeriesStore {
     // Hashed, not sorted: the persona's 100 lookups per record dominate the exporter's time, and
     // exposition order within a family does not matter to Prometheus.
     std::unordered_map<std::string, Series, KeyHash, std::equal_to<>> series;
+    // The same series in creation order (an erased one's place taken by the last): what walks every
+    // series (ForEachTargetSample, the sweeps) reads them close to the order they were allocated in,
+    // not in the hash map's bucket order, a cache miss each (24 % of a scale-1 backfill's CPU).
+    std::vector<Series*> dense;
     int64_t dropped = 0;
     int64_t expired = 0;
   };
@@ -242,6 +249,9 @@ class SeriesStore {
   int64_t TtlMs(Expiry expiry) const;
   int64_t SweepEveryMs() const;
   int64_t SweepLocked(const std::string& cluster, ClockKind kind, int64_t at_ms);
+  // Erases a series from both of its family's indexes; the iterator after it.
+  using SeriesIt = std::unordered_map<std::string, Series, KeyHash, std::equal_to<>>::iterator;
+  SeriesIt EraseLocked(Family& f, SeriesIt it);
 
   StoreOptions options_;
   mutable std::mutex mutex_;
