@@ -146,6 +146,7 @@ SeriesStore::Series* SeriesStore::FindOrCreate(Family& f, std::string_view key,
   }
   Series s;
   s.labels = labels != nullptr ? *labels : make(make_ctx);
+  s.labels_text = s.labels->text;
   s.family = &f;
   s.serial = next_serial_++;
   created = true;
@@ -369,7 +370,7 @@ void SeriesStore::AppendText(std::string& out, std::string_view target, bool scr
         AppendHeader(out, f.spec.name, f.spec.help, f.spec.type);
         header = true;
       }
-      AppendSample(out, f.spec.name, s.labels->text, s.value);
+      AppendSample(out, f.spec.name, s.labels_text, s.value);
     }
   }
   if (!target.empty()) return;
@@ -406,7 +407,7 @@ void SeriesStore::ForEachTargetSample(const std::function<void(const TargetSampl
   for (const auto& fp : families_) {
     const Family& f = *fp;
     if (!f.spec.per_target) continue;
-    for (const Series* s : f.dense) fn(TargetSample{f.spec, s->labels->text, s->value, s->cluster, s->target, s->serial});
+    for (const Series* s : f.dense) fn(TargetSample{f.spec, s->labels_text, s->value, s->cluster, s->target, s->serial});
   }
 }
 
