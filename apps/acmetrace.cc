@@ -1,4 +1,5 @@
 // acmetrace: one binary, one subcommand per stage. Exit codes: 0 ok, 1 failure, 2 usage.
+#include <dlfcn.h>
 #include <malloc.h>
 #include <unistd.h>
 
@@ -19,11 +20,23 @@ namespace {
 // With glibc's defaults the freed top of each heap goes back to the kernel and large buffers are
 // mmapped and unmapped, so the same pages are faulted in again and again: ~13% of a Kafka replay's
 // wall time (bench/README.md). Keep freed memory for reuse instead: the peak is unchanged, memory
-// just is not returned below it.
+// just is not returned below it. For the builds on glibc's malloc (sanitizer builds, or
+// ACMETRACE_MALLOC=glibc); tcmalloc, the default, keeps freed memory itself and ignores mallopt.
 void TuneMalloc() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum; buffers below it come from the heaps
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_TOP_PAD, 16 << 20);
+}
+
+// The allocator the process runs on, for --version: tcmalloc (linked, or preloaded) says its version.
+std::string Allocator() {
+  using TcVersion = const char* (*)(int*, int*, const char**);
+  auto tc_version = reinterpret_cast<TcVersion>(dlsym(RTLD_DEFAULT, "tc_version"));
+  if (tc_version == nullptr) return "glibc malloc";
+  int major = 0, minor = 0;
+  const char* patch = nullptr;
+  const char* name = tc_version(&major, &minor, &patch);
+  return "tcmalloc (" + std::string(name != nullptr ? name : "gperftools") + ")";
 }
 
 }  // namespace
@@ -37,8 +50,9 @@ int main(int argc, char** argv) {
   const acmetrace::exporters::BuildInfo& build = acmetrace::exporters::GetBuildInfo();
   app.set_version_flag("--version",
                        "acmetrace " + std::string(build.version) + " (revision " + std::string(build.revision) + ", " +
-                           std::string(build.compiler) + ")",
-                       "print the version, the git revision it was built from and the compiler, then exit");
+                           std::string(build.compiler) + ", " + Allocator() + ")",
+                       "print the version, the git revision it was built from, the compiler and the allocator, then "
+                       "exit");
   acmetrace::apps::CommandRegistry registry;
   // Global: every subcommand's lines share one format (core/log.h).
   std::string log_format = "text";

@@ -74,6 +74,14 @@ TEST(CliTest, VersionPrintsNameVersionAndRevision) {
   EXPECT_EQ(run.out.back(), '\n');
 }
 
+TEST(CliTest, VersionNamesTheAllocatorTheBinaryRunsOn) {
+  // tcmalloc is linked unless configured off (ACMETRACE_MALLOC=glibc) or a sanitizer build.
+  ShellOutput run = RunAcmetrace("--version");
+  ASSERT_EQ(run.exit_code, 0);
+  const std::string expected = std::string(ACMETRACE_MALLOC_USED) == "tcmalloc" ? ", tcmalloc (gperftools " : ", glibc malloc)";
+  EXPECT_NE(run.out.find(expected), std::string::npos) << run.out;
+}
+
 TEST(CliTest, HelpOnEverySubcommandExitsZero) {
   for (const char* sub : {"", "synth", "summary", "replay", "process", "export", "run", "config"}) {
     ShellOutput run = RunAcmetrace(std::string(sub) + " --help");
