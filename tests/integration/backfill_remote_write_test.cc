@@ -148,10 +148,11 @@ class BackfillRemoteWriteTest : public testing::Test {
     fs::remove_all(work_, ec);
   }
   static std::string Window() { return "--from " + std::to_string(kFrom) + " --to " + std::to_string(kTo); }
-  // backfill --remote-write URL (extra flags appended); its exit code, stderr in err.
-  static int Backfill(const std::string& url, const std::string& extra, std::string& err) {
+  // backfill --remote-write URL (extra flags appended, env VAR=value settings before it); its exit
+  // code, stderr in err.
+  static int Backfill(const std::string& url, const std::string& extra, std::string& err, const std::string& env = "") {
     const std::string log = (work_ / "rw.err").string();
-    const int rc = RunShell("cd " + work_.string() + " && " + Binary() + " backfill --data day " + Window() +
+    const int rc = RunShell("cd " + work_.string() + " && " + env + Binary() + " backfill --data day " + Window() +
                             " --remote-write " + url + " " + extra + " > rw.out 2> " + log);
     err = ReadFile(log);
     return rc;
@@ -162,7 +163,8 @@ class BackfillRemoteWriteTest : public testing::Test {
   template <class Receiver>
   static void Expect429sRetried(const fs::path& dir);
   // Every seventh request answered 400: not retried, reported, exit 1; the receiver holds exactly
-  // the samples not refused, each as the blocks path has it.
+  // the samples not refused, each as the blocks path has it. Live-sized requests (20,000 samples):
+  // the window is then about 30 requests, not one per shard.
   template <class Receiver>
   static void Expect400sReportedAndTheRestDelivered(const fs::path& dir);
   // The window's backfill started in the background, in 200-sample requests on one shard, its output
@@ -171,7 +173,8 @@ class BackfillRemoteWriteTest : public testing::Test {
   // were sometimes all sent before the stop, and the test saw nothing retried).
   static std::unique_ptr<Child> BackfillInSmallRequests(const fs::path& dir, const std::string& url) {
     const std::string env =
-        "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
+        "ACMETRACE_REMOTE_WRITE_BACKFILL_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 "
+        "ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
     return std::make_unique<Child>(
         std::vector<std::string>{"/bin/sh", "-c",
                                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
@@ -304,7 +307,7 @@ void BackfillRemoteWriteTest::Expect400sReportedAndTheRestDelivered(const fs::pa
   FaultProxy proxy(dir, receiver.WriteUrl(), "400", 7);
   ASSERT_TRUE(proxy.Ready());
   std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err, "ACMETRACE_REMOTE_WRITE_BACKFILL_MAX_SAMPLES_PER_SEND=20000 "), 1) << err;
   EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
   const int64_t failed = NumberBefore(err, " failed");
   EXPECT_GT(failed, 0) << err;
