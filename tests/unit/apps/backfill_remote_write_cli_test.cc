@@ -67,15 +67,20 @@ TEST(BackfillRemoteWriteCliTest, RunAndExportUsageErrorsAreOneLineAndExit2) {
   }
 }
 
+// backfill of the release fixture by remote write to the discard port, where nothing listens; env:
+// VAR=value settings before it.
+ShellOutput BackfillToNoReceiver(const std::string& env) {
+  return RunShellCapture(env + std::string(ACMETRACE_BINARY) + " backfill --data " + ACMETRACE_FIXTURES +
+                         "/release --remote-write http://127.0.0.1:9/api/v1/write 2>&1");
+}
+
 // A receiver that never answers (nothing listens on the discard port): the backfill gives up after
 // max_attempts, says why in one line, counts every sample it took as failed (none left pending), exit 1.
 // Backoff 0 ms: nothing waits.
 TEST(BackfillRemoteWriteCliTest, AReceiverThatNeverAnswersFailsWithEverySampleCounted) {
-  const ShellOutput run = RunShellCapture(
+  const ShellOutput run = BackfillToNoReceiver(
       "ACMETRACE_REMOTE_WRITE_MIN_BACKOFF_MS=0 ACMETRACE_REMOTE_WRITE_MAX_BACKOFF_MS=0 "
-      "ACMETRACE_REMOTE_WRITE_MAX_ATTEMPTS=3 " +
-      std::string(ACMETRACE_BINARY) + " backfill --data " + ACMETRACE_FIXTURES +
-      "/release --remote-write http://127.0.0.1:9/api/v1/write 2>&1");
+      "ACMETRACE_REMOTE_WRITE_MAX_ATTEMPTS=3 ");
   EXPECT_EQ(run.exit_code, 1) << run.out;
   EXPECT_NE(run.out.find("remote write: gave up on a request of "), std::string::npos) << run.out;
   EXPECT_NE(run.out.find(" after 3 attempts: cannot write to http://127.0.0.1:9/api/v1/write: "), std::string::npos)
@@ -87,11 +92,9 @@ TEST(BackfillRemoteWriteCliTest, AReceiverThatNeverAnswersFailsWithEverySampleCo
 // backfill's requests hold remote_write.backfill_max_samples_per_send samples, not run's
 // max_samples_per_send: on one shard, the first request given up on is a full one of 7.
 TEST(BackfillRemoteWriteCliTest, BackfillsRequestsHoldBackfillMaxSamplesPerSend) {
-  const ShellOutput run = RunShellCapture(
+  const ShellOutput run = BackfillToNoReceiver(
       "ACMETRACE_REMOTE_WRITE_BACKFILL_MAX_SAMPLES_PER_SEND=7 ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=5 "
-      "ACMETRACE_REMOTE_WRITE_SHARDS=1 ACMETRACE_REMOTE_WRITE_MAX_ATTEMPTS=1 " +
-      std::string(ACMETRACE_BINARY) + " backfill --data " + ACMETRACE_FIXTURES +
-      "/release --remote-write http://127.0.0.1:9/api/v1/write 2>&1");
+      "ACMETRACE_REMOTE_WRITE_SHARDS=1 ACMETRACE_REMOTE_WRITE_MAX_ATTEMPTS=1 ");
   EXPECT_EQ(run.exit_code, 1) << run.out;
   EXPECT_NE(run.out.find("remote write: gave up on a request of 7 samples after 1 attempts: "), std::string::npos)
       << run.out;

@@ -134,7 +134,7 @@ class WriteQueue {
     std::vector<uint32_t> ids;               // the series' ids
     std::vector<uint32_t> counts;            // their samples
     int64_t samples = 0;
-    int64_t bytes = 0;  // the request's WriteRequest, uncompressed, at most (never less than it is)
+    int64_t bytes = 0;  // the request's WriteRequest before snappy: an upper bound, never below it
   };
   struct Shard {
     // Producer side.
