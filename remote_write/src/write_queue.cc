@@ -97,9 +97,10 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
   if (fatal_.load()) return FatalStatus();
   SeriesSlot& at = slots_[series];
   Shard& shard = *shards_[at.shard];
-  // The request's size as the encoder will write it, at most: each sample's field, and each series's
-  // labels and framing once, when it is new in the batch.
-  int64_t bytes = static_cast<int64_t>(EncodedSampleBytes(sample));
+  // The request's size as the encoder will write it, at most: each sample's field at its largest
+  // (an add, not its exact size: this runs per sample), and each series's labels and framing once,
+  // when it is new in the batch.
+  int64_t bytes = kMaxEncodedSampleBytes;
   if (at.slot < 0) bytes += series_[series].framed_bytes;
   if (shard.building.bytes + bytes > options_.max_bytes_per_send && shard.building.samples > 0) {
     // This sample would take the request past the byte bound: the batch goes as it is, and the

@@ -41,12 +41,15 @@ inline constexpr const char* kRemoteWriteHeaders[] = {
 constexpr size_t VarintBytes(uint64_t v) { return v < 0x80 ? 1 : (static_cast<size_t>(std::bit_width(v)) + 6) / 7; }
 
 /// The bytes a sample takes in a request: its TimeSeries.samples field, tag and length included
-/// (2 to 22; proto3 leaves out a +0.0 value and a 0 time). Cheap: the queue adds it per sample.
+/// (proto3 leaves out a +0.0 value and a 0 time).
 constexpr size_t EncodedSampleBytes(const Sample& s) {
   return 2 + (std::bit_cast<uint64_t>(s.value) != 0 ? 9 : 0) +
          (s.ts_ms != 0 ? 1 + VarintBytes(static_cast<uint64_t>(s.ts_ms)) : 0);
 }
-inline constexpr size_t kMaxEncodedSampleBytes = 22;
+/// The most a sample takes (a value and a negative time: a 10-byte varint); today's times in ms
+/// take 18. What the queue's byte bound counts per sample.
+inline constexpr int64_t kMaxEncodedSampleBytes = 22;
+static_assert(EncodedSampleBytes({-1, 1.0}) == kMaxEncodedSampleBytes);
 
 /// A series's labels as the bytes of a protobuf TimeSeries's label fields (EncodeLabels): a queue
 /// encodes them once per series, not once per request.
