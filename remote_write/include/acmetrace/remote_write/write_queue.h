@@ -1,8 +1,9 @@
 // Samples to a remote write receiver as Prometheus's queue manager sends them: a few shards, each
 // series always in the same shard (its order kept), batches of max_samples_per_send and at most
-// max_bytes_per_send encoded, a bounded queue per shard that blocks the producer when full, retries with exponential backoff on 5xx, 429
-// and no answer (a 429's or 503's Retry-After honoured, up to the longest backoff), no retry on
-// other statuses (counted and reported per series, never dropped silently).
+// max_bytes_per_send encoded, a bounded queue per shard that blocks the producer when full, retries
+// with exponential backoff on 5xx, 429 and no answer (a 429's or 503's Retry-After honoured, up to
+// the longest backoff), no retry on other statuses (counted and reported per series, never dropped
+// silently).
 #pragma once
 
 #include <atomic>
@@ -56,10 +57,10 @@ struct QueueOptions {
   int shards = 4;                     // parallel senders
   int max_samples_per_send = 20'000;  // samples per request
   // A request's WriteRequest, uncompressed, at most (receivers refuse larger ones: VictoriaMetrics's
-  // -maxInsertRequestSize, Prometheus's and Mimir's limits); a batch goes early once the next sample
-  // would pass it. A single series and sample larger than this alone goes alone.
+  // -maxInsertRequestSize, Mimir's -distributor.max-recv-msg-size); a batch goes early once the next
+  // sample would pass it. A single series and sample larger than this alone goes alone.
   int64_t max_bytes_per_send = int64_t{16} << 20;
-  int capacity_samples = 1'000'000;  // per shard, queued ahead of its sender; past it Append waits
+  int capacity_samples = 1'000'000;   // per shard, queued ahead of its sender; past it Append waits
   int max_attempts = 10;              // per request, the first included; then the write fails
   int64_t min_backoff_ms = 30;        // before the first retry, doubled at each next one
   int64_t max_backoff_ms = 5'000;
