@@ -72,7 +72,8 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
     }
     // The remote write client, checked before any work: URL, credentials, queue settings (its
     // senders start below, once the signal mask they must inherit is set).
-    const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->remote_write, config, "backfill");
+    const std::optional<RemoteWriteSetup> remote =
+        CheckRemoteWrite(flags->remote_write, config, "backfill", remote_write::WriteMode::kBackfill);
     if (!remote) return 2;
     std::vector<scoring::RuleFileText> rules = scoring::ShippedRules();
     if (!flags->rules.empty()) rules.clear();

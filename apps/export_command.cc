@@ -36,7 +36,8 @@ void RegisterExport(CLI::App& app, CommandRegistry& registry) {
   cmd->add_flag("--strict", flags->strict, "exit 1 at the first malformed record");
   AddServingFlags(cmd, keys, flags->serving, "its wall time and the newest trace time exported");
   registry.OnRunWithConfig(cmd, [&registry, flags](const core::Config& config) {
-    const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "export");
+    const std::optional<RemoteWriteSetup> remote =
+        CheckRemoteWrite(flags->serving.remote_write, config, "export", remote_write::WriteMode::kLive);
     if (!remote) return 2;
     const exporters::ExportOptions options = exporters::ExportOptionsFromConfig(config);
     core::InputErrors errors(stderr, flags->strict);

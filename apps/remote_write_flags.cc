@@ -18,7 +18,7 @@ void AddRemoteWriteFlags(CLI::App* cmd, KeyFlags& keys, RemoteWriteFlags& flags,
 }
 
 std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, const core::Config& config,
-                                                 const char* command) {
+                                                 const char* command, remote_write::WriteMode mode) {
   RemoteWriteSetup setup;
   if (flags.url.empty()) {
     if (flags.http.any() || flags.interval_given()) {
@@ -47,10 +47,12 @@ std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, 
     return std::nullopt;
   }
   setup.url = flags.url;
-  setup.queue = setup.settings.Queue();
-  if (core::Status s = setup.queue.Validate(); !s.ok()) {
-    core::LogError(command, s.message());
-    return std::nullopt;
+  setup.queue = setup.settings.Queue(mode);
+  for (const core::Status& s : {setup.settings.Validate(mode), setup.queue.Validate()}) {
+    if (!s.ok()) {
+      core::LogError(command, s.message());
+      return std::nullopt;
+    }
   }
   setup.client = std::move(client).value();
   return setup;

@@ -34,15 +34,15 @@ void AddRemoteWriteFlags(CLI::App* cmd, KeyFlags& keys, RemoteWriteFlags& flags,
 struct RemoteWriteSetup {
   std::string url;
   scoring::ClientOptions client;
-  remote_write::QueueOptions queue;
+  remote_write::QueueOptions queue;            // settings.Queue(the command's mode)
   remote_write::RemoteWriteSettings settings;  // the remote_write.* keys the queue came from
 };
 
 /// Checks the flags and the remote_write.* keys before any work (URL, credential files, queue
-/// numbers, the HTTP flags without --remote-write). Logs one line under command and returns
-/// nullopt on a usage error; an empty setup (url "") when --remote-write is not given.
+/// numbers for mode's command, the HTTP flags without --remote-write). Logs one line under command
+/// and returns nullopt on a usage error; an empty setup (url "") when --remote-write is not given.
 std::optional<RemoteWriteSetup> CheckRemoteWrite(const RemoteWriteFlags& flags, const core::Config& config,
-                                                 const char* command);
+                                                 const char* command, remote_write::WriteMode mode);
 
 /// The queue and its HTTP senders (start it once the signal mask its threads inherit is set).
 std::unique_ptr<remote_write::WriteQueue> MakeWriteQueue(const RemoteWriteSetup& setup, remote_write::Sleeper& sleeper);

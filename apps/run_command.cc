@@ -49,7 +49,8 @@ void RegisterRun(CLI::App& app, CommandRegistry& registry) {
   keys.Flag("--strict", "replay.strict", "exit 1 at the first malformed row");
   AddServingFlags(cmd, keys, flags->serving, "its wall and trace time");
   registry.OnRunWithConfig(cmd, [&registry, flags, key_flags = &keys](const core::Config& config) {
-    const std::optional<RemoteWriteSetup> remote = CheckRemoteWrite(flags->serving.remote_write, config, "run");
+    const std::optional<RemoteWriteSetup> remote =
+        CheckRemoteWrite(flags->serving.remote_write, config, "run", remote_write::WriteMode::kLive);
     if (!remote) return 2;
 
     const producers::ReplaySettings replay = producers::ReplaySettingsFromConfig(config);

@@ -36,6 +36,7 @@ core::Status QueueOptions::Validate() const {
   auto bad = [](const std::string& what) { return core::Status::Error("remote write: " + what); };
   if (shards < 1 || shards > 256) return bad("shards: must be 1-256");
   if (max_samples_per_send < 1) return bad("max_samples_per_send: must be positive");
+  if (max_bytes_per_send < 1) return bad("max_bytes_per_send: must be positive");
   if (capacity_samples < max_samples_per_send) return bad("capacity_samples: must be at least max_samples_per_send");
   if (max_attempts < 1) return bad("max_attempts: must be positive");
   if (min_backoff_ms < 0 || max_backoff_ms < min_backoff_ms) return bad("backoff: need 0 <= min_backoff_ms <= max_backoff_ms");
@@ -56,7 +57,12 @@ std::string BodyExcerpt(std::string_view body, size_t max_bytes) {
 }
 
 WriteQueue::WriteQueue(QueueOptions options, const TransportFactory& make_transport, Sleeper& sleeper)
-    : options_(options), sleeper_(sleeper) {
+    : options_(options),
+      // Within the bound a TimeSeries's body is at most max_bytes_per_send: its length's varint no
+      // longer than that number's.
+      series_framing_bytes_(1 + static_cast<int64_t>(VarintBytes(static_cast<uint64_t>(std::max<int64_t>(
+                                    options.max_bytes_per_send, 0))))),
+      sleeper_(sleeper) {
   for (int i = 0; i < options_.shards; ++i) {
     auto shard = std::make_unique<Shard>();
     shard->transport = make_transport();
@@ -76,6 +82,7 @@ uint32_t WriteQueue::AddSeries(std::vector<Label> labels) {
   slots_.push_back(slot);
   SeriesEntry entry;
   entry.encoded = EncodeLabels(labels);
+  entry.framed_bytes = series_framing_bytes_ + static_cast<int64_t>(entry.encoded.size());
   entry.labels = std::move(labels);
   series_.push_back(std::move(entry));
   return static_cast<uint32_t>(series_.size() - 1);
@@ -90,9 +97,27 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
   if (fatal_.load()) return FatalStatus();
   SeriesSlot& at = slots_[series];
   Shard& shard = *shards_[at.shard];
+  // The request's size as the encoder will write it, at most: each sample's field at its largest
+  // (an add, not its exact size: this runs per sample), and each series's labels and framing once,
+  // when it is new in the batch.
+  int64_t bytes = kMaxEncodedSampleBytes;
+  if (at.slot < 0) bytes += series_[series].framed_bytes;
+  if (shard.building.bytes + bytes > options_.max_bytes_per_send && shard.building.samples > 0) {
+    // This sample would take the request past the byte bound: the batch goes as it is, and the
+    // series starts the next one (its labels counted again there).
+    if (at.slot >= 0) bytes += series_[series].framed_bytes;
+    if (core::Status s = HandOver(shard); !s.ok()) return s;
+  }
   Batch& batch = shard.building;
+  batch.bytes += bytes;
   if (at.slot < 0) {
-    if (batch.appended.empty()) batch.appended.reserve(static_cast<size_t>(options_.max_samples_per_send));
+    if (batch.appended.empty()) {
+      // As many as the shard's last batch held (fewer than max_samples_per_send when the byte bound
+      // ended it): a queue of batches that each reserved a full one would hold many times the
+      // memory of its samples.
+      const size_t full = static_cast<size_t>(options_.max_samples_per_send);
+      batch.appended.reserve(shard.last_batch_samples > 0 ? std::min(shard.last_batch_samples, full) : full);
+    }
     at.slot = static_cast<int32_t>(batch.series.size());
     batch.series.push_back(&series_[series]);
     batch.ids.push_back(series);
@@ -110,6 +135,7 @@ core::Status WriteQueue::Append(uint32_t series, Sample sample) {
 core::Status WriteQueue::HandOver(Shard& shard) {
   if (shard.building.samples == 0) return core::Status::Ok();
   for (uint32_t id : shard.building.ids) slots_[id].slot = -1;
+  shard.last_batch_samples = shard.building.appended.size();
   Batch batch = std::move(shard.building);
   shard.building = Batch{};
   std::unique_lock<std::mutex> lock(shard.mu);

@@ -23,15 +23,6 @@ constexpr char kTagValue = 0x12;       // Label.value = 2
 constexpr char kTagDouble = 0x09;      // Sample.value = 1, 64-bit
 constexpr char kTagTimestamp = 0x10;   // Sample.timestamp = 2, varint
 
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 char* PutVarint(char* p, uint64_t v) {
   while (v >= 0x80) {
     *p++ = static_cast<char>(v | 0x80);
@@ -52,15 +43,11 @@ void AppendField(std::string& out, char tag, std::string_view bytes) {
   out.append(bytes);
 }
 
-// A Sample's body; proto3 leaves out fields at their default (+0.0, 0), as libprotobuf does.
-size_t SampleSize(const Sample& s) {
-  return (std::bit_cast<uint64_t>(s.value) != 0 ? 9 : 0) +
-         (s.ts_ms != 0 ? 1 + VarintSize(static_cast<uint64_t>(s.ts_ms)) : 0);
-}
-
-char* PutSample(char* p, const Sample& s, size_t size) {
+// A Sample field; proto3 leaves out fields at their default (+0.0, 0), as libprotobuf does
+// (EncodedSampleBytes counts them so).
+char* PutSample(char* p, const Sample& s, size_t field_bytes) {
   *p++ = kTagSample;
-  *p++ = static_cast<char>(size);  // at most 20
+  *p++ = static_cast<char>(field_bytes - 2);  // the body: at most 20
   if (const uint64_t bits = std::bit_cast<uint64_t>(s.value); bits != 0) {
     *p++ = kTagDouble;
     for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(bits >> (8 * i));  // little-endian
@@ -77,9 +64,9 @@ std::string Encode(const std::vector<EncodedSeries>& series) {
   size_t total = 0;
   for (size_t i = 0; i < series.size(); ++i) {
     size_t body = series[i].labels.size();
-    for (size_t k = 0; k < series[i].count; ++k) body += 2 + SampleSize(series[i].samples[k]);
+    for (size_t k = 0; k < series[i].count; ++k) body += EncodedSampleBytes(series[i].samples[k]);
     bodies[i] = body;
-    total += 1 + VarintSize(body) + body;
+    total += 1 + VarintBytes(body) + body;
   }
   std::string raw(total, '\0');
   char* p = raw.data();
@@ -88,7 +75,7 @@ std::string Encode(const std::vector<EncodedSeries>& series) {
     *p++ = kTagTimeSeries;
     p = PutVarint(p, bodies[i]);
     p = std::copy(s.labels.begin(), s.labels.end(), p);
-    for (size_t k = 0; k < s.count; ++k) p = PutSample(p, s.samples[k], SampleSize(s.samples[k]));
+    for (size_t k = 0; k < s.count; ++k) p = PutSample(p, s.samples[k], EncodedSampleBytes(s.samples[k]));
   }
   std::string compressed;
   snappy::Compress(raw.data(), raw.size(), &compressed);

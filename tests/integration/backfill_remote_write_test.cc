@@ -148,10 +148,11 @@ class BackfillRemoteWriteTest : public testing::Test {
     fs::remove_all(work_, ec);
   }
   static std::string Window() { return "--from " + std::to_string(kFrom) + " --to " + std::to_string(kTo); }
-  // backfill --remote-write URL (extra flags appended); its exit code, stderr in err.
-  static int Backfill(const std::string& url, const std::string& extra, std::string& err) {
+  // backfill --remote-write URL (extra flags appended, env VAR=value settings before it); its exit
+  // code, stderr in err.
+  static int Backfill(const std::string& url, const std::string& extra, std::string& err, const std::string& env = "") {
     const std::string log = (work_ / "rw.err").string();
-    const int rc = RunShell("cd " + work_.string() + " && " + Binary() + " backfill --data day " + Window() +
+    const int rc = RunShell("cd " + work_.string() + " && " + env + Binary() + " backfill --data day " + Window() +
                             " --remote-write " + url + " " + extra + " > rw.out 2> " + log);
     err = ReadFile(log);
     return rc;
@@ -162,7 +163,8 @@ class BackfillRemoteWriteTest : public testing::Test {
   template <class Receiver>
   static void Expect429sRetried(const fs::path& dir);
   // Every seventh request answered 400: not retried, reported, exit 1; the receiver holds exactly
-  // the samples not refused, each as the blocks path has it.
+  // the samples not refused, each as the blocks path has it. Live-sized requests (20,000 samples):
+  // the window is then about 30 requests, not one per shard.
   template <class Receiver>
   static void Expect400sReportedAndTheRestDelivered(const fs::path& dir);
   // The window's backfill started in the background, in 200-sample requests on one shard, its output
@@ -171,7 +173,8 @@ class BackfillRemoteWriteTest : public testing::Test {
   // were sometimes all sent before the stop, and the test saw nothing retried).
   static std::unique_ptr<Child> BackfillInSmallRequests(const fs::path& dir, const std::string& url) {
     const std::string env =
-        "ACMETRACE_REMOTE_WRITE_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
+        "ACMETRACE_REMOTE_WRITE_BACKFILL_MAX_SAMPLES_PER_SEND=200 ACMETRACE_REMOTE_WRITE_CAPACITY=400 "
+        "ACMETRACE_REMOTE_WRITE_SHARDS=1 ";
     return std::make_unique<Child>(
         std::vector<std::string>{"/bin/sh", "-c",
                                  env + Binary() + " backfill --data " + (work_ / "day").string() + " " + Window() +
@@ -185,16 +188,20 @@ class BackfillRemoteWriteTest : public testing::Test {
 // Debian's VictoriaMetrics on a free port, its data in dir; stopped by the destructor.
 class LocalVictoriaMetrics {
  public:
-  explicit LocalVictoriaMetrics(const fs::path& dir) : dir_(dir), port_(FreePort()) { Start(); }
+  // extra: more flags (-maxInsertRequestSize=N...).
+  explicit LocalVictoriaMetrics(const fs::path& dir, std::vector<std::string> extra = {})
+      : dir_(dir), port_(FreePort()), extra_(std::move(extra)) {
+    Start();
+  }
   bool Ready() { return WaitUntil([&] { return HttpGet(port_, "/health").status == 200; }, 30); }
   // Stopped (SIGTERM: what it acknowledged is flushed to disk) and started again on the same port
   // and storage, as an operator restarts it.
   int Stop() { return vm_->Signal(SIGTERM); }
   void Start() {
-    vm_ = std::make_unique<Child>(
-        std::vector<std::string>{"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
-                                 "-storageDataPath=" + (dir_ / "data").string(), "-retentionPeriod=100y"},
-        (dir_ / "vm.out").string(), (dir_ / "vm.err").string());
+    std::vector<std::string> args = {"/usr/bin/victoria-metrics", "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
+                                     "-storageDataPath=" + (dir_ / "data").string(), "-retentionPeriod=100y"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
+    vm_ = std::make_unique<Child>(args, (dir_ / "vm.out").string(), (dir_ / "vm.err").string());
   }
   int port() const { return port_; }
   // query_range of every series over the window at the scrape step, as a dashboard reads it:
@@ -247,6 +254,7 @@ class LocalVictoriaMetrics {
  private:
   fs::path dir_;
   int port_;
+  std::vector<std::string> extra_;
   std::unique_ptr<Child> vm_;
 };
 
@@ -304,7 +312,7 @@ void BackfillRemoteWriteTest::Expect400sReportedAndTheRestDelivered(const fs::pa
   FaultProxy proxy(dir, receiver.WriteUrl(), "400", 7);
   ASSERT_TRUE(proxy.Ready());
   std::string err;
-  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err), 1) << err;
+  ASSERT_EQ(Backfill(proxy.WriteUrl(), "", err, "ACMETRACE_REMOTE_WRITE_BACKFILL_MAX_SAMPLES_PER_SEND=20000 "), 1) << err;
   EXPECT_NE(err.find("HTTP 400: bad request: refused by the fault proxy"), std::string::npos) << err;
   const int64_t failed = NumberBefore(err, " failed");
   EXPECT_GT(failed, 0) << err;
@@ -335,6 +343,35 @@ TEST_F(BackfillRemoteWriteTest, VictoriaMetricsHoldsEverySampleOfTheBlocksPath) 
   const Samples got = vm.Holding(Count(reference_));
   EXPECT_EQ(FirstDifference(reference_, got), "");
   EXPECT_EQ(Count(got), Count(reference_));
+}
+
+// A receiver's request size limit (VictoriaMetrics's -maxInsertRequestSize: 32 MiB by default, 1 MiB
+// here) refuses requests above it whole; remote_write.max_bytes_per_send at or below it makes every
+// request fit and every sample arrive (docs/monitoring.md, "Request size").
+TEST_F(BackfillRemoteWriteTest, VictoriaMetricsWithA1MiBRequestLimitGetsEverySampleWithMaxBytesPerSendAtIt) {
+  fs::create_directories(work_ / "vmsize");
+  LocalVictoriaMetrics vm(work_ / "vmsize", {"-maxInsertRequestSize=1048576"});
+  ASSERT_TRUE(vm.Ready()) << vm.log();
+  std::string err;
+  const std::string docs = ReadFile(std::string(ACMETRACE_SOURCE_DIR) + "/docs/monitoring.md");
+  ASSERT_EQ(Backfill(vm.WriteUrl(), "", err, "ACMETRACE_REMOTE_WRITE_MAX_BYTES_PER_SEND=1048576 "), 0) << err;
+  EXPECT_EQ(NumberBefore(err, " failed"), 0) << err;
+  EXPECT_EQ(FirstDifference(reference_, vm.Holding(Count(reference_))), "");
+  const std::string requests = std::to_string(NumberBefore(err, " requests (0 refused)"));
+  EXPECT_NE(docs.find("then the two hours above go in " + requests + " requests"), std::string::npos)
+      << "docs/monitoring.md should say " << requests << " requests";
+  // With the default bound (16 MiB) the requests pass this receiver's limit: refused, not retried, exit 1.
+  ASSERT_EQ(Backfill(vm.WriteUrl(), "", err), 1) << err;
+  EXPECT_NE(err.find("too big unpacked request; mustn't exceed `-maxInsertRequestSize=1048576` bytes"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(NumberBefore(err, " retried"), 0) << err;
+  // docs/monitoring.md quotes the refusal (the receiver's address and the first request's size left out).
+  const size_t at = err.find("backfill: remote write: the receiver refused ");
+  ASSERT_NE(at, std::string::npos) << err;
+  const std::string said = err.substr(at, err.find("; the first: ", at) - at);
+  EXPECT_NE(docs.find(said + "; the first: HTTP 400: ...; too big unpacked request"), std::string::npos)
+      << "docs/monitoring.md should quote: " << said;
 }
 
 TEST_F(BackfillRemoteWriteTest, VictoriaMetricsBehindAReceiverAnswering429GetsEverySampleRetried) {

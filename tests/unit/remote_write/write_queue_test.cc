@@ -7,7 +7,11 @@
 #include "acmetrace/remote_write/queue_metrics.h"
 
 #include <gtest/gtest.h>
+#include <snappy.h>
 
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -23,10 +27,16 @@ struct Receiver {
   std::string refuse_name;  // answer 400 to every request holding a series of this __name__
   std::map<std::string, std::vector<Sample>> stored;  // __name__ -> samples accepted, in order
   int posts = 0;
+  int senders = 0;  // transports made so far: each shard's sender has its own
+  // Per sender, each request's WriteRequest size before snappy, in the order posted.
+  std::map<int, std::vector<size_t>> uncompressed;
 
-  core::Result<HttpAnswer> Answer(const std::string& body) {
+  core::Result<HttpAnswer> Answer(const std::string& body, int sender) {
     std::lock_guard<std::mutex> lock(mu);
     ++posts;
+    size_t raw = 0;
+    EXPECT_TRUE(snappy::GetUncompressedLength(body.data(), body.size(), &raw));
+    uncompressed[sender].push_back(raw);
     const size_t turn = next;
     int status = next < script.size() ? script[next++] : 200;
     if (!refuse_name.empty()) {
@@ -49,11 +59,15 @@ struct Receiver {
 
 class ScriptedTransport : public WriteTransport {
  public:
-  explicit ScriptedTransport(Receiver& receiver) : receiver_(receiver) {}
-  core::Result<HttpAnswer> Post(const std::string& body) override { return receiver_.Answer(body); }
+  explicit ScriptedTransport(Receiver& receiver) : receiver_(receiver) {
+    std::lock_guard<std::mutex> lock(receiver.mu);
+    sender_ = receiver.senders++;
+  }
+  core::Result<HttpAnswer> Post(const std::string& body) override { return receiver_.Answer(body, sender_); }
 
  private:
   Receiver& receiver_;
+  int sender_ = 0;
 };
 
 class RecordingSleeper : public Sleeper {
@@ -231,6 +245,153 @@ TEST(WriteQueueTest, FlushSendsAPartialBatch) {
   EXPECT_EQ(receiver.stored["m"].size(), 2u);
 }
 
+// Options where only the byte bound ends a batch.
+QueueOptions ByteBoundOptions(int shards, int64_t max_bytes) {
+  QueueOptions o = SmallOptions(shards);
+  o.max_samples_per_send = 1'000'000;
+  o.capacity_samples = 1'000'000;
+  o.max_bytes_per_send = max_bytes;
+  return o;
+}
+
+// What a receiver with a request size limit checks: no request passes the bound. And the bound does
+// not cut requests far short of it either (not a batch per sample): each sender's requests but its
+// last fill three quarters of it at least (the queue counts a sample at its largest, 22 bytes, where
+// today's times take 18).
+void ExpectRequestsWithinTheBound(Receiver& receiver, int64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(receiver.mu);
+  ASSERT_FALSE(receiver.uncompressed.empty());
+  for (const auto& [sender, sizes] : receiver.uncompressed) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_LE(static_cast<int64_t>(sizes[i]), max_bytes) << "sender " << sender << " request " << i;
+      if (i + 1 < sizes.size()) {
+        EXPECT_GT(static_cast<int64_t>(sizes[i]), max_bytes * 3 / 4) << "sender " << sender << " request " << i;
+      }
+    }
+  }
+}
+
+// Samples of every encoded size: times of 0 (left out), one byte, today's ms (6 bytes), negative
+// (10 bytes); values +0.0 (left out), -0.0, NaN, others.
+Sample OddSample(int i, int64_t base_ms) {
+  const double values[] = {0.0, -0.0, std::numeric_limits<double>::quiet_NaN(), 1.5, 1e300};
+  const int64_t times[] = {0, 5, base_ms, -base_ms};
+  return {times[i % 4] + (i % 4 == 0 ? 0 : i), values[i % 5]};
+}
+
+// Live-sized scrapes of history: a request holding one sample per series carries every series's
+// labels, so the byte bound, not the sample count, ends each batch.
+TEST(WriteQueueTest, ManySeriesOfOneSampleEachNoRequestPassesTheByteBound) {
+  constexpr int64_t kMaxBytes = 4'096;
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(ByteBoundOptions(3, kMaxBytes), Factory(receiver), sleeper);
+  std::vector<uint32_t> ids;
+  for (int s = 0; s < 3'000; ++s) {
+    ids.push_back(queue.AddSeries({{"__name__", "m" + std::to_string(s)},
+                                   {"instance", "node-" + std::to_string(s % 97)},
+                                   {"pod", std::string(static_cast<size_t>(s % 150), 'p')}}));
+  }
+  for (size_t s = 0; s < ids.size(); ++s) {
+    ASSERT_TRUE(queue.Append(ids[s], OddSample(static_cast<int>(s), 1'688'169'600'000)).ok());
+  }
+  ASSERT_TRUE(queue.Close().ok());
+  ExpectRequestsWithinTheBound(receiver, kMaxBytes);
+  EXPECT_GT(receiver.posts, 3 * 20);  // about 0.5 MB in 4 kB requests: the bound cut them
+  ASSERT_EQ(receiver.stored.size(), ids.size());
+  for (size_t s = 0; s < ids.size(); ++s) {
+    const std::vector<Sample>& got = receiver.stored["m" + std::to_string(s)];
+    ASSERT_EQ(got.size(), 1u) << s;
+    const Sample want = OddSample(static_cast<int>(s), 1'688'169'600'000);
+    EXPECT_EQ(got[0].ts_ms, want.ts_ms) << s;
+    EXPECT_EQ(std::bit_cast<uint64_t>(got[0].value), std::bit_cast<uint64_t>(want.value)) << s;
+  }
+  const QueueStats st = queue.Stats();
+  EXPECT_EQ(st.samples_sent, 3'000);
+  EXPECT_EQ(st.samples_pending, 0);
+}
+
+// A backfill's batches: few series, many samples each, a series's samples split across requests
+// by the bound and still arriving in order, once.
+TEST(WriteQueueTest, FewSeriesOfManySamplesNoRequestPassesTheByteBoundOrderKept) {
+  constexpr int64_t kMaxBytes = 2'048;
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(ByteBoundOptions(2, kMaxBytes), Factory(receiver), sleeper);
+  std::vector<uint32_t> ids;
+  for (int s = 0; s < 5; ++s) ids.push_back(queue.AddSeries({{"__name__", "m" + std::to_string(s)}, {"gpu", "0"}}));
+  for (int t = 0; t < 4'000; ++t) {
+    for (uint32_t id : ids) ASSERT_TRUE(queue.Append(id, {1'688'169'600'000 + t * 15'000, t + 0.25}).ok());
+  }
+  ASSERT_TRUE(queue.Close().ok());
+  ExpectRequestsWithinTheBound(receiver, kMaxBytes);
+  EXPECT_GT(receiver.posts, 20'000 * 18 / kMaxBytes);  // 18 bytes a sample: the bound cut them
+  ASSERT_EQ(receiver.stored.size(), 5u);
+  for (const auto& [name, samples] : receiver.stored) {
+    ASSERT_EQ(samples.size(), 4'000u) << name;
+    for (int t = 0; t < 4'000; ++t) {
+      ASSERT_EQ(samples[static_cast<size_t>(t)].ts_ms, 1'688'169'600'000 + t * 15'000) << name << " " << t;
+    }
+  }
+}
+
+// Samples at their largest (a value and a time before 1970: a 10-byte varint), so the queue's count
+// is exact, and series whose labels are much of a request: a series split across requests by the
+// bound carries its labels in each, and each request still keeps to the bound.
+TEST(WriteQueueTest, ASeriesSplitByTheByteBoundCountsItsLabelsInEachRequest) {
+  constexpr int64_t kMaxBytes = 1'024;
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(ByteBoundOptions(1, kMaxBytes), Factory(receiver), sleeper);
+  std::vector<uint32_t> ids;
+  for (int s = 0; s < 2; ++s) {
+    ids.push_back(queue.AddSeries({{"__name__", "m" + std::to_string(s)}, {"note", std::string(400, 'n')}}));
+  }
+  constexpr int64_t kBefore1970 = -1'000'000'000'000;
+  for (int t = 0; t < 200; ++t) {
+    for (uint32_t id : ids) ASSERT_TRUE(queue.Append(id, {kBefore1970 + t, 1.0}).ok());
+  }
+  ASSERT_TRUE(queue.Close().ok());
+  ExpectRequestsWithinTheBound(receiver, kMaxBytes);
+  for (const auto& [name, samples] : receiver.stored) {
+    ASSERT_EQ(samples.size(), 200u) << name;
+    for (int t = 0; t < 200; ++t) ASSERT_EQ(samples[static_cast<size_t>(t)].ts_ms, kBefore1970 + t) << name;
+  }
+}
+
+// A series whose labels alone pass the bound cannot be sent within it: each of its samples goes in a
+// request of its own (a receiver may refuse it, and the report names the series), and the other
+// series's requests keep to the bound.
+TEST(WriteQueueTest, ASeriesLargerThanTheByteBoundGoesAloneTheOthersWithinIt) {
+  constexpr int64_t kMaxBytes = 1'024;
+  Receiver receiver;
+  RecordingSleeper sleeper;
+  WriteQueue queue(ByteBoundOptions(1, kMaxBytes), Factory(receiver), sleeper);
+  const std::vector<Label> big_labels = {{"__name__", "big"}, {"note", std::string(2'000, 'x')}};
+  const uint32_t big = queue.AddSeries(big_labels);
+  std::vector<uint32_t> small;
+  for (int s = 0; s < 40; ++s) small.push_back(queue.AddSeries({{"__name__", "s" + std::to_string(s)}}));
+  for (int t = 0; t < 10; ++t) {
+    for (uint32_t id : small) ASSERT_TRUE(queue.Append(id, {t + 1, 1.0}).ok());
+    ASSERT_TRUE(queue.Append(big, {t + 1, 2.0}).ok());
+  }
+  ASSERT_TRUE(queue.Close().ok());
+  // The size of a request of the big series with one sample and nothing else.
+  const std::string alone_body = EncodeWriteRequest(std::vector<TimeSeries>{{big_labels, {{1, 2.0}}}});
+  size_t big_alone = 0;
+  ASSERT_TRUE(snappy::GetUncompressedLength(alone_body.data(), alone_body.size(), &big_alone));
+  int alone = 0;
+  for (size_t size : receiver.uncompressed.at(0)) {
+    if (static_cast<int64_t>(size) <= kMaxBytes) continue;
+    EXPECT_EQ(size, big_alone);
+    ++alone;
+  }
+  EXPECT_EQ(alone, 10);
+  EXPECT_EQ(receiver.stored["big"].size(), 10u);
+  for (int s = 0; s < 40; ++s) EXPECT_EQ(receiver.stored["s" + std::to_string(s)].size(), 10u) << s;
+  EXPECT_EQ(queue.Stats().samples_sent, 410);
+}
+
 TEST(QueueMetricsTest, PrometheusRemoteStorageStyleTextWithTheUrl) {
   QueueStats st;
   st.samples_sent = 7;
@@ -275,6 +436,9 @@ TEST(WriteQueueTest, OptionsAreValidated) {
   o = QueueOptions{};
   o.max_backoff_ms = o.min_backoff_ms - 1;
   EXPECT_FALSE(o.Validate().ok());
+  o = QueueOptions{};
+  o.max_bytes_per_send = 0;
+  EXPECT_NE(o.Validate().message().find("max_bytes_per_send"), std::string::npos);
 }
 
 TEST(BodyExcerptTest, OneLineCut) {

@@ -1,8 +1,9 @@
 // Samples to a remote write receiver as Prometheus's queue manager sends them: a few shards, each
-// series always in the same shard (its order kept), batches of max_samples_per_send, a bounded
-// queue per shard that blocks the producer when full, retries with exponential backoff on 5xx, 429
-// and no answer (a 429's or 503's Retry-After honoured, up to the longest backoff), no retry on
-// other statuses (counted and reported per series, never dropped silently).
+// series always in the same shard (its order kept), batches of max_samples_per_send and at most
+// max_bytes_per_send encoded, a bounded queue per shard that blocks the producer when full, retries
+// with exponential backoff on 5xx, 429 and no answer (a 429's or 503's Retry-After honoured, up to
+// the longest backoff), no retry on other statuses (counted and reported per series, never dropped
+// silently).
 #pragma once
 
 #include <atomic>
@@ -49,12 +50,17 @@ class RealSleeper : public Sleeper {
   void SleepMs(int64_t ms) override;
 };
 
-/// How the queue sends. Value type; names after Prometheus's queue_config, batches ten times its
-/// live defaults (history: thousands of series per shard, each with a few samples per request).
+/// How the queue sends. Value type; names after Prometheus's queue_config. The batch size is the
+/// live one (a scrape's samples, every few hundred ms); a backfill asks for larger batches
+/// (RemoteWriteSettings::Queue).
 struct QueueOptions {
   int shards = 4;                     // parallel senders
   int max_samples_per_send = 20'000;  // samples per request
-  int capacity_samples = 100'000;     // per shard, queued ahead of its sender; past it Append waits
+  // A request's WriteRequest, uncompressed, at most (receivers refuse larger ones: VictoriaMetrics's
+  // -maxInsertRequestSize, Mimir's -distributor.max-recv-msg-size); a batch goes early once the next
+  // sample would pass it. A single series and sample larger than this alone goes alone.
+  int64_t max_bytes_per_send = int64_t{16} << 20;
+  int capacity_samples = 1'000'000;   // per shard, queued ahead of its sender; past it Append waits
   int max_attempts = 10;              // per request, the first included; then the write fails
   int64_t min_backoff_ms = 30;        // before the first retry, doubled at each next one
   int64_t max_backoff_ms = 5'000;
@@ -115,6 +121,7 @@ class WriteQueue {
   struct SeriesEntry {
     std::vector<Label> labels;  // read by the senders: never changed once added
     std::string encoded;        // EncodeLabels(labels), the same in every request
+    int64_t framed_bytes = 0;   // encoded and its TimeSeries's tag and length, at most
   };
   struct Batch {
     // The samples as appended: the producer writes one place after the other, and the sender
@@ -128,10 +135,12 @@ class WriteQueue {
     std::vector<uint32_t> ids;               // the series' ids
     std::vector<uint32_t> counts;            // their samples
     int64_t samples = 0;
+    int64_t bytes = 0;  // the request's WriteRequest before snappy: an upper bound, never below it
   };
   struct Shard {
     // Producer side.
     Batch building;
+    size_t last_batch_samples = 0;  // what the next batch reserves: early batches reserve no more
     // Shared with the sender.
     std::mutex mu;
     std::condition_variable changed;
@@ -154,6 +163,7 @@ class WriteQueue {
   void NoteRefused(const Batch& batch, const HttpAnswer& answer);
 
   QueueOptions options_;
+  int64_t series_framing_bytes_ = 0;  // a TimeSeries's tag and length at most, in a request within the bound
   Sleeper& sleeper_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::deque<SeriesEntry> series_;  // push_back keeps references to the others valid

@@ -1,6 +1,7 @@
 // The body of a remote write 1.0 request: a protobuf WriteRequest, snappy block-compressed.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,6 +36,20 @@ inline constexpr const char* kRemoteWriteHeaders[] = {
     "Content-Type: application/x-protobuf",
     "X-Prometheus-Remote-Write-Version: 0.1.0",
 };
+
+/// The bytes of v as a protobuf varint (1 to 10).
+constexpr size_t VarintBytes(uint64_t v) { return v < 0x80 ? 1 : (static_cast<size_t>(std::bit_width(v)) + 6) / 7; }
+
+/// The bytes a sample takes in a request: its TimeSeries.samples field, tag and length included
+/// (proto3 leaves out a +0.0 value and a 0 time).
+constexpr size_t EncodedSampleBytes(const Sample& s) {
+  return 2 + (std::bit_cast<uint64_t>(s.value) != 0 ? 9 : 0) +
+         (s.ts_ms != 0 ? 1 + VarintBytes(static_cast<uint64_t>(s.ts_ms)) : 0);
+}
+/// The most a sample takes (a value and a negative time: a 10-byte varint); today's times in ms
+/// take 18. What the queue's byte bound counts per sample.
+inline constexpr int64_t kMaxEncodedSampleBytes = 22;
+static_assert(EncodedSampleBytes({-1, 1.0}) == kMaxEncodedSampleBytes);
 
 /// A series's labels as the bytes of a protobuf TimeSeries's label fields (EncodeLabels): a queue
 /// encodes them once per series, not once per request.
