@@ -55,7 +55,7 @@ awk -v s="$samples" -v w="$wall" -v oc="$own_cpu" -v orss="$own_rss" -v tc="$too
     -v mb="$text_mb" -v sd="$series_days" -v db="$disk_bytes" -v scale="$scale" -v days="$days" \
     -v whole="$whole_rss_kb" 'BEGIN {
   printf "backfill, %d day(s) of seren+kalos at scale %s, every metric, 15 s scrapes\n", days, scale
-  printf "  samples                 %d (%.1f MB of OpenMetrics)\n", s, mb
+  printf "  samples                 %.0f (%.1f MB of OpenMetrics)\n", s, mb
   printf "  wall                    %.1f s, %.0f samples/s end to end\n", w, s / w
   printf "  acmetrace CPU           %.1f s (peak RSS %d MB)\n", oc, orss
   printf "  promtool CPU            %.1f s (peak RSS %d MB)\n", tc, trss

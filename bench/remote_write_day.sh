@@ -68,7 +68,7 @@ awk -v s="$sent" -v w="$wall" -v u="$user" -v sy="$sys" -v rss="$rss_kb" -v vb="
     -v days="$days" 'BEGIN {
   own = u + sy; store = va - vb
   printf "remote write into victoria-metrics, %d day(s) of seren+kalos at scale %s, every metric, 15 s scrapes\n", days, scale
-  printf "  samples                 %d\n", s
+  printf "  samples                 %.0f\n", s
   printf "  wall                    %.1f s, %.0f samples/s end to end\n", w, s / w
   printf "  acmetrace CPU           %.1f s (peak RSS %d MB)\n", own, rss / 1024
   printf "  victoria-metrics CPU    %.1f s (peak RSS %d MB), store on disk %d MB\n", store, vrss / 1024, disk
