@@ -4,20 +4,23 @@
 # at most promtool's, so the backfiller is the limit), samples/s of the whole, peak RSS of both, and
 # the disk cost per series-day of the blocks, and the peak RSS of the whole run (the largest process:
 # acmetrace, a promtool, or the temporary prometheus of the recording-rule step). --days N backfills
-# N days instead: the peaks should not grow with the window.
-#   bench/backfill_day.sh [--scale S] [--days N] [--build DIR] [--work DIR]     (default scale 1, 1 day)
+# N days instead: the peaks should not grow with the window. --from T --to T backfill that window of
+# the data only (backfill's own flags: unix seconds or ISO 8601), e.g. its first hour.
+#   bench/backfill_day.sh [--scale S] [--days N] [--from T --to T] [--build DIR] [--work DIR]   (default scale 1, 1 day)
 set -euo pipefail
 scale=1
 days=1
 build=build
 work=${TMPDIR:-/tmp}/acmetrace-bench-backfill
+window=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scale) scale=$2; shift 2 ;;
     --days) days=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    *) echo "usage: bench/backfill_day.sh [--scale S] [--days N] [--build DIR] [--work DIR]" >&2; exit 2 ;;
+    --from|--to) window+=("$1" "$2"); shift 2 ;;
+    *) echo "usage: bench/backfill_day.sh [--scale S] [--days N] [--from T --to T] [--build DIR] [--work DIR]" >&2; exit 2 ;;
   esac
 done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +33,7 @@ synth_cached "$bin" "$work" "$days" "$scale"
 promdir=$work/promdir-d$days-s$scale
 rm -rf "$promdir"
 # The default window: what the telemetry covers (the synthesized days; their jobs end later).
-/usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin" backfill --data "$data" --out "$promdir" \
+/usr/bin/time -f "%e %M" -o "$work/time.txt" "$bin" backfill --data "$data" --out "$promdir" "${window[@]}" \
   > "$work/backfill.out" 2> "$work/backfill.err" || { cat "$work/backfill.err" >&2; exit 1; }
 read -r wall whole_rss_kb < "$work/time.txt"
 samples=$(sed -n 's/.* \([0-9]*\) samples, [0-9]* windows.*/\1/p' "$work/backfill.err")
