@@ -41,6 +41,7 @@ class InputEnd {
     Part& part = parts_[static_cast<size_t>(p)];
     part.idle_since_ms = kNotIdle;
     part.ended_all = false;
+    part.paused = false;
     if (cluster.empty()) return;
     if (seen_.find(cluster) == seen_.end()) seen_.emplace(cluster);
     if (auto it = part.ended.find(cluster); it != part.ended.end()) part.ended.erase(it);
@@ -51,6 +52,7 @@ class InputEnd {
     switch (item.kind) {
       case Kind::kProgress:
         OnMarker(item.partition);
+        parts_[static_cast<size_t>(item.partition)].paused = item.paused;
         break;
       case Kind::kCaughtUp:
         parts_[static_cast<size_t>(item.partition)].idle_since_ms = kNotIdle;
@@ -77,6 +79,7 @@ class InputEnd {
   void OnEnded(int p, std::string_view clusters) {
     Part& part = parts_[static_cast<size_t>(p)];
     part.idle_since_ms = kNotIdle;
+    part.paused = false;
     part.marked = true;
     part.has_markers = true;
     if (clusters.empty()) part.ended_all = true;
@@ -86,6 +89,11 @@ class InputEnd {
       clusters = comma == std::string_view::npos ? std::string_view() : clusters.substr(comma + 1);
     }
   }
+  // Its newest item is its writer's word that it is paused there (a `progress:paused` marker): the
+  // partition stays where the pause left it, holding the watermark back, however long it is quiet.
+  // Idleness is for writers that say nothing; released, a paused partition's first records after the
+  // resume would be late whenever another partition's came through first (docs/kafka.md, "Idleness").
+  bool Paused(int p) const { return parts_[static_cast<size_t>(p)].paused; }
   // until_end: a partition without markers idle long enough counts as done.
   bool Ended(bool until_end, int64_t now_ms) const {
     if (parts_.empty()) return until_end;
@@ -110,6 +118,7 @@ class InputEnd {
     bool ended_all = false;                     // a marker without names
     bool marked = false;                        // any end marker read
     bool has_markers = false;                   // any stream marker read: only an end marker ends it
+    bool paused = false;                        // its newest item is a paused progress marker
     int64_t idle_since_ms = kNotIdle;           // when the input said it went idle
   };
   std::vector<Part> parts_;
@@ -264,7 +273,7 @@ core::Status RunProcessStage(core::RecordInput& input, processors::StreamProcess
       case Kind::kCaughtUp:
         continue;
       case Kind::kIdle:
-        processor.SetPartitionIdle(p, true);
+        if (!end.Paused(p)) processor.SetPartitionIdle(p, true);
         continue;
       case Kind::kEnded:
         status = processor.EndMarker(p, item.offset, item.clusters,
@@ -426,7 +435,7 @@ core::Status RunExportStage(core::RecordInput& input, exporters::Exporter& expor
         bound.Progress(p, item.ts_ms);
         continue;
       case Kind::kIdle:
-        bound.Idle(p);
+        if (!end.Paused(p)) bound.Idle(p);
         continue;
       case Kind::kEnded:
         bound.Ended(p, item.ts_ms);

@@ -23,6 +23,7 @@ class ScriptedInput : public core::RecordInput {
     core::Record record;          // kRecord
     std::string clusters;         // kEnded
     int64_t ts_ms = core::InputItem::kNoTs;  // kProgress
+    bool paused = false;                     // kProgress: its writer is paused
   };
   ScriptedInput(std::vector<core::InputPartition> partitions, std::deque<Step> steps, std::atomic<bool>& stop)
       : partitions_(std::move(partitions)), steps_(std::move(steps)), stop_(stop) {}
@@ -44,6 +45,7 @@ class ScriptedInput : public core::RecordInput {
       item.ts_ms = core::TimestampMsOf(current_.record);
     }
     if (current_.kind == Kind::kProgress || current_.kind == Kind::kEnded) item.ts_ms = current_.ts_ms;
+    item.paused = current_.paused;
     item.clusters = current_.clusters;
     return item;
   }
@@ -154,6 +156,34 @@ TEST(ProcessStageTest, AQuietOrPausedWriterWithMarkersIsNotAnEnd) {
   const ProcessRun waiting = Process(unmarked, stage);
   EXPECT_TRUE(waiting.read_past_end);
   EXPECT_FALSE(waiting.ended);
+}
+
+TEST(ProcessStageTest, AResumedReplayMakesNothingLateHoweverLongItsPause) {
+  // A replay paused for longer than kafka.idle_timeout_ms: its paused markers, then both partitions
+  // idle. On the resume the util partition's records come through first, ten trace minutes of them,
+  // then the job event at 5 min 30 s. Had idleness taken the paused jobs partition out of the
+  // watermark, the util records would have moved it past the job event: late.
+  std::deque<ScriptedInput::Step> steps;
+  for (int64_t t = 0; t <= 300'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  steps.push_back({Kind::kProgress, 0, {}, "", kT0 + 300'000, true});
+  steps.push_back({Kind::kProgress, 1, {}, "", kT0 + 300'000, true});
+  steps.push_back({Kind::kIdle, 0, {}, ""});
+  steps.push_back({Kind::kIdle, 1, {}, ""});
+  for (int64_t t = 315'000; t <= 900'000; t += 15'000) steps.push_back({Kind::kRecord, 1, Util(kT0 + t), ""});
+  steps.push_back({Kind::kRecord, 0, Submit(kT0 + 330'000), ""});
+  steps.push_back({Kind::kEnded, 0, {}, "seren"});
+  steps.push_back({Kind::kEnded, 1, {}, "seren"});
+  const ProcessRun got = Process(steps);
+  EXPECT_TRUE(got.ended);
+  EXPECT_EQ(got.stats.late, 0);
+
+  // A writer that says nothing (no paused marker) is taken out by idleness, as Flink's withIdleness:
+  // the same order then makes the job event late, which is what idleness is for.
+  std::deque<ScriptedInput::Step> silent;
+  for (const ScriptedInput::Step& step : steps) {
+    if (step.kind != Kind::kProgress) silent.push_back(step);
+  }
+  EXPECT_EQ(Process(silent).stats.late, 1);
 }
 
 TEST(ProcessStageTest, APartitionReadToItsEndStillHoldsTheWatermarkWhileItsWriterIsLive) {
