@@ -85,7 +85,7 @@ log "data: $records records in $topics"
 
 cpu_file="$bench_dir/cpu"
 cpu_of() {  # cpu_of CMD...: runs CMD under /usr/bin/time, adds its user+sys seconds to $cpu_file
-  /usr/bin/time -f '%U %S' -o "$cpu_file.one" "$@"
+  /usr/bin/time -f '%U %S %M' -o "$cpu_file.one" "$@"
   awk '{s += $1 + $2} END {printf "%.3f\n", s}' "$cpu_file" "$cpu_file.one" >"$cpu_file.sum"
   mv "$cpu_file.sum" "$cpu_file"
 }
@@ -111,6 +111,7 @@ for ((r = 0; r <= runs; r++)); do
     >/dev/null 2>"$bench_dir/process.err"
   t1="$(now_ns)"
   acme_cpu="$(per_m "$(cat "$cpu_file")")"
+  acme_rss_mb="$(awk '{printf "%d", $3 / 1024}' "$cpu_file.one")"
   grep -q "records processed" "$bench_dir/process.err" || { cat "$bench_dir/process.err" >&2; exit 1; }
   acme_rate="$(awk -v n="$records" -v ns="$((t1 - t0))" 'BEGIN {printf "%.0f", n / (ns / 1e9)}')"
   if ((r == 0)); then
@@ -120,7 +121,7 @@ for ((r = 0; r <= runs; r++)); do
   kcat_rates+=("$kcat_rate") acme_rates+=("$acme_rate") kcat_cpus+=("$kcat_cpu") acme_cpus+=("$acme_cpu")
   round_ratios+=("$(awk -v a="$acme_rate" -v k="$kcat_rate" 'BEGIN {printf "%.2f", a / k}')")
   log "round $r: kcat $kcat_rate records/s ($kcat_cpu CPU s/M records), acmetrace process $acme_rate records/s" \
-    "($acme_cpu CPU s/M records), ratio ${round_ratios[-1]}"
+    "($acme_cpu CPU s/M records, peak RSS $acme_rss_mb MB), ratio ${round_ratios[-1]}"
 done
 kcat_median="$(printf '%s\n' "${kcat_rates[@]}" | median)"
 acme_median="$(printf '%s\n' "${acme_rates[@]}" | median)"

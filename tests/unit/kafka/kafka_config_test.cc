@@ -138,7 +138,7 @@ TEST(KafkaConfigTest, ConsumerStoresOffsetsOnlyAfterProcessing) {
 
 TEST(KafkaConfigTest, ConsumerPrefetchPerPartitionIsATypedKey) {
   KafkaSettings s;
-  EXPECT_EQ(ValueOf(ConsumerProperties(s).value(), "queued.max.messages.kbytes"), "8192");
+  EXPECT_EQ(ValueOf(ConsumerProperties(s).value(), "queued.max.messages.kbytes"), "32768");  // 32 MiB: docs/kafka.md
   s.consumer_queue_kbytes = 1024;
   EXPECT_EQ(ValueOf(ConsumerProperties(s).value(), "queued.max.messages.kbytes"), "1024");
   EXPECT_EQ(ValueOf(ProducerProperties(s).value(), "queued.max.messages.kbytes"), "<unset>");

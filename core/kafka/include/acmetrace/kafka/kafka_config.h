@@ -55,8 +55,10 @@ struct KafkaSettings {
   std::string auto_offset_reset = "earliest";
   int64_t commit_interval_ms = 1'000;
   // Prefetch per assigned partition (queued.max.messages.kbytes). librdkafka's 64 MiB default held
-  // 630 MB over 18 partitions; 8 MiB reads as fast in bench/process_throughput.sh.
-  int64_t consumer_queue_kbytes = 8'192;
+  // 630 MB over 18 partitions. 8 MiB starved the processors once they read faster than one partition
+  // refills (bench/process_throughput.sh --issue14 --days 3: 234k records/s at 8 MiB, 607k at 32 MiB,
+  // kcat -C 645k; bench/README.md, fourteenth run).
+  int64_t consumer_queue_kbytes = 32'768;
 
   // Event time across partitions (docs/kafka.md "Stream markers"): an ordered writer (the replay)
   // puts a progress marker into every partition each time its trace time has moved on this much;
