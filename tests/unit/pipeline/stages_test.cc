@@ -498,5 +498,26 @@ TEST(ExportStageTest, APersonaLeavesOneTtlAfterItsLastSampleWhenTheTelemetryEnds
       << "expired while a partition was behind";
 }
 
+TEST(ExportStageTest, APausedReplaysPartitionHoldsTheTelemetryBoundWhileIdle) {
+  // As in the process stage: a util partition whose writer said it is paused is not taken out by
+  // idleness, so the other partition's telemetry, an hour on, does not expire n1 ahead of it.
+  const std::vector<core::InputPartition> kafka = {{"acme.util/0", "acme.util", "acme.util[0]"},
+                                                   {"acme.util/1", "acme.util", "acme.util[1]"}};
+  const int64_t last = kT0 + 600'000;
+  auto steps = [&](bool paused) {
+    std::deque<ScriptedInput::Step> out;
+    out.push_back({Kind::kProgress, 1, {}, "", kT0, paused});
+    out.push_back({Kind::kIdle, 1, {}, ""});
+    for (int64_t t = kT0; t <= last; t += 60'000) out.push_back({Kind::kRecord, 0, Util(t), ""});
+    out.push_back({Kind::kProgress, 0, {}, "", last + 3'600'000});
+    return out;
+  };
+  EXPECT_NE(PersonaAfter(kafka, steps(true)).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos)
+      << "expired ahead of the paused partition";
+  // A writer that said nothing for the idleness timeout holds nothing back (Flink's withIdleness).
+  EXPECT_EQ(PersonaAfter(kafka, steps(false)).find("DCGM_FI_DEV_GPU_UTIL{"), std::string::npos)
+      << "an idle partition still held the bound";
+}
+
 }  // namespace
 }  // namespace acmetrace::pipeline
