@@ -220,6 +220,9 @@ struct RecordParser::Impl {
   bool FastValue(RecordKind kind, std::string_view json, Record& out);
   bool FastFramedLine(std::string_view line, Record& out, std::string* key);
   bool FastUtil(FastScanner& in, UtilSample& s);
+  // The trace-time member's value by the fast path: true when it settled the answer (`ts`, or
+  // kNoTraceTs for an object without the member), false to hand the text to simdjson.
+  bool FastTraceTime(std::string_view field, std::string_view json, int64_t& ts);
 
   Status ParseJob(od::object obj, JobEvent& e);
   Status ParseUtil(od::object obj, UtilSample& s);
@@ -728,6 +731,24 @@ bool RecordParser::Impl::FastFramedLine(std::string_view line, Record& out, std:
   return has_topic && has_value && in.AtEnd();
 }
 
+bool RecordParser::Impl::FastTraceTime(std::string_view field, std::string_view json, int64_t& ts) {
+  FastScanner in(json.data(), json.data() + json.size());
+  bool more = false;
+  if (!in.OpenObject(more)) return false;
+  while (more) {
+    std::string_view key;
+    if (!in.Key(key)) return false;
+    if (key == field) {
+      if (!in.Int(ts)) return false;
+      if (!IsTraceTimeMs(ts)) ts = kNoTraceTs;
+      return true;
+    }
+    if (!in.SkipScalar() || !in.NextMember(more)) return false;  // an object or array before it: simdjson
+  }
+  ts = kNoTraceTs;
+  return true;
+}
+
 RecordParser::RecordParser(Path path) : impl_(std::make_unique<Impl>()) { impl_->fast = path == Path::kFastFirst; }
 RecordParser::~RecordParser() = default;
 
@@ -787,6 +808,23 @@ Status RecordParser::ParseFramedLine(std::string_view line, Record& out, std::st
     if (!s.ok()) return Status::Error("value: " + s.message());
   }
   return Status::Ok();
+}
+
+int64_t RecordParser::TraceTimeOf(std::string_view topic, std::string_view json) {
+  const RecordKind kind = RecordKindOfTopic(topic);
+  if (kind == RecordKind::kUnknown) return kNoTraceTs;
+  const std::string_view field = kind == RecordKind::kMetrics ? "end_ms" : "ts_ms";
+  int64_t ts = kNoTraceTs;
+  if (impl_->fast && impl_->FastTraceTime(field, json, ts)) return ts;
+  od::document doc;
+  od::object obj;
+  od::value member;
+  if (impl_->Iterate(json).get(doc) != simdjson::SUCCESS || doc.get_object().get(obj) != simdjson::SUCCESS ||
+      obj.find_field_unordered(field).get(member) != simdjson::SUCCESS ||
+      member.get_int64().get(ts) != simdjson::SUCCESS || !IsTraceTimeMs(ts)) {
+    return kNoTraceTs;
+  }
+  return ts;
 }
 
 }  // namespace acmetrace::core

@@ -3,7 +3,9 @@
 // that parses writes (AppendFramedLine) to a line that parses to a record writing the same bytes;
 // a parsed record respects the bounds (trace times, kMaxGpusPerNode values per GPU array, names of at
 // most kMaxNameBytes); and the
-// fast path for util records gives what simdjson alone gives (status, message, record).
+// fast path for util records gives what simdjson alone gives (status, message, record). The trace
+// time a Kafka reader orders by (TraceTimeOf): a trace time or none, the same from both paths for
+// every value that parses, and for a written value the time of its record.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -80,10 +82,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AppendRecordJson(b, simdjson_record);
     ACMETRACE_FUZZ_CHECK(a == b);
   }
+  const int64_t trace_time = parser.TraceTimeOf(topic, input);
+  const int64_t trace_time_simdjson = simdjson_only.TraceTimeOf(topic, input);
+  ACMETRACE_FUZZ_CHECK(trace_time == kNoTraceTs || IsTraceTimeMs(trace_time));
+  // The paths differ only on malformed text, where simdjson (reading it all first) finds none.
+  ACMETRACE_FUZZ_CHECK(trace_time == trace_time_simdjson || (trace_time_simdjson == kNoTraceTs && !value.ok()));
   if (value.ok()) {
     CheckBounds(record);
     std::string first;
     AppendRecordJson(first, record);
+    ACMETRACE_FUZZ_CHECK(parser.TraceTimeOf(topic, first) == TimestampMsOf(record));
     Record again;
     RecordParser fresh;
     ACMETRACE_FUZZ_CHECK(fresh.ParseValue(topic, first, again).ok());

@@ -1,8 +1,8 @@
 // A foreign writer on the input topics: forged progress markers (20 minutes ahead in one partition,
 // in every partition, at year 9999 and INT64_MAX) and forged valid records 20 minutes ahead, put
-// between the replay's records. `process --source kafka` must write what it writes from the honest
-// records alone, count no record late, and report each forgery that honest data after it shows false
-// as an input error.
+// between the replay's records, and a record whose value is cut short before its time. `process
+// --source kafka` must write what it writes from the honest records alone, count no record late,
+// and report each forgery that honest data after it shows false, and the cut record, as input errors.
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
@@ -161,11 +161,15 @@ TEST(ForgedInputKafkaTest, ForgedMarkersAndRecordsAheadMakeNothingLateAndAreInpu
           s.gpu.push_back({core::InternName("GPU_UTIL"), {0, 0, 0, 0, 0, 0, 0, 0}});
           std::string value;
           core::AppendRecordJson(value, core::Record(s));
-          producer.Send("acme.util", p, "seren/" + s.node, value, "", std::to_string(s.ts_ms));
+          producer.Send("acme.util", p, "seren/" + s.node, value, "", "");  // its value says when
         }
         forged += kPartitions;
+      } else if (i == records.size() / 2) {  // a value cut short before its time: reported, holds nothing up
+        producer.Send("acme.util", 0, "seren/10.0.0.9", R"({"v":1,"cluster":"seren","node":"10.0.0.9","ts_ms":)", "", "");
       }
-      producer.Send(r.topic, PartitionOfKey(r.key), r.key, r.value, "", std::to_string(t));
+      // As the replay writes them (the trace time in the value only) and, every other one, as it does
+      // with kafka.trace_ts_header (a trace_ts_ms header too): readers take either.
+      producer.Send(r.topic, PartitionOfKey(r.key), r.key, r.value, "", i % 2 == 0 ? std::to_string(t) : "");
       last_ts = std::max(last_ts, t);
     }
     for (const std::string& topic : kTopics) {
@@ -188,6 +192,13 @@ TEST(ForgedInputKafkaTest, ForgedMarkersAndRecordsAheadMakeNothingLateAndAreInpu
   }
   EXPECT_EQ(static_cast<int>(reported + headers), forged) << processed.err;
   EXPECT_EQ(headers, 2u) << processed.err;
+  // The cut record: one input error where it is, naming its value.
+  size_t cut = 0;
+  std::istringstream err(processed.err);
+  for (std::string line; std::getline(err, line);) {
+    cut += line.find("acme.util[0]:") != std::string::npos && line.find("value") != std::string::npos;
+  }
+  EXPECT_EQ(cut, 1u) << processed.err;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "acmetrace/kafka/kafka_admin.h"
+#include "acmetrace/kafka/kafka_message.h"
 #include "acmetrace/kafka/kafka_partition_reader.h"
 #include "kafka_test_support.h"
 
@@ -101,6 +102,48 @@ TEST_F(KafkaPartitionReaderTest, PausedPartitionDropsOut) {
   Read rest = ReadAll(*reader.value(), 2);
   EXPECT_EQ(rest.ts, (std::vector<int64_t>{2000, 4000}));
   EXPECT_EQ(ReadAll(*reader.value(), 1, /*max_polls=*/5).ts, std::vector<int64_t>{}) << "partition 0 is paused";
+}
+
+// The replay's records carry their trace time in their value only (kafka.trace_ts_header off), and
+// the reader takes it from there. Written partition by partition, their Kafka timestamps (the write
+// times) are in another order than their trace times. A record whose value is cut short before its
+// time goes as soon as it heads its partition (to be reported at once), however late it was written.
+TEST(KafkaPartitionReaderValueTimeTest, MergesRecordsWithoutHeadersByTheTimeInTheirValues) {
+  OwnBroker broker;  // acme.util is a record topic: kept off the shared broker, whose acme.* others read whole
+  ASSERT_FALSE(broker.bootstrap().empty()) << "could not start a broker (scripts/kafka-local)";
+  KafkaSettings settings;
+  settings.brokers = broker.bootstrap();
+  {
+    core::Result<std::unique_ptr<KafkaAdmin>> admin = KafkaAdmin::Open(settings);
+    ASSERT_TRUE(admin.ok()) << admin.status().message();
+    ASSERT_TRUE(admin.value()->EnsureTopics({{"acme.util", 3, 1, -1}}).ok());
+  }
+  auto produce = [&](int partition, const std::string& value) {
+    CommandResult r = RunCommand("printf '%s' '" + value + "' | kcat -b " + broker.bootstrap() +
+                                 " -P -t acme.util -p " + std::to_string(partition));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  auto util = [](int partition, int64_t offset_ms) {
+    return R"({"v":1,"cluster":"seren","node":"n)" + std::to_string(partition) + R"(","ts_ms":)" +
+           std::to_string(kT0 + offset_ms) + "}";
+  };
+  for (int p = 0; p < 3; ++p) {
+    for (int k = 0; k < 3; ++k) ASSERT_NO_FATAL_FAILURE(produce(p, util(p, 1000 * (1 + p + 3 * k))));
+  }
+  const std::string cut = R"({"v":1,"cluster":"seren","node":"n1","ts_ms":)";
+  ASSERT_NO_FATAL_FAILURE(produce(1, cut));
+
+  core::Result<std::unique_ptr<KafkaPartitionReader>> reader = KafkaPartitionReader::Open(settings);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ASSERT_TRUE(reader.value()->Assign({{"acme.util", 0, -1}, {"acme.util", 1, -1}, {"acme.util", 2, -1}}).ok());
+  const Read read = ReadAll(*reader.value(), 10);
+  ASSERT_EQ(read.values.size(), 10u);
+  std::vector<std::string> want;
+  for (int i = 1; i <= 9; ++i) want.push_back(util((i - 1) % 3, 1000 * i));
+  want.insert(want.begin() + 8, cut);  // after partition 1's last record (8000), before 9000
+  EXPECT_EQ(read.values, want);
+  EXPECT_EQ(read.ts[8] + kT0, kInvalidTraceTs);
+  EXPECT_EQ(read.ts[0], 1000);
 }
 
 }  // namespace

@@ -169,7 +169,8 @@ std::vector<Framed> ConsumeAll(const std::string& brokers, const std::vector<std
       EXPECT_TRUE(source.value()->MarkProcessed(r).ok());
       continue;
     }
-    out.push_back(Framed{std::string(r.topic), std::string(r.key), std::string(r.value), r.timestamp_ms, r.trace_ts_ms});
+    out.push_back(Framed{std::string(r.topic), std::string(r.key), std::string(r.value), r.timestamp_ms, r.trace_ts_ms,
+                         std::string(r.trace_ts_text)});
     EXPECT_TRUE(source.value()->MarkProcessed(r).ok());
   }
   EXPECT_TRUE(source.value()->Close().ok());

@@ -74,7 +74,8 @@ struct Framed {
   std::string key;
   std::string value;
   int64_t timestamp_ms = 0;
-  int64_t trace_ts_ms = 0;
+  int64_t trace_ts_ms = 0;       // read back: FramedRecord::trace_ts_ms (the header, else the value's time)
+  std::string trace_ts_header;   // read back: the trace_ts_ms header as it came, "" if absent
   bool operator<(const Framed& o) const {
     return std::tie(topic, key, value) < std::tie(o.topic, o.key, o.value);
   }

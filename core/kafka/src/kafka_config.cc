@@ -122,8 +122,12 @@ const core::Settings<KafkaSettings>& KafkaSettingsTable() {
           .Int("connect_timeout_ms", &S::connect_timeout_ms, Millis(1),
                "at start, wait this long for a broker to answer a metadata request, then exit 1")
           .Choice("timestamp", &S::timestamp, {{"replay", TimestampMode::kReplay}, {"trace", TimestampMode::kTrace}},
-                  "Kafka record timestamp: replay (wall time when produced; the trace time is in the payload and the "
-                  "trace_ts_ms header) or trace (the trace time itself; needs retention_ms -1)")
+                  "Kafka record timestamp: replay (wall time when produced; the trace time is in the value) or trace "
+                  "(the trace time itself; needs retention_ms -1)")
+          .Bool("trace_ts_header", &S::trace_ts_header,
+                "also put each record's trace time (its value's ts_ms; a metrics window's end_ms) into a trace_ts_ms "
+                "header, for consumers that read headers only; costs the replay about 11 % more client CPU "
+                "(docs/kafka.md). Stream markers always carry it")
           .Int("progress_interval_ms", &S::progress_interval_ms, 1, 86'400'000,
                "the replay puts a progress marker into every partition of its topics that got no record in this much "
                "trace time, each time its trace time has moved on this much, so readers know a quiet partition has "

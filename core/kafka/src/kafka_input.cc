@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "acmetrace/core/time.h"
 #include "acmetrace/kafka/kafka_partition_reader.h"
 #include "rdkafka_handles.h"
 
@@ -135,6 +136,10 @@ core::Result<core::InputItem> KafkaInput::Next(int timeout_ms) {
   s.Active(item.partition);
   item.offset = r.offset;
   StreamHeaders h = ReadStreamHeaders(r.marker, r.trace_ts_text);
+  // A record without the header (kafka.trace_ts_header off): the time its value carries.
+  if (h.kind == StreamHeaders::Kind::kRecord && h.trace_ts_ms == kNoTraceTs && core::IsTraceTimeMs(r.trace_ts_ms)) {
+    h.trace_ts_ms = r.trace_ts_ms;
+  }
   item.ts_ms = h.trace_ts_ms == kNoTraceTs ? core::InputItem::kNoTs : h.trace_ts_ms;
   switch (h.kind) {
     case StreamHeaders::Kind::kRecord:

@@ -37,8 +37,8 @@ struct PartitionQueue {
   int32_t partition = -1;
   internal::QueueHandle queue;
   internal::MessageHandle head;  // the partition's next record, not handed over yet
-  int64_t head_trace_ts = kNoTraceTs;  // its trace_ts_ms header
-  int64_t head_ts = 0;           // its trace time (the header, else its Kafka timestamp)
+  int64_t head_trace_ts = kNoTraceTs;  // its trace time (internal::TraceTimeOfMessage)
+  int64_t head_ts = 0;           // what it is ordered by: its trace time, else its Kafka timestamp
   bool at_end = false;           // its end came and nothing since
   int64_t recheck_ms = 0;        // at its end: when to ask again
   bool paused = false;
@@ -53,6 +53,7 @@ struct KafkaPartitionReader::Impl {
   std::vector<PartitionQueue> queues;  // the assignment
   internal::MessageHandle current;     // the record handed over last
   FramedRecord record;
+  core::RecordParser parser;  // reads the heads' trace times from their values
   std::string end_topic;
   int64_t next_client_poll_ms = 0;
 
@@ -216,7 +217,7 @@ std::optional<ReaderEvent> KafkaPartitionReader::Impl::Fill(PartitionQueue& q, i
       state.OnError(consumer.get(), m->err, (q.topic + ": " + rd_kafka_message_errstr(m.get())).c_str());
       continue;
     }
-    q.head_trace_ts = internal::TraceTsOf(m.get());
+    q.head_trace_ts = internal::TraceTimeOfMessage(m.get(), q.topic, parser);
     q.head_ts = q.head_trace_ts != kNoTraceTs ? q.head_trace_ts : rd_kafka_message_timestamp(m.get(), nullptr);
     q.head = std::move(m);
     q.at_end = false;

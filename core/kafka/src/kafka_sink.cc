@@ -121,6 +121,7 @@ struct KafkaSink::Impl {
   int64_t last_heartbeat_wall_ms = kNoTraceTs;  // steady clock
   int64_t last_heartbeat_trace_ms = kNoTraceTs;
   bool last_heartbeat_paused = false;
+  bool trace_ts_header = false;  // kafka.trace_ts_header: records carry their trace time in a header too
   int64_t trace_ts_of_text = kNoTraceTs;  // trace_ts_text is this time's header value
   char trace_ts_buf[24] = {};
   std::string_view trace_ts_text;
@@ -149,6 +150,7 @@ core::Result<std::unique_ptr<KafkaSink>> KafkaSink::Open(const KafkaSettings& se
   if (!properties.ok()) return properties.status();
   auto impl = std::make_unique<Impl>(log, settings.timestamp);
   impl->delivery_timeout_ms = settings.delivery_timeout_ms;
+  impl->trace_ts_header = settings.trace_ts_header;
   impl->connect_timeout_ms = std::max<int64_t>(settings.connect_timeout_ms, 10'000);
   const int64_t connections = ProducerConnections(properties.value(), settings);
   impl->partition_here = SinkPicksPartitions(properties.value());
@@ -236,6 +238,11 @@ core::Status KafkaSink::Produce(const OutgoingMessage& message) {
       s.progress.Wrote(t, partition, message.trace_ts_ms);
       break;
     }
+  }
+  // The trace time is in the value; the header repeats it only when asked (kafka.trace_ts_header): it
+  // costs a header list per message, librdkafka's allocations and its share of the batch.
+  if (!s.trace_ts_header) {
+    return s.ProduceMessage(*topic, partition, message.key, message.value, message.timestamp_ms, {}, {});
   }
   // The replay writes runs of records of one trace time (a node per record): formatted once per run.
   if (message.trace_ts_ms != s.trace_ts_of_text) {

@@ -28,6 +28,7 @@ struct KafkaSource::Impl {
   internal::KafkaHandle consumer;
   internal::MessageHandle current;  // owns the bytes record points into
   FramedRecord record;
+  core::RecordParser parser;  // reads a record's trace time from its value
   std::set<std::pair<std::string, int32_t>> eof;
   bool stop_at_end = false;
   bool at_end = false;
@@ -102,7 +103,7 @@ core::Result<const FramedRecord*> KafkaSource::Next(int timeout_ms) {
     r.partition = m->partition;
     r.offset = m->offset;
     r.timestamp_ms = rd_kafka_message_timestamp(m.get(), nullptr);
-    r.trace_ts_ms = internal::TraceTsOf(m.get());
+    r.trace_ts_ms = internal::TraceTimeOfMessage(m.get(), r.topic, s.parser);
     r.marker = internal::MarkerOf(m.get());
     r.trace_ts_text = internal::TraceTsTextOf(m.get());
     s.current = std::move(m);

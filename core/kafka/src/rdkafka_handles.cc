@@ -175,6 +175,15 @@ int64_t TraceTsOf(rd_kafka_message_t* m) {
   return ts && core::IsTraceTimeMs(*ts) ? *ts : kInvalidTraceTs;
 }
 
+int64_t TraceTimeOfMessage(rd_kafka_message_t* m, std::string_view topic, core::RecordParser& parser) {
+  const int64_t header = TraceTsOf(m);
+  if (header != kNoTraceTs || m->payload == nullptr || core::RecordKindOfTopic(topic) == core::RecordKind::kUnknown) {
+    return header;
+  }
+  const int64_t value = parser.TraceTimeOf(topic, std::string_view(static_cast<const char*>(m->payload), m->len));
+  return value != kNoTraceTs ? value : kInvalidTraceTs;  // a value that cannot parse: reported at once
+}
+
 std::string_view TraceTsTextOf(rd_kafka_message_t* m) { return HeaderOf(m, kTraceTsHeader); }
 
 std::string_view MarkerOf(rd_kafka_message_t* m) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "acmetrace/core/record_parse.h"
 #include "acmetrace/core/status.h"
 #include "acmetrace/kafka/kafka_config.h"
 #include "acmetrace/kafka/kafka_message.h"
@@ -99,6 +100,10 @@ int64_t SteadyNowMs();
 /// The message's trace_ts_ms header: kNoTraceTs if absent, kInvalidTraceTs if not a whole number in
 /// the trace years.
 int64_t TraceTsOf(rd_kafka_message_t* m);
+/// A message's trace time: its trace_ts_ms header (TraceTsOf) if it has one, else, for a record (a
+/// value) of a record topic, the time its value carries (core::RecordParser::TraceTimeOf),
+/// kInvalidTraceTs if it carries none (it will not parse either); else kNoTraceTs.
+int64_t TraceTimeOfMessage(rd_kafka_message_t* m, std::string_view topic, core::RecordParser& parser);
 /// The text of the message's trace_ts_ms header, empty if absent. Valid while the message is.
 std::string_view TraceTsTextOf(rd_kafka_message_t* m);
 /// The message's stream marker (kafka_message.h): its acmetrace_marker header if it has neither key

@@ -325,6 +325,99 @@ TEST(RecordParserTest, FastPathGivesWhatSimdjsonGivesOnMutatedLines) {
   }
 }
 
+// What a Kafka reader orders a record by before parsing it (docs/kafka.md): the time its record has.
+TEST(RecordParserTest, TraceTimeOfAWrittenValueIsItsRecordsTime) {
+  RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
+  for (const Record& r : EveryKind()) {
+    std::string value;
+    AppendRecordJson(value, r);
+    EXPECT_EQ(fast.TraceTimeOf(TopicOf(r), value), TimestampMsOf(r)) << value;
+    EXPECT_EQ(slow.TraceTimeOf(TopicOf(r), value), TimestampMsOf(r)) << value;
+  }
+  // A metrics window's time is its end, not its start.
+  const MetricsWindow m = std::get<MetricsWindow>(EveryKind()[7]);
+  std::string value;
+  AppendRecordJson(value, Record(m));
+  EXPECT_EQ(fast.TraceTimeOf(kTopicMetrics, value), m.end_ms);
+  EXPECT_NE(m.end_ms, m.start_ms);
+}
+
+TEST(RecordParserTest, TraceTimeOfAnyShapeIsTheFirstMembersOrNone) {
+  RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
+  constexpr int64_t kT = 1688140800000;
+  const std::vector<std::pair<std::string, int64_t>> cases = {
+      {R"({"v":1,"cluster":"seren","node":"n","ts_ms":1688140800000,"gpu":{"A":[1]}})", kT},
+      // Another writer's order: the member after objects, arrays and escaped strings.
+      {R"({"gpu":{"A":[1,2]},"host":{"H":1},"ts_ms":1688140800000})", kT},
+      {R"({"node":"a\"b\u0041","ts_ms":1688140800000})", kT},
+      {R"( { "ts_ms" : 1688140800000 } )", kT},
+      {R"({"extra":[{"ts_ms":1},2],"ts_ms":1688140800000})", kT},  // a nested member does not count
+      {R"({"ts_ms":1688140800000,"ts_ms":1688140860000})", kT},   // the first counts
+      // None: missing, not a whole number, not a trace time, not an object.
+      {R"({"v":1,"cluster":"seren","node":"n"})", kNoTraceTs},
+      {R"({"extra":{"ts_ms":1688140800000}})", kNoTraceTs},
+      {R"({"ts_ms":"1688140800000"})", kNoTraceTs},
+      {R"({"ts_ms":1688140800000.5})", kNoTraceTs},
+      {R"({"ts_ms":1.6881408e12})", kNoTraceTs},
+      {R"({"ts_ms":-1688140800000})", kNoTraceTs},
+      {R"({"ts_ms":0})", kNoTraceTs},
+      {R"({"ts_ms":4841740800000})", kNoTraceTs},  // 2123
+      {R"({"ts_ms":99999999999999999999999})", kNoTraceTs},
+      {R"({"ts_ms":null})", kNoTraceTs},
+      {R"([1688140800000])", kNoTraceTs},
+      {"", kNoTraceTs},
+      {"{", kNoTraceTs},
+      {"\xff\xfe", kNoTraceTs},
+  };
+  for (const auto& [json, want] : cases) {
+    EXPECT_EQ(fast.TraceTimeOf(kTopicUtil, json), want) << json;
+    EXPECT_EQ(slow.TraceTimeOf(kTopicUtil, json), want) << json;
+  }
+  // A value that is no JSON after its time (cut short, a stray quote): the scan answers from what
+  // comes first, simdjson (which reads the whole text first) with none; ParseValue reports it.
+  for (const std::string json : {R"({"ts_ms":1688140800000,"gpu":)", R"({"ts_ms":1688140800000,"node":"x})"}) {
+    EXPECT_EQ(fast.TraceTimeOf(kTopicUtil, json), kT) << json;
+    EXPECT_EQ(slow.TraceTimeOf(kTopicUtil, json), kNoTraceTs) << json;
+    Record r;
+    EXPECT_FALSE(fast.ParseValue(kTopicUtil, json, r).ok()) << json;
+  }
+  // The member each topic's records carry their time in; an unknown topic has none.
+  EXPECT_EQ(fast.TraceTimeOf(kTopicMetrics, R"({"start_ms":1688140740000,"end_ms":1688140800000})"), kT);
+  EXPECT_EQ(fast.TraceTimeOf(kTopicMetrics, R"({"ts_ms":1688140800000})"), kNoTraceTs);
+  EXPECT_EQ(fast.TraceTimeOf(kTopicAnomalies, R"({"ts_ms":1688140800000})"), kT);
+  EXPECT_EQ(fast.TraceTimeOf("acme.other", R"({"ts_ms":1688140800000})"), kNoTraceTs);
+}
+
+// Both paths agree on every value that parses; where they differ the value is malformed.
+TEST(RecordParserTest, TraceTimeOfMutatedValuesIsTheSameOnBothPathsWhereTheyParse) {
+  RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
+  const std::string value =
+      R"({"v":1,"cluster":"seren","event":"start","ts_ms":1677601134000,"job_id":"5778432","user":"u5907","gpu_num":8})";
+  const std::string alphabet = "0123456789.,-+eE[]{}\":nul \\x\x80";
+  std::mt19937 rng(25);
+  int differences = 0, found = 0, agreed = 0;
+  Record r;
+  for (int i = 0; i < 20000 && differences < 5; ++i) {
+    std::string mutated = value;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
+      const size_t at = rng() % mutated.size();
+      switch (rng() % 3) {
+        case 0: mutated[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: mutated.erase(at, 1); break;
+        default: mutated.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+    }
+    const int64_t a = fast.TraceTimeOf(kTopicJobs, mutated), b = slow.TraceTimeOf(kTopicJobs, mutated);
+    const bool different = a != b && (b != kNoTraceTs || slow.ParseValue(kTopicJobs, mutated, r).ok());
+    EXPECT_FALSE(different) << mutated << ": " << a << " against " << b;
+    differences += different;
+    found += a != kNoTraceTs;
+    agreed += a == b && b != kNoTraceTs;
+  }
+  EXPECT_GT(found, 5000);  // about half the mutations leave the time readable
+  EXPECT_GT(agreed, 500);
+}
+
 TEST(RecordParserTest, MalformedInputIsAnErrorNamingTheField) {
   RecordParser parser;
   Record r;

@@ -33,6 +33,8 @@ TEST(KafkaConfigTest, DefaultsMatchSettingsDefaults) {
   const KafkaSettings d;
   EXPECT_EQ(s.brokers, d.brokers);
   EXPECT_EQ(s.timestamp, TimestampMode::kReplay);
+  EXPECT_FALSE(s.trace_ts_header);  // the trace time is in the value
+  EXPECT_EQ(s.trace_ts_header, d.trace_ts_header);
   EXPECT_EQ(s.partitions, d.partitions);
   EXPECT_EQ(s.replication_factor, -1);
   EXPECT_EQ(s.retention_ms, -1);
@@ -52,6 +54,7 @@ TEST(KafkaConfigTest, YamlSetsKeysAndPassThroughList) {
                   .LoadYamlText("kafka:\n"
                                 "  brokers: b1:9092,b2:9092\n"
                                 "  timestamp: trace\n"
+                                "  trace_ts_header: true\n"
                                 "  partitions: 3\n"
                                 "  retention_ms: 604800000\n"
                                 "  compression: zstd\n"
@@ -65,6 +68,7 @@ TEST(KafkaConfigTest, YamlSetsKeysAndPassThroughList) {
   const KafkaSettings s = KafkaSettingsFromConfig(config);
   EXPECT_EQ(s.brokers, "b1:9092,b2:9092");
   EXPECT_EQ(s.timestamp, TimestampMode::kTrace);
+  EXPECT_TRUE(s.trace_ts_header);
   EXPECT_EQ(s.partitions, 3);
   EXPECT_EQ(s.retention_ms, 604800000);
   ASSERT_EQ(s.properties.size(), 3u);
@@ -172,6 +176,8 @@ TEST(KafkaConfigTest, MalformedValuesNameTheKey) {
     }
   };
   expect_throw("kafka.timestamp", "event");
+  expect_throw("kafka.trace_ts_header", "yes please");
+  expect_throw("kafka.trace_ts_header", "2");
   expect_throw("kafka.compression", "brotli");
   expect_throw("kafka.partitions", "0");
   expect_throw("kafka.retention_ms", "0");

@@ -8,6 +8,7 @@
 
 #include "acmetrace/core/record.h"
 #include "acmetrace/core/status.h"
+#include "acmetrace/core/stream_markers.h"
 
 namespace acmetrace::core {
 
@@ -40,6 +41,15 @@ class RecordParser {
   /// Parses one stdio line {"topic":..,"key":..,"value":{..}} (a trailing newline is allowed).
   /// key, if given, receives the framed key.
   Status ParseFramedLine(std::string_view line, Record& out, std::string* key = nullptr);
+
+  /// The trace time a record's JSON value of `topic` carries (what TimestampMsOf gives once it is
+  /// parsed: `ts_ms`, a metrics window's `end_ms`), read without parsing the rest: a Kafka reader
+  /// orders the heads of its partitions by it (docs/kafka.md). The first such top-level member
+  /// counts; kNoTraceTs when there is none, it is no whole number or no trace time (ParseValue then
+  /// says what is wrong). Our own values are read by a scan that stops at the member; any other
+  /// shape by simdjson, with the same answer for every value that parses (text that is no JSON
+  /// after the member: the scan answers, simdjson, which reads it all first, finds none).
+  int64_t TraceTimeOf(std::string_view topic, std::string_view json);
 
  private:
   struct Impl;

@@ -30,6 +30,9 @@ struct KafkaSettings {
   std::string client_id = "acmetrace";
   int64_t connect_timeout_ms = 10'000;
   TimestampMode timestamp = TimestampMode::kReplay;
+  // Records carry their trace time in their value (ts_ms; a metrics window's end_ms); this repeats it
+  // in a trace_ts_ms header for consumers that read headers only (docs/kafka.md). Markers always have it.
+  bool trace_ts_header = false;
 
   // Topics the producer creates when missing.
   bool create_topics = true;

@@ -1,4 +1,5 @@
-// What a record becomes on Kafka: key, JSON value, timestamp and the trace_ts_ms header.
+// What a record becomes on Kafka: key, JSON value (its trace time inside), timestamp, and the
+// trace_ts_ms header of stream markers (of records too with kafka.trace_ts_header).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,8 @@
 
 namespace acmetrace::kafka {
 
-/// Header carrying the record's trace time (unix ms, decimal text), whatever the Kafka timestamp is.
+/// Header carrying a marker's trace time (unix ms, decimal text), whatever the Kafka timestamp is; a
+/// record's too with kafka.trace_ts_header (its value has it anyway).
 inline constexpr std::string_view kTraceTsHeader = "trace_ts_ms";
 inline constexpr int64_t kNoTraceTs = core::kNoTraceTs;
 /// What a reader orders by for a trace_ts_ms header that is not a trace time (year 9999, INT64_MAX,
@@ -34,7 +36,7 @@ struct OutgoingMessage {
   std::string_view key;
   std::string_view value;
   int64_t timestamp_ms = 0;          // 0 = the produce (wall) time, stamped by librdkafka
-  int64_t trace_ts_ms = kNoTraceTs;  // sent as the trace_ts_ms header unless kNoTraceTs
+  int64_t trace_ts_ms = kNoTraceTs;  // its trace time (in the value too): progress markers, kafka.trace_ts_header
 };
 
 /// Turns records into OutgoingMessages: design key, core::AppendRecordJson value, timestamp per

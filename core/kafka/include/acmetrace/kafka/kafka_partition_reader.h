@@ -61,7 +61,7 @@ class KafkaPartitionReader {
   core::Status Pause(const std::string& topic, int32_t partition);
   /// The next record or partition end within timeout_ms (kind kNone if neither came). Records come
   /// in trace-time order across partitions (each partition in its own order): of the partitions'
-  /// next records, the earliest by its trace_ts_ms header (else its Kafka timestamp) goes first, and
+  /// next records, the earliest by its trace time (FramedRecord::trace_ts_ms; else its Kafka timestamp) goes first, and
   /// a partition that has records but has not delivered its next one holds the others back for at
   /// most half a second (5 s for its first record after Assign). An event-time consumer then
   /// buffers little (it buffered hours of the fastest partitions when records came as fetched).

@@ -24,7 +24,7 @@ struct FramedRecord {
   int32_t partition = -1;
   int64_t offset = -1;
   int64_t timestamp_ms = 0;          // the Kafka timestamp (replay time by default)
-  int64_t trace_ts_ms = kNoTraceTs;  // the trace_ts_ms header, kNoTraceTs if absent
+  int64_t trace_ts_ms = kNoTraceTs;  // the trace_ts_ms header, else the value's time (internal::TraceTimeOfMessage)
   std::string_view marker;           // the acmetrace_marker header: a stream marker, not a record
   std::string_view trace_ts_text;    // the trace_ts_ms header as it came, empty if absent
 };
