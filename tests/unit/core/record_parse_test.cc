@@ -297,6 +297,20 @@ TEST(RecordParserTest, FastPathGivesWhatSimdjsonGivesOnEveryShape) {
   EXPECT_FALSE(IsSample(u.host[1].value));
 }
 
+// The text one to three random bytes away (changed, removed or inserted from JSON's alphabet).
+std::string Mutated(std::string text, std::mt19937& rng) {
+  const std::string alphabet = "0123456789.,-+eE[]{}\":nul \\x\x80";
+  for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
+    const size_t at = rng() % text.size();
+    switch (rng() % 3) {
+      case 0: text[at] = alphabet[rng() % alphabet.size()]; break;
+      case 1: text.erase(at, 1); break;
+      default: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+    }
+  }
+  return text;
+}
+
 TEST(RecordParserTest, FastPathGivesWhatSimdjsonGivesOnMutatedLines) {
   // Every line one to three random bytes away from a real feed line (deterministic seed): the
   // same status, message and record from both paths.
@@ -306,19 +320,10 @@ TEST(RecordParserTest, FastPathGivesWhatSimdjsonGivesOnMutatedLines) {
       R"("ts_ms":1688140800000,"gpu":{"GPU_TEMP":[30,29,31,26,27,27,28,28],"GPU_UTIL":[0,67,99,0,0,0,0,0],)"
       R"("POWER_USAGE":[92.399,68.35,378.007,60.569,62.4,65.2,62.7,64],"SM_ACTIVE":[0.009,0,0.711,0,0,0,0,0]},)"
       R"("host":{"NODE_CPU_UTILIZATION":12.5}}})";
-  const std::string alphabet = "0123456789.,-+eE[]{}\":nul \\x\x80";
   std::mt19937 rng(14);
   int differences = 0;
   for (int i = 0; i < 20000 && differences < 5; ++i) {
-    std::string mutated = line;
-    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
-      const size_t at = rng() % mutated.size();
-      switch (rng() % 3) {
-        case 0: mutated[at] = alphabet[rng() % alphabet.size()]; break;
-        case 1: mutated.erase(at, 1); break;
-        default: mutated.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-      }
-    }
+    const std::string mutated = Mutated(line, rng);
     const std::string difference = CompareWithSimdjson(fast, slow, mutated);
     EXPECT_EQ(difference, "");
     differences += !difference.empty();
@@ -393,20 +398,11 @@ TEST(RecordParserTest, TraceTimeOfMutatedValuesIsTheSameOnBothPathsWhereTheyPars
   RecordParser fast, slow(RecordParser::Path::kSimdjsonOnly);
   const std::string value =
       R"({"v":1,"cluster":"seren","event":"start","ts_ms":1677601134000,"job_id":"5778432","user":"u5907","gpu_num":8})";
-  const std::string alphabet = "0123456789.,-+eE[]{}\":nul \\x\x80";
   std::mt19937 rng(25);
   int differences = 0, found = 0, agreed = 0;
   Record r;
   for (int i = 0; i < 20000 && differences < 5; ++i) {
-    std::string mutated = value;
-    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
-      const size_t at = rng() % mutated.size();
-      switch (rng() % 3) {
-        case 0: mutated[at] = alphabet[rng() % alphabet.size()]; break;
-        case 1: mutated.erase(at, 1); break;
-        default: mutated.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-      }
-    }
+    const std::string mutated = Mutated(value, rng);
     const int64_t a = fast.TraceTimeOf(kTopicJobs, mutated), b = slow.TraceTimeOf(kTopicJobs, mutated);
     const bool different = a != b && (b != kNoTraceTs || slow.ParseValue(kTopicJobs, mutated, r).ok());
     EXPECT_FALSE(different) << mutated << ": " << a << " against " << b;
