@@ -169,6 +169,10 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
         return 1;
       }
       blocks = opened.value().get();
+      for (const std::string& removed : blocks->removed_stale()) {
+        core::Logf(core::LogLevel::kInfo, "backfill", "removed %s: the staging directory of a backfill into %s that was killed",
+                   removed.c_str(), flags->out.c_str());
+      }
       output = std::move(opened).value();
       // Recording rules are backfilled, and alerting rules' ALERTS written, through a temporary Prometheus.
       for (const scoring::RuleFileText& file : rules) {

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -10,6 +12,8 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +28,31 @@
 namespace acmetrace::history {
 namespace fs = std::filesystem;
 namespace {
+
+// Whether the backfill that made this staging directory is gone: its lock can be taken (a live one
+// holds it), or, without a lock file (an older version's), no process has the PID in its name.
+bool StagingOwnerGone(const fs::path& dir, const std::string& pid_text) {
+  const int fd = ::open((dir / "lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    const bool gone = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);  // and the lock with it
+    return gone;
+  }
+  char* end = nullptr;
+  const long pid = std::strtol(pid_text.c_str(), &end, 10);
+  if (pid_text.empty() || *end != '\0' || pid <= 0 || pid == ::getpid()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+uint64_t BytesUnder(const fs::path& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) bytes += it->file_size(size_ec);
+  }
+  return bytes;
+}
 
 core::Status WriteAll(std::FILE* file, std::string_view text, const std::string& path) {
   if (!text.empty() && std::fwrite(text.data(), 1, text.size(), file) != text.size()) {
@@ -133,16 +162,35 @@ core::Result<std::unique_ptr<PromtoolBlocks>> PromtoolBlocks::Open(BlockOptions 
   if (ec) return core::Status::Error(staging.string() + ": " + ec.message());
   auto blocks = std::unique_ptr<PromtoolBlocks>(new PromtoolBlocks(std::move(options)));
   blocks->staging_ = staging.string();
+  blocks->lock_fd_ = ::open((staging / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (blocks->lock_fd_ < 0 || ::flock(blocks->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return core::Status::Error((staging / "lock").string() + ": " + std::strerror(errno));
+  }
+  // What killed backfills into the same PROMDIR left (gigabytes of blocks and chunks, hidden).
+  const std::string prefix = "." + absolute.filename().string() + ".backfill-";
+  fs::directory_iterator it(absolute.parent_path(), ec);
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code entry_ec;
+    if (name.rfind(prefix, 0) != 0 || it->path() == staging || !it->is_directory(entry_ec)) continue;
+    if (!StagingOwnerGone(it->path(), name.substr(prefix.size()))) continue;
+    const uint64_t bytes = BytesUnder(it->path());
+    if (fs::remove_all(it->path(), entry_ec); !entry_ec) {
+      blocks->removed_stale_.push_back(it->path().string() + " (" + std::to_string(bytes >> 20) + " MB)");
+    }
+  }
   return blocks;
 }
 
 PromtoolBlocks::~PromtoolBlocks() {
   if (chunk_ != nullptr) std::fclose(chunk_);
   running_.clear();  // stops the promtool runs still going (a failed or stopped backfill)
-  if (committed_) return;
-  // A failed or stopped backfill leaves no work files and PROMDIR as it was.
-  std::error_code ec;
-  fs::remove_all(staging_, ec);
+  if (!committed_) {
+    // A failed or stopped backfill leaves no work files and PROMDIR as it was.
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 core::Status PromtoolBlocks::Scrape(int64_t ts_ms, std::string_view samples) {

@@ -634,17 +634,26 @@ TEST_F(BackfillPrometheusTest, SigtermAtAnyPointStopsEveryChildAndLeavesPromdirA
       EXPECT_TRUE(WaitUntil([&] { return Gone(child); }, 10)) << "promtool " << child << " outlived a SIGKILLed backfill";
     }
     EXPECT_FALSE(fs::exists(promdir));
+    int left = 0;
     for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
-      if (e.path().filename().string().find(".sigkilled.backfill-") == 0) fs::remove_all(e.path());
+      left += e.path().filename().string().rfind(".sigkilled.backfill-", 0) == 0;
     }
+    EXPECT_EQ(left, 1) << "the killed backfill's staging directory";
   }
-  // A rerun into a killed run's PROMDIR succeeds.
-  const fs::path again = work_ / "killed-1";
+  // A rerun into a killed run's PROMDIR succeeds, and removes what the killed run left, saying so.
+  const fs::path again = work_ / "sigkilled";
   EXPECT_EQ(RunShell(std::string(Binary()) + " backfill --data " + data_ + window + " --out " + again.string() +
                      " > " + again.string() + ".rerun 2>&1"),
             0)
       << ReadFile(again.string() + ".rerun");
   EXPECT_FALSE(ListBlocksIn(again).empty());
+  EXPECT_NE(ReadFile(again.string() + ".rerun").find("the staging directory of a backfill into " + again.string() +
+                                                     " that was killed"),
+            std::string::npos)
+      << ReadFile(again.string() + ".rerun");
+  for (const fs::directory_entry& e : fs::directory_iterator(work_)) {
+    EXPECT_EQ(e.path().filename().string().find(".backfill-"), std::string::npos) << e.path();
+  }
 }
 
 }  // namespace

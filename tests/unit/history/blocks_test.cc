@@ -9,7 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "test_files.h"
 
@@ -144,6 +149,52 @@ TEST(PromtoolBlocksTest, BlocksMoveIntoPromdirInOneRenameAtCommit) {
     EXPECT_TRUE(fs::exists(options.out_dir + "/01BLOCK/meta.json"));
     EXPECT_FALSE(fs::exists(blocks.value()->staging_dir()));
   }
+}
+
+// A killed backfill (SIGKILL, a crash: no destructor ran) left its staging directory behind, gigabytes
+// of it at scale. The next backfill into the same PROMDIR removes it and says so; a live backfill's
+// (its lock held) and another PROMDIR's stay.
+TEST(PromtoolBlocksTest, TheStagingOfAKilledBackfillIntoTheSamePromdirIsRemoved) {
+  const std::string dir = TestDir();
+  BlockOptions options;
+  options.promtool = FakePromtool(dir, false);
+  options.out_dir = dir + "/promdir";
+  auto staging = [&](const std::string& name) {
+    const fs::path p = fs::path(dir) / name;
+    fs::create_directories(p / "blocks");
+    WriteFile((p / "blocks").string(), "chunk-0.om", std::string(size_t{3} << 20, 'x'));
+    return p;
+  };
+  // Gone: a lock nobody holds (a killed process's lock goes with it); an older version's, without a
+  // lock file, named by a PID no process has (above Linux's pid_max).
+  const fs::path killed = staging(".promdir.backfill-12345");
+  WriteFile(killed.string(), "lock", "");
+  const fs::path older = staging(".promdir.backfill-999999999");
+  // Alive: a lock held (by this test, as a running backfill holds its own); an older version's named
+  // by a live PID (this test's parent); another PROMDIR's.
+  const fs::path live = staging(".promdir.backfill-23456");
+  const int held = ::open((live / "lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  const fs::path live_older = staging(".promdir.backfill-" + std::to_string(::getppid()));
+  const fs::path other = staging(".other.backfill-999999999");
+
+  auto blocks = PromtoolBlocks::Open(options);
+  ASSERT_TRUE(blocks.ok()) << blocks.status().message();
+  EXPECT_FALSE(fs::exists(killed));
+  EXPECT_FALSE(fs::exists(older));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(live_older));
+  EXPECT_TRUE(fs::exists(other));
+  std::vector<std::string> removed = blocks.value()->removed_stale();
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{killed.string() + " (3 MB)", older.string() + " (3 MB)"}));
+  // This backfill holds its own lock: a backfill started beside it does not take it for gone.
+  const int probe = ::open((fs::path(blocks.value()->staging_dir()) / "lock").c_str(), O_RDWR);
+  ASSERT_GE(probe, 0);
+  EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0);
+  ::close(probe);
+  ::close(held);
 }
 
 // A stop (SIGINT/SIGTERM to the backfill) stops the promtool runs at once, and the staging

@@ -59,7 +59,11 @@ inline int64_t MaxChunksOnDisk(const BlockOptions& options) { return options.pro
 /// is as it was. Not thread-safe.
 class PromtoolBlocks : public ScrapeOutput {
  public:
-  /// Checks promtool is there and out_dir is absent or empty, and makes the staging directory.
+  /// Checks promtool is there and out_dir is absent or empty, and makes the staging directory. The
+  /// staging directories of earlier backfills into the same out_dir that are gone (killed: SIGKILL,
+  /// a crash, a reboot, so their destructor never ran) are removed: a live backfill holds a lock on
+  /// its directory's `lock` file (one without it, of an older version, counts as gone when no
+  /// process has its PID).
   static core::Result<std::unique_ptr<PromtoolBlocks>> Open(BlockOptions options);
   ~PromtoolBlocks() override;
   core::Status Scrape(int64_t ts_ms, std::string_view samples) override;
@@ -72,6 +76,8 @@ class PromtoolBlocks : public ScrapeOutput {
   std::string blocks_dir() const { return staging_ + "/blocks"; }
   /// The staging directory (next to out_dir), for other work files of the backfill.
   const std::string& staging_dir() const { return staging_; }
+  /// What Open removed: "PATH (N MB)" per staging directory of a backfill that is gone.
+  const std::vector<std::string>& removed_stale() const { return removed_stale_; }
   int64_t chunks() const { return chunks_; }
   int64_t text_bytes() const { return text_bytes_; }
   /// CPU seconds promtool used (user + system of the finished runs).
@@ -91,6 +97,8 @@ class PromtoolBlocks : public ScrapeOutput {
   };
   BlockOptions options_;
   std::string staging_;
+  std::vector<std::string> removed_stale_;
+  int lock_fd_ = -1;  // holds the lock on staging_/lock while this backfill lives
   std::FILE* chunk_ = nullptr;
   std::string chunk_path_;
   int64_t chunk_end_ms_ = 0;  // the block range boundary the open chunk must not reach
