@@ -316,6 +316,7 @@ TEST(KafkaRoundTripTest, TraceTimestampModeStampsTheTraceTime) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].timestamp_ms, 1677601080000);
   EXPECT_EQ(TsMsOf(got[0].value), 1677601080000);
+  EXPECT_EQ(got[0].trace_ts_header, "");  // the time is in the value (kafka.trace_ts_header off)
   EXPECT_EQ(got[0].key, "seren/GPU_AB");
 }
 

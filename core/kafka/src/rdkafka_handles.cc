@@ -177,11 +177,11 @@ int64_t TraceTsOf(rd_kafka_message_t* m) {
 
 int64_t TraceTimeOfMessage(rd_kafka_message_t* m, std::string_view topic, core::RecordParser& parser) {
   const int64_t header = TraceTsOf(m);
-  if (header != kNoTraceTs || m->payload == nullptr || core::RecordKindOfTopic(topic) == core::RecordKind::kUnknown) {
-    return header;
-  }
+  if (header != kNoTraceTs || m->payload == nullptr) return header;
   const int64_t value = parser.TraceTimeOf(topic, std::string_view(static_cast<const char*>(m->payload), m->len));
-  return value != kNoTraceTs ? value : kInvalidTraceTs;  // a value that cannot parse: reported at once
+  if (value != kNoTraceTs) return value;
+  // None: a record topic's value that cannot parse goes at once, to be reported; another topic's has no time.
+  return core::RecordKindOfTopic(topic) == core::RecordKind::kUnknown ? kNoTraceTs : kInvalidTraceTs;
 }
 
 std::string_view TraceTsTextOf(rd_kafka_message_t* m) { return HeaderOf(m, kTraceTsHeader); }
