@@ -337,6 +337,43 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
   return core::Status::Ok();
 }
 
+// The line of text[pos] (1 for the first).
+int LineOf(std::string_view text, size_t pos) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(pos), '\n'));
+}
+
+// The characters YAML allows in a stream, as Prometheus's reader (gopkg.in/yaml.v3, readerc.go) checks them:
+// tab, line feed, carriage return, U+0020-U+007E, U+0085, U+00A0-U+D7FF, U+E000-U+FFFD and U+10000 up, in UTF-8.
+core::Status CheckYamlCharacters(const std::string& path, std::string_view text) {
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t line_start = 0;
+    for (size_t eol; (eol = text.find('\n', line_start)) != std::string_view::npos; line_start = eol + 1) {
+      if (!simdjson::validate_utf8(text.data() + line_start, eol - line_start)) break;
+    }
+    return core::Status::Error(path + ":" + std::to_string(LineOf(text, line_start)) + ": not UTF-8");
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    uint32_t refused = UINT32_MAX;
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
+      refused = b;
+    } else if (b == 0xc2 && i + 1 < text.size()) {  // U+0080-U+00BF: U+0080-U+009F are controls but U+0085
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next < 0xa0 && next != 0x85) refused = next;
+    } else if (b == 0xef && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xbf &&
+               static_cast<unsigned char>(text[i + 2]) >= 0xbe) {  // U+FFFE, U+FFFF
+      refused = 0xffc0u | (static_cast<unsigned char>(text[i + 2]) & 0x3fu);
+    }
+    if (refused != UINT32_MAX) {
+      char code[16];
+      std::snprintf(code, sizeof code, "U+%04X", refused);
+      return core::Status::Error(path + ":" + std::to_string(LineOf(text, i)) + ": character " + code +
+                                 " is not allowed in YAML (nor any control character but tab and line breaks)");
+    }
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t default_interval_ms) {
@@ -344,16 +381,9 @@ core::Status LoadRuleText(const RuleFileText& file, RuleSet& out, int64_t defaul
   auto at = [&path](const YAML::Mark& mark) {
     return mark.line >= 0 ? path + ":" + std::to_string(mark.line + 1) : path;
   };
-  // YAML is UTF-8 (Prometheus refuses anything else); yaml-cpp reads other bytes as they come, and a copy
-  // written back (acmetrace rules) would not say the same (found by rule_scaler_fuzz).
-  if (!simdjson::validate_utf8(file.text.data(), file.text.size())) {
-    size_t line_start = 0;
-    int line = 1;
-    for (size_t eol; (eol = file.text.find('\n', line_start)) != std::string::npos; line_start = eol + 1, ++line) {
-      if (!simdjson::validate_utf8(file.text.data() + line_start, eol - line_start)) break;
-    }
-    return core::Status::Error(path + ":" + std::to_string(line) + ": not UTF-8");
-  }
+  // YAML is UTF-8 without control characters (Prometheus's YAML reader refuses both); yaml-cpp reads such bytes as
+  // they come, and a copy written back (acmetrace rules) would not say the same (found by rule_scaler_fuzz).
+  if (core::Status s = CheckYamlCharacters(path, file.text); !s.ok()) return s;
   RuleSet parsed;
   core::Status status = core::Status::Ok();
   // Every exception yaml-cpp throws stops here: a key that is a list read as a name

@@ -229,5 +229,30 @@ TEST(RuleFileTest, BytesThatAreNotUtf8AreAnErrorNamingTheirLine) {
   EXPECT_EQ(s.message(), "r.yml:6: not UTF-8");
 }
 
+TEST(RuleFileTest, ControlCharactersAreAnErrorNamingTheirLineAsPrometheusRefusesThem) {
+  // yaml-cpp read "nod\0_failure" as another label value, and the copy `acmetrace rules` wrote was not UTF-8
+  // (rule_scaler_fuzz); Prometheus's YAML reader says "control characters are not allowed".
+  const std::string head = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n";
+  struct Case {
+    std::string bytes;
+    std::string code;
+  };
+  for (const Case& c : {Case{std::string("\0", 1), "U+0000"}, Case{"\x1b", "U+001B"}, Case{"\x7f", "U+007F"},
+                        Case{"\xc2\x80", "U+0080"}, Case{"\xc2\x9f", "U+009F"}, Case{"\xef\xbf\xbe", "U+FFFE"},
+                        Case{"\xef\xbf\xbf", "U+FFFF"}}) {
+    RuleSet rules;
+    const core::Status s = LoadRuleText({"r.yml", head + "        labels: {kind: \"nod" + c.bytes + "_failure\"}\n"}, rules);
+    ASSERT_FALSE(s.ok()) << c.code;
+    EXPECT_EQ(s.message(), "r.yml:6: character " + c.code +
+                               " is not allowed in YAML (nor any control character but tab and line breaks)");
+  }
+  // What YAML allows: tab, CR LF, U+0085 (next line), U+00A0, U+FFFD and U+10000 up.
+  RuleSet rules;
+  ASSERT_TRUE(LoadRuleText({"r.yml", head + "        labels: {kind: \"a\tb \xc2\x85 \xc2\xa0 \xef\xbf\xbd \xf0\x9f\x98\x80\"}\r\n"},
+                           rules)
+                  .ok());
+  ASSERT_EQ(rules.alerts.size(), 1u);
+}
+
 }  // namespace
 }  // namespace acmetrace::scoring
