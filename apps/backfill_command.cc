@@ -316,7 +316,12 @@ void RegisterBackfill(CLI::App& app, CommandRegistry& registry) {
     alert_options.from_ms = rule_options.from_ms;
     alert_options.to_ms = rule_options.to_ms;
     alert_options.eval_interval_ms = rule_options.eval_interval_ms;
+    alert_options.slice_ms = rule_options.slice_ms;
     alert_options.stop = &stop;
+    alert_options.on_slice = [](int slice, int slices, int64_t from_ms) {
+      core::Logf(core::LogLevel::kInfo, "backfill", "alerting rules: slice %d of %d (from %s)", slice, slices,
+                 core::FormatIsoTime(from_ms, 0).c_str());
+    };
     core::Result<history::AlertBackfillStats> alerted = history::BackfillAlerts(alert_options);
     if (stop.requested()) return stopped("the alerting-rule phase");
     if (!alerted.ok()) {

@@ -1,8 +1,10 @@
-// ALERTS and ALERTS_FOR_STATE for backfilled blocks: each alerting rule asked once over the window
-// through a temporary Prometheus, replayed through Prometheus's state machine, written as OpenMetrics
-// and made into blocks by promtool.
+// ALERTS and ALERTS_FOR_STATE for backfilled blocks: each alerting rule asked over the window a slice at
+// a time, each slice through a temporary Prometheus serving its blocks, replayed through Prometheus's
+// state machine with the alerts' states carried across slices, written as OpenMetrics and made into
+// blocks by promtool.
 #include "acmetrace/history/alert_series.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -70,7 +72,6 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
   std::error_code ec;
   fs::remove_all(work, ec);
   fs::create_directories(work / "blocks", ec);
-  fs::create_directories(work / "serving", ec);
   if (ec) return core::Status::Error(work.string() + ": " + ec.message());
   struct Cleanup {
     fs::path dir;
@@ -82,28 +83,14 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
   core::Result<std::vector<BlockSpan>> blocks = ListBlocks(options.blocks_dir);
   if (!blocks.ok()) return blocks.status();
   if (blocks.value().empty()) return stats;
-  int64_t first_ms = INT64_MAX, last_ms = INT64_MIN;
-  for (const BlockSpan& b : blocks.value()) {
-    fs::copy(b.dir, work / "serving" / b.dir.filename(),
-             fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
-    if (ec) return core::Status::Error("linking " + b.dir.string() + ": " + ec.message());
-    first_ms = std::min(first_ms, b.min_ms);
-    last_ms = std::max(last_ms, b.max_ms);
-  }
   const std::string config = (work / "prometheus.yml").string();
   if (core::Status s = WriteFile(config, "# acmetrace backfill: serves the blocks to the alerting rules; scrapes "
                                          "nothing\nglobal:\n  evaluation_interval: 1h\n");
       !s.ok()) {
     return s;
   }
-  int port = 0;
-  core::Result<Subprocess> server =
-      StartReadyPrometheus(prometheus, config, work / "serving", RetentionFor(first_ms, last_ms),
-                           (work / "prometheus.log").string(), options.stop, port);
-  if (!server.ok()) return server.status();
-  core::Result<std::unique_ptr<scoring::PrometheusClient>> client =
-      scoring::PrometheusClient::Create("http://127.0.0.1:" + std::to_string(port), 120'000);
-  if (!client.ok()) return client.status();
+  const int64_t lookback = RuleLookbackMs(options.rules);
+  const std::string retention = RetentionFor(options.from_ms - lookback, options.to_ms);
 
   const std::string text_path = (work / "alerts.om").string();
   std::FILE* text_file = std::fopen(text_path.c_str(), "wb");
@@ -114,37 +101,80 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
       if (f != nullptr) std::fclose(f);
     }
   } closer{text_file};
+  // Each rule's alerts still pending or firing at the end of the slice before.
+  std::vector<scoring::CarriedAlerts> carried(rules.alerts.size());
   std::string text;
-  for (const scoring::AlertRule& rule : rules.alerts) {
-    if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
+  // One rule over one slice's evaluations (its group's interval's multiples in the slice, as `score`
+  // evaluates them), answered by `client` (none: the slice has no data, so no alert is returned).
+  auto evaluate = [&](size_t i, const WindowSlice& slice, scoring::PrometheusClient* client) -> core::Status {
+    const scoring::AlertRule& rule = rules.alerts[i];
     const int64_t step = rule.interval_ms;
-    // The group's evaluations: its interval's multiples in the window, as `score` evaluates them.
-    const int64_t start = (options.from_ms + step - 1) / step * step;
-    if (start > options.to_ms) continue;
-    core::Result<scoring::RangeAnswer> answer = client.value()->QueryRange(rule.expr, start, options.to_ms, step);
-    if (!answer.ok()) {
-      return core::Status::Error("alerting rule " + rule.name + " (" + rule.file + ":" + std::to_string(rule.line) +
-                                 "): " + answer.status().message());
+    const int64_t start = (std::max(slice.from_ms, options.from_ms) + step - 1) / step * step;
+    if (start > slice.to_ms) return core::Status::Ok();
+    if (client == nullptr && carried[i].empty()) return core::Status::Ok();
+    std::vector<scoring::Series> result;
+    if (client != nullptr) {
+      core::Result<scoring::RangeAnswer> answer = client->QueryRange(rule.expr, start, slice.to_ms, step);
+      if (!answer.ok()) {
+        return core::Status::Error("alerting rule " + rule.name + " (" + rule.file + ":" + std::to_string(rule.line) +
+                                   "): " + answer.status().message());
+      }
+      result = std::move(answer.value().series);
     }
-    ++stats.rules;
+    // An alert firing at the end of the slice before and still firing now is no new firing.
+    const scoring::CarriedAlerts before = carried[i];
     text.clear();
     bool was_firing = false;
     const scoring::Labels* previous = nullptr;
-    scoring::ReplayAlertStates(answer.value().series, rule,
-                               {start, options.to_ms, step, rule.for_ms, rule.keep_firing_for_ms},
-                               [&](const scoring::Labels& labels, const scoring::AlertEvaluation& e) {
-                                 if (previous != &labels) was_firing = false;
-                                 if (e.firing && (!was_firing || e.active_at_ms == e.ts_ms)) ++stats.firings;
-                                 was_firing = e.firing;
-                                 previous = &labels;
-                                 AppendAlertSamples(text, labels, e);
-                                 stats.samples += 2;
-                               });
+    scoring::ReplayAlertStates(
+        result, rule, {start, slice.to_ms, step, rule.for_ms, rule.keep_firing_for_ms},
+        [&](const scoring::Labels& labels, const scoring::AlertEvaluation& e) {
+          if (previous != &labels) {
+            const auto it = before.find(labels);
+            was_firing = it != before.end() && it->second.firing;
+          }
+          if (e.firing && (!was_firing || e.active_at_ms == e.ts_ms)) ++stats.firings;
+          was_firing = e.firing;
+          previous = &labels;
+          AppendAlertSamples(text, labels, e);
+          stats.samples += 2;
+        },
+        &carried[i]);
     if (!text.empty() && std::fwrite(text.data(), 1, text.size(), text_file) != text.size()) {
       return core::Status::Error(text_path + ": " + std::strerror(errno));
     }
+    return core::Status::Ok();
+  };
+  const std::vector<WindowSlice> slices =
+      SliceWindow(options.from_ms, options.to_ms, options.slice_ms, options.eval_interval_ms);
+  for (size_t n = 0; n < slices.size(); ++n) {
+    const WindowSlice& slice = slices[n];
+    if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
+    if (options.on_slice) options.on_slice(static_cast<int>(n + 1), static_cast<int>(slices.size()), slice.from_ms);
+    core::Result<int> linked = LinkBlocksOfSpan(blocks.value(), slice.from_ms - lookback, slice.to_ms, work / "serving");
+    if (!linked.ok()) return linked.status();
+    if (linked.value() == 0) {  // nothing to read: the carried alerts go inactive (or stay held by keep_firing_for)
+      for (size_t i = 0; i < rules.alerts.size(); ++i) {
+        if (core::Status s = evaluate(i, slice, nullptr); !s.ok()) return s;
+      }
+      continue;
+    }
+    int port = 0;
+    core::Result<Subprocess> server = StartReadyPrometheus(prometheus, config, work / "serving", retention,
+                                                           (work / "prometheus.log").string(), options.stop, port);
+    if (!server.ok()) return server.status();
+    core::Result<std::unique_ptr<scoring::PrometheusClient>> client =
+        scoring::PrometheusClient::Create("http://127.0.0.1:" + std::to_string(port), 120'000);
+    if (!client.ok()) return client.status();
+    for (size_t i = 0; i < rules.alerts.size(); ++i) {
+      if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
+      if (core::Status s = evaluate(i, slice, client.value().get()); !s.ok()) return s;
+    }
+    server.value().Terminate();
   }
-  server.value().Terminate();
+  stats.rules = static_cast<int>(std::count_if(rules.alerts.begin(), rules.alerts.end(), [&](const scoring::AlertRule& r) {
+    return (options.from_ms + r.interval_ms - 1) / r.interval_ms * r.interval_ms <= options.to_ms;
+  }));
   if (std::fwrite(kOpenMetricsEnd.data(), 1, kOpenMetricsEnd.size(), text_file) != kOpenMetricsEnd.size() ||
       std::fclose(text_file) != 0) {
     text_file = nullptr;
@@ -158,10 +188,7 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
                         (work / "promtool.log").string(), work.string(), options.stop);
   if (!tool.ok()) return tool.status();
   if (core::Status s = tool.value().Wait(); !s.ok()) return core::Status::Error("ALERTS: " + s.message());
-  for (const fs::directory_entry& block : fs::directory_iterator(work / "blocks", ec)) {
-    fs::rename(block.path(), fs::path(options.blocks_dir) / block.path().filename(), ec);
-    if (ec) return core::Status::Error("moving " + block.path().string() + ": " + ec.message());
-  }
+  if (core::Status s = MoveBlocks(work / "blocks", options.blocks_dir); !s.ok()) return s;
   return stats;
 }
 

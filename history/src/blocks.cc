@@ -311,8 +311,6 @@ core::Result<int> CountRecordingRules(const scoring::RuleFileText& file) {
   return static_cast<int>(rules.records.size());
 }
 
-namespace {
-
 // How far before a slice its rules read: the longest range selector ("[1h]", "[30m:1m]") or offset
 // the rule files name (alerting rules included: over, never under), plus Prometheus's 5 min lookback
 // for instant vectors. A scan of the text, not a PromQL parse: a bracket that is no duration is skipped.
@@ -340,7 +338,43 @@ int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files) {
   return longest + 5 * 60'000;
 }
 
-}  // namespace
+std::vector<WindowSlice> SliceWindow(int64_t from_ms, int64_t to_ms, int64_t slice_ms, int64_t eval_interval_ms) {
+  slice_ms = std::max<int64_t>(slice_ms, 60'000);
+  std::vector<WindowSlice> slices;
+  for (int64_t from = from_ms, to = 0; from <= to_ms; from = to + 1) {
+    to = std::min(to_ms, from + slice_ms - 1);
+    if (to_ms - to <= std::max<int64_t>(eval_interval_ms, 1000)) to = to_ms;
+    slices.push_back({from, to});
+  }
+  return slices;
+}
+
+core::Status MoveBlocks(const fs::path& from_dir, const fs::path& blocks_dir) {
+  // A Prometheus started on blocks_dir loads them with the trace's.
+  std::error_code ec;
+  for (const fs::directory_entry& block : fs::directory_iterator(from_dir, ec)) {
+    fs::rename(block.path(), blocks_dir / block.path().filename(), ec);
+    if (ec) return core::Status::Error("moving " + block.path().string() + ": " + ec.message());
+  }
+  if (ec) return core::Status::Error(from_dir.string() + ": " + ec.message());
+  return core::Status::Ok();
+}
+
+core::Result<int> LinkBlocksOfSpan(const std::vector<BlockSpan>& blocks, int64_t from_ms, int64_t to_ms,
+                                   const fs::path& storage) {
+  std::error_code ec;
+  fs::remove_all(storage, ec);
+  fs::create_directories(storage, ec);
+  if (ec) return core::Status::Error(storage.string() + ": " + ec.message());
+  int linked = 0;
+  for (const BlockSpan& b : blocks) {
+    if (b.max_ms <= from_ms || b.min_ms > to_ms) continue;
+    fs::copy(b.dir, storage / b.dir.filename(), fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
+    if (ec) return core::Status::Error("linking " + b.dir.string() + ": " + ec.message());
+    ++linked;
+  }
+  return linked;
+}
 
 // A temporary prometheus serving storage on a free 127.0.0.1 port, ready to answer, or why not.
 core::Result<RulePrograms> FindRulePrograms(const std::string& promtool, const std::string& prometheus,
@@ -462,33 +496,18 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
   core::Result<std::vector<BlockSpan>> blocks = ListBlocks(options.blocks_dir);
   if (!blocks.ok()) return blocks.status();
   const int64_t lookback = RuleLookbackMs(recording);
-  const int64_t slice_ms = std::max<int64_t>(options.slice_ms, 60'000);
   // Long enough that no block a slice reads is old enough to delete.
   const std::string retention = RetentionFor(options.from_ms - lookback, options.to_ms);
-  // The slices: each [from, to]; a remainder of at most one evaluation goes with the slice before
-  // it (promtool needs start < end).
-  std::vector<std::pair<int64_t, int64_t>> slices;
-  for (int64_t from = options.from_ms, to = 0; from <= options.to_ms; from = to + 1) {
-    to = std::min(options.to_ms, from + slice_ms - 1);
-    if (options.to_ms - to <= std::max<int64_t>(options.eval_interval_ms, 1000)) to = options.to_ms;
-    slices.emplace_back(from, to);
-  }
+  const std::vector<WindowSlice> slices =
+      SliceWindow(options.from_ms, options.to_ms, options.slice_ms, options.eval_interval_ms);
+  const fs::path storage = work / "serving";
   for (size_t slice = 0; slice < slices.size(); ++slice) {
     const auto [from, to] = slices[slice];
     if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
     if (options.on_slice) options.on_slice(static_cast<int>(slice + 1), static_cast<int>(slices.size()), from);
-    const fs::path storage = work / "serving";
-    fs::remove_all(storage, ec);
-    fs::create_directories(storage, ec);
-    int linked = 0;
-    for (const BlockSpan& b : blocks.value()) {
-      if (b.max_ms <= from - lookback || b.min_ms > to) continue;
-      fs::copy(b.dir, storage / b.dir.filename(), fs::copy_options::recursive | fs::copy_options::create_hard_links,
-               ec);
-      if (ec) return core::Status::Error("linking " + b.dir.string() + ": " + ec.message());
-      ++linked;
-    }
-    if (linked == 0) continue;  // no data the rules could read
+    core::Result<int> linked = LinkBlocksOfSpan(blocks.value(), from - lookback, to, storage);
+    if (!linked.ok()) return linked.status();
+    if (linked.value() == 0) continue;  // no data the rules could read
     int port = 0;
     core::Result<Subprocess> server = StartReadyPrometheus(prometheus, config, storage, retention,
                                                            (work / "prometheus.log").string(), options.stop, port);
@@ -513,11 +532,7 @@ core::Result<int> BackfillRecordingRules(const RuleBackfillOptions& options) {
     if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
     if (!ran.ok()) return core::Status::Error("recording rules: " + ran.message());
   }
-  // The new blocks join the trace's (a Prometheus started on the directory loads them).
-  for (const fs::directory_entry& block : fs::directory_iterator(work / "blocks", ec)) {
-    fs::rename(block.path(), fs::path(options.blocks_dir) / block.path().filename(), ec);
-    if (ec) return core::Status::Error("moving " + block.path().string() + ": " + ec.message());
-  }
+  if (core::Status s = MoveBlocks(work / "blocks", options.blocks_dir); !s.ok()) return s;
   fs::remove_all(work, ec);
   return rules;
 }

@@ -2,12 +2,16 @@
 // serving blocks on 127.0.0.1, and writing a small work file.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "acmetrace/core/status.h"
+#include "acmetrace/history/blocks.h"
 #include "acmetrace/history/subprocess.h"
+#include "acmetrace/scoring/rule_file.h"
 
 namespace acmetrace::history {
 
@@ -26,6 +30,27 @@ struct RulePrograms {
 /// (e.g. "recording rules are backfilled").
 core::Result<RulePrograms> FindRulePrograms(const std::string& promtool, const std::string& prometheus,
                                             std::string_view purpose);
+
+/// One slice [from_ms, to_ms] of a rule phase's window. Value type.
+struct WindowSlice {
+  int64_t from_ms = 0;
+  int64_t to_ms = 0;
+};
+/// [from_ms, to_ms] cut into slices of slice_ms (at least a minute), in order, covering it; a remainder of
+/// at most one evaluation goes with the slice before it (promtool needs start < end).
+std::vector<WindowSlice> SliceWindow(int64_t from_ms, int64_t to_ms, int64_t slice_ms, int64_t eval_interval_ms);
+
+/// How far before a slice its rules read: the longest range selector or offset the rule files name,
+/// plus Prometheus's 5 min lookback for instant vectors.
+int64_t RuleLookbackMs(const std::vector<scoring::RuleFileText>& files);
+
+/// Empties storage and hard-links into it the blocks holding samples after from_ms up to to_ms, the
+/// blocks a slice's rules read; returns how many.
+core::Result<int> LinkBlocksOfSpan(const std::vector<BlockSpan>& blocks, int64_t from_ms, int64_t to_ms,
+                                   const std::filesystem::path& storage);
+
+/// Moves the blocks promtool wrote into from_dir into blocks_dir, where they join the trace's.
+core::Status MoveBlocks(const std::filesystem::path& from_dir, const std::filesystem::path& blocks_dir);
 
 /// Writes text to path (replacing it); the error names the path.
 core::Status WriteFile(const std::string& path, std::string_view text);

@@ -39,12 +39,12 @@ core::Settings<BackfillSettings> BackfillSettingsTable() {
       .Bool("persona", &S::persona, "also backfill the per-node dcgm-exporter persona series")
       .Text("promtool", &S::promtool, ConfigType::NonEmptyString(), "Prometheus's promtool (a path, or a name on $PATH)")
       .Text("prometheus", &S::prometheus, ConfigType::NonEmptyString(),
-            "the prometheus that serves the blocks while recording rules are backfilled")
+            "the prometheus that serves the blocks while recording and alerting rules are backfilled")
       .Int("chunk_mb", &S::chunk_mb, 1, 1'048'576,
            "OpenMetrics text per promtool run at most (MB; a chunk also ends at every 2 h block boundary)")
       .Int("rules_slice_h", &S::rules_slice_h, 1, 8'760,
-           "recording rules are backfilled this many trace hours at a time, each slice through a prometheus "
-           "serving only the blocks it reads (its memory is bounded by a slice's blocks)");
+           "recording and alerting rules are backfilled this many trace hours at a time, each slice through a "
+           "prometheus serving only the blocks it reads (its memory is bounded by a slice's blocks)");
 }
 
 }  // namespace

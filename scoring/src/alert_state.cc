@@ -15,10 +15,11 @@ Labels AlertLabels(const Labels& series_labels, const AlertRule& rule) {
 }
 
 void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule, const EvalSchedule& schedule,
-                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active) {
+                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active,
+                       CarriedAlerts* carried) {
   if (schedule.step_ms <= 0 || schedule.end_ms < schedule.start_ms) return;
   const int64_t steps = (schedule.end_ms - schedule.start_ms) / schedule.step_ms + 1;
-  // Which evaluations returned each alert's label set.
+  // Which evaluations returned each alert's label set (and the carried alerts, whether or not they did).
   std::map<Labels, std::vector<char>> active;
   for (const Series& s : result) {
     std::vector<char>& at = active[AlertLabels(s.labels, rule)];
@@ -30,10 +31,24 @@ void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule,
       if (k < steps) at[static_cast<size_t>(k)] = 1;
     }
   }
+  CarriedAlerts still_active;
+  if (carried != nullptr) {
+    for (const auto& [labels, state] : *carried) {
+      std::vector<char>& at = active[labels];
+      if (at.empty()) at.assign(static_cast<size_t>(steps), 0);
+    }
+  }
   enum class State { kInactive, kPending, kFiring };
   for (const auto& [labels, at] : active) {
     State state = State::kInactive;
     int64_t active_at = 0, keep_firing_since = -1;
+    if (carried != nullptr) {
+      if (auto it = carried->find(labels); it != carried->end()) {
+        state = it->second.firing ? State::kFiring : State::kPending;
+        active_at = it->second.active_at_ms;
+        keep_firing_since = it->second.keep_firing_since_ms;
+      }
+    }
     for (int64_t k = 0; k < steps; ++k) {
       const int64_t ts = schedule.start_ms + k * schedule.step_ms;
       if (at[static_cast<size_t>(k)]) {
@@ -59,7 +74,9 @@ void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule,
       if (state == State::kPending && ts - active_at >= schedule.for_ms) state = State::kFiring;
       on_active(labels, {ts, state == State::kFiring, active_at});
     }
+    if (carried != nullptr && state != State::kInactive) still_active[labels] = {state == State::kFiring, active_at, keep_firing_since};
   }
+  if (carried != nullptr) *carried = std::move(still_active);
 }
 
 std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, const AlertRule& rule,

@@ -301,14 +301,15 @@ TEST_F(BackfillPrometheusTest, NoPersonaSeriesOrOpenFlagOutlivesTheTelemetry) {
   EXPECT_EQ(result_size(after, "count({job=\"acmetrace-gpu-nodes\"})"), 0u);
 }
 
-// The recording rules are evaluated a slice of the window at a time (backfill.rules_slice_h), each
-// through a prometheus serving only the blocks the slice reads, so that the step's memory does not
+// The recording and alerting rules are evaluated a slice of the window at a time (backfill.rules_slice_h),
+// each through a prometheus serving only the blocks the slice reads, so that the steps' memory does not
 // grow with the window. An hour's slices give the samples one day's slice gave, to the value.
-TEST_F(BackfillPrometheusTest, RecordingRulesBackfilledAnHourAtATimeEqualADayAtATime) {
+TEST_F(BackfillPrometheusTest, RulesBackfilledAnHourAtATimeEqualADayAtATime) {
   const fs::path sliced = work_ / "sliced";
   const std::string config = (work_ / "slices.yaml").string();
   std::ofstream(config) << "backfill:\n  rules_slice_h: 1\n";
-  const int64_t to = kStart + 3 * 3600;
+  // Five hours: the alerts of the Xid errors injected from 3:44 to 4:14 are active across the cut at 4:00.
+  const int64_t to = kStart + 5 * 3600;
   ASSERT_EQ(RunShell(std::string(Binary()) + " --config " + config + " backfill --data " + data_ + " --from " +
                      std::to_string(kStart) + " --to " + std::to_string(to) + " --out " + sliced.string() + " > " +
                      (work_ / "sliced.out").string() + " 2>&1"),
@@ -347,6 +348,39 @@ TEST_F(BackfillPrometheusTest, RecordingRulesBackfilledAnHourAtATimeEqualADayAtA
     ASSERT_NE(it, hours.end()) << key << " missing from the hour-sliced backfill";
     EXPECT_EQ(it->second, value) << key;
   }
+  // The alerting rules go in the same slices, each alert's state carried across the cuts: every ALERTS and
+  // ALERTS_FOR_STATE sample of the five hours (evaluations on the rule's grid, the same in both) is the
+  // day's, activeAt included, and some alerts were active across a cut.
+  auto alert_samples = [to](int p) {
+    // Before `to`: --to is the end of the sliced window, not one of its scrapes.
+    const HttpResponse r = HttpGet(p, "/api/v1/query?time=" + std::to_string(to - 1) + "&query=" +
+                                          UrlEncode("{__name__=~\"ALERTS|ALERTS_FOR_STATE\"}[5h]"));
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::map<std::string, std::string> out;  // "series@time" -> value
+    const nlohmann::json body = nlohmann::json::parse(r.body);
+    for (const auto& series : body["data"]["result"]) {
+      for (const auto& point : series["values"]) {
+        out[series["metric"].dump() + "@" + std::to_string(point[0].get<double>())] = point[1].get<std::string>();
+      }
+    }
+    return out;
+  };
+  const auto day_alerts = alert_samples(prom_port_);
+  const auto hour_alerts = alert_samples(port);
+  int across_cuts = 0;
+  for (const auto& [key, value] : day_alerts) {
+    const double at = std::stod(key.substr(key.rfind('@') + 1));
+    // Active (activeAt, unix seconds) since before the hour slice that holds this evaluation began.
+    const double slice_start = static_cast<double>(kStart + (static_cast<int64_t>(at) - kStart) / 3600 * 3600);
+    if (key.find("\"ALERTS_FOR_STATE\"") != std::string::npos && std::stod(value) < slice_start) {
+      ++across_cuts;
+    }
+    auto it = hour_alerts.find(key);
+    ASSERT_NE(it, hour_alerts.end()) << key << " missing from the hour-sliced backfill";
+    EXPECT_EQ(it->second, value) << key;
+  }
+  EXPECT_GT(across_cuts, 0) << "no alert active across a slice's start: the carrying is not tested";
+  EXPECT_EQ(hour_alerts.size(), day_alerts.size());
   history.Signal(SIGTERM);
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <tuple>
 
 namespace acmetrace::scoring {
@@ -138,6 +140,54 @@ TEST(AlertStateTest, EveryActiveEvaluationIsToldWithItsStateAndActiveAt) {
   const std::vector<std::tuple<int64_t, bool, int64_t>> want = {
       {5, false, 5}, {6, false, 5}, {7, true, 5}, {8, true, 5}, {9, true, 5}, {10, true, 5}, {20, false, 20}};
   EXPECT_EQ(told, want);
+}
+
+// backfill evaluates the alerting rules a slice of the window at a time, carrying each alert's state
+// from one slice to the next: cut anywhere, the slices tell exactly what the whole window tells. Random
+// results (three label sets, two of whose series share alert labels) against the replay in one piece.
+TEST(AlertStateTest, SlicesWithCarriedStatesTellWhatTheWholeWindowTells) {
+  using Told = std::tuple<std::string, int64_t, bool, int64_t>;  // subject, minute, firing, active since
+  std::mt19937 random(7);
+  int carried_across = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<Series> result;
+    for (const char* subject : {"a", "b", "b", "c"}) {
+      Series s = At({}, {{"__name__", "m"}, {"subject", subject}, {"pod", std::to_string(result.size())}});
+      s.labels.erase("pod");
+      const int density = static_cast<int>(random() % 10);
+      for (int64_t m = 0; m <= 60; ++m) {
+        if (static_cast<int>(random() % 10) < density) s.ts_ms.push_back(kT0 + m * kMin);
+      }
+      result.push_back(std::move(s));
+    }
+    const AlertRule rule = Rule(static_cast<int64_t>(random() % 5) * kMin, static_cast<int64_t>(random() % 4) * kMin);
+    auto record = [](std::vector<Told>& into) {
+      return [&into](const Labels& labels, const AlertEvaluation& e) {
+        into.emplace_back(labels.at("subject"), (e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin);
+      };
+    };
+    std::vector<Told> whole;
+    ReplayAlertStates(result, rule, {kT0, kT0 + 60 * kMin, kMin, rule.for_ms, rule.keep_firing_for_ms}, record(whole));
+    // Slices of 1 to 20 evaluations, each asked only for its own evaluations (as a range query would be).
+    std::vector<Told> sliced;
+    CarriedAlerts carried;
+    for (int64_t from = 0; from <= 60;) {
+      const int64_t to = std::min<int64_t>(60, from + static_cast<int64_t>(random() % 20));
+      std::vector<Series> part = result;
+      for (Series& s : part) {
+        std::erase_if(s.ts_ms, [&](int64_t ts) { return ts < kT0 + from * kMin || ts > kT0 + to * kMin; });
+      }
+      if (!carried.empty() && from > 0) ++carried_across;
+      ReplayAlertStates(part, rule, {kT0 + from * kMin, kT0 + to * kMin, kMin, rule.for_ms, rule.keep_firing_for_ms},
+                        record(sliced), &carried);
+      from = to + 1;
+    }
+    std::sort(whole.begin(), whole.end());
+    std::sort(sliced.begin(), sliced.end());
+    ASSERT_EQ(sliced, whole) << "round " << round << ", for " << rule.for_ms / kMin << " min, keep_firing_for "
+                             << rule.keep_firing_for_ms / kMin << " min";
+  }
+  EXPECT_GT(carried_across, 300) << "too few alerts carried across a cut to test the carrying";
 }
 
 }  // namespace

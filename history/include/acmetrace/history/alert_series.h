@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,10 @@ struct AlertBackfillOptions {
   int64_t from_ms = 0;  // the window the rules are evaluated over (each on its group's interval grid)
   int64_t to_ms = 0;
   int64_t eval_interval_ms = 15'000;  // for groups without an interval (the shipped global)
+  int64_t slice_ms = 86'400'000;      // the window is evaluated a slice at a time (see below)
   StopRequest* stop = nullptr;
+  /// Called before each slice: its number (from 1), the number of slices, the slice's start.
+  std::function<void(int slice, int slices, int64_t from_ms)> on_slice;
 };
 
 /// What BackfillAlerts wrote.
@@ -42,11 +46,13 @@ struct AlertBackfillStats {
   int64_t firings = 0;    // firing spells (onsets)
 };
 
-/// Serves blocks_dir with a temporary `prometheus` on 127.0.0.1, asks each alerting rule's expression
-/// over the window (query_range at its group's interval), replays Prometheus's state machine (for:,
-/// keep_firing_for) and writes ALERTS and ALERTS_FOR_STATE through `promtool tsdb create-blocks-from
-/// openmetrics` into blocks_dir. Without alerting rules nothing is started. The error names the rule
-/// whose query failed.
+/// Asks each alerting rule's expression over the window (query_range at its group's interval) a slice
+/// at a time, each slice through a temporary `prometheus` on 127.0.0.1 serving hard links of only the
+/// blocks the slice reads (as BackfillRecordingRules does: the memory is bounded by a slice, whatever
+/// the window), replays Prometheus's state machine (for:, keep_firing_for) with each alert's state
+/// carried from one slice to the next (so the slices write what the whole window would), and writes
+/// ALERTS and ALERTS_FOR_STATE through `promtool tsdb create-blocks-from openmetrics` into blocks_dir.
+/// Without alerting rules nothing is started. The error names the rule whose query failed.
 core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& options);
 
 }  // namespace acmetrace::history

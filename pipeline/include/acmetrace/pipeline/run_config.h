@@ -29,7 +29,7 @@ struct BackfillSettings {
   std::string promtool = "promtool";
   std::string prometheus = "prometheus";
   int64_t chunk_mb = 512;     // OpenMetrics text per promtool run at most
-  int64_t rules_slice_h = 24; // trace hours of recording rules per temporary prometheus
+  int64_t rules_slice_h = 24; // trace hours of recording and alerting rules per temporary prometheus
   bool operator==(const BackfillSettings&) const = default;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,23 @@ struct AlertEvaluation {
   int64_t active_at_ms = 0;  // the evaluation at which it turned pending
 };
 
+/// An alert pending or firing at the last evaluation of a window, as the next window starts it: a
+/// window evaluated a slice at a time goes on where the slice before stopped. Value type.
+struct CarriedAlert {
+  bool firing = false;
+  int64_t active_at_ms = 0;
+  int64_t keep_firing_since_ms = -1;  // the first evaluation it was held by keep_firing_for, or -1
+};
+using CarriedAlerts = std::map<Labels, CarriedAlert>;  // by alert labels (AlertLabels)
+
 /// The state machine of ReplayAlertRule, told every evaluation at which an alert is pending or firing
 /// (including while keep_firing_for holds it), one label set after another (sorted), in time order.
+/// With `carried`, the alerts in it start in their carried state (absent from the result, a pending one
+/// is dropped at the first evaluation, a firing one may be held), and on return it holds the alerts
+/// active at the last evaluation: the next slice's schedule starts one step after this one's last.
 void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule, const EvalSchedule& schedule,
-                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active);
+                       const std::function<void(const Labels&, const AlertEvaluation&)>& on_active,
+                       CarriedAlerts* carried = nullptr);
 
 /// Replays the state machine over the evaluations start_ms, start_ms + step_ms, ... <= end_ms. An
 /// alert is active at an evaluation when its label set has a sample at that time in `result`
