@@ -7,7 +7,7 @@
 # wall-time ratio follows the clients' CPU.
 #
 #   bench/kafka_vs_kcat.sh [--scale F] [--days N] [--runs N] [--config FILE] [--kcat-args "ARGS"] [--warm] [--sweep]
-#                          [--bin PATH] [--before PATH] [--kcat-acme]
+#                          [--bin PATH] [--before PATH] [--kcat-acme] [--kcat-together]
 #
 #   --scale F, --days N  the synthetic data set (`acmetrace synth --seed 1`), default a day at scale 0.05
 #                        (~190k records, ~150 MB of JSON); cached in $ACMETRACE_BENCH_DIR/kafka_vs_kcat (.cache/bench)
@@ -24,6 +24,9 @@
 #                        rounds the earlier build first): both builds' figures come from the same rounds
 #   --kcat-acme          also kcat with acmetrace's producer settings in every round (lz4, idempotence, one request
 #                        in flight, linger 20 ms, murmur2_random: $kcat_acme_args below)
+#   --kcat-together      also kcat with acmetrace's settings, its three topics (one kcat each) produced at the same
+#                        time, as the replay writes them interleaved in trace time (the other kcat runs write the
+#                        topics one after another, which fills each partition's batches faster)
 #
 # By default every run gets an empty broker (scripts/kafka-local reset + start on a free port) and the topics
 # created beforehand with the same settings (an acmetrace replay of an empty time range creates them), so neither
@@ -35,7 +38,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build/apps/acmetrace"
 kafka_local="$root/scripts/kafka-local"
 bench_dir="${ACMETRACE_BENCH_DIR:-$root/.cache/bench}/kafka_vs_kcat"
-scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0 warm=0 before="" kcat_acme=0
+scale=0.05 days=1 runs=3 config="" kcat_args="" sweep=0 warm=0 before="" kcat_acme=0 kcat_together=0
 kcat_acme_args="-X compression.codec=lz4 -X enable.idempotence=true -X max.in.flight.requests.per.connection=1 -X linger.ms=20 -X partitioner=murmur2_random"
 while (($#)); do
   case "$1" in
@@ -49,6 +52,7 @@ while (($#)); do
     --bin) bin="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --before) before="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; shift 2 ;;
     --kcat-acme) kcat_acme=1; shift ;;
+    --kcat-together) kcat_together=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "kafka_vs_kcat: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -178,17 +182,23 @@ run_acmetrace() {  # run_acmetrace CONFIG...: prints seconds (the binary: $acm_b
 }
 
 run_kcat() {  # run_kcat [KCAT ARGS]: prints seconds
-  local args="${1-$kcat_args}"
+  local args="${1-$kcat_args}" together="${2:-0}"
   fresh_broker "${config_args[@]}"
   local t0 t1 t b0 b1 before
   before="$(held)"
   b0="$(broker_cpu)"
   echo 0 >"$cpu_file.sum"
   t0="$(now_ns)"
+  local pids=()
   for t in ${topics//,/ }; do
     # shellcheck disable=SC2086
-    /usr/bin/time -f '%U %S' -o "$cpu_file.client" kcat -P -b "$boot" -t "$t" -K $'\t' $args <"$data/$t.kv"
-    awk '{s += $1 + ($2 == "" ? 0 : $2)} END {print s}' "$cpu_file.sum" "$cpu_file.client" >"$cpu_file.tmp"
+    /usr/bin/time -f '%U %S' -o "$cpu_file.client-$t" kcat -P -b "$boot" -t "$t" -K $'\t' $args <"$data/$t.kv" &
+    pids+=($!)
+    ((together)) || wait "${pids[-1]}"
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  for t in ${topics//,/ }; do
+    awk '{s += $1 + ($2 == "" ? 0 : $2)} END {print s}' "$cpu_file.sum" "$cpu_file.client-$t" >"$cpu_file.tmp"
     mv "$cpu_file.tmp" "$cpu_file.sum"
   done
   t1="$(now_ns)"
@@ -235,7 +245,7 @@ if ((sweep)); then
 fi
 
 acm=() kc=() alone=() acm_cpu=() kc_cpu=() acm_broker=() kc_broker=() alone_cpu=()
-bef=() bef_cpu=() bef_broker=() bef_alone=() bef_alone_cpu=() ka=() ka_cpu=() ka_broker=()
+bef=() bef_cpu=() bef_broker=() bef_alone=() bef_alone_cpu=() ka=() ka_cpu=() ka_broker=() kt=() kt_cpu=() kt_broker=()
 if ((warm)); then
   log "warm-up round (not counted)"
   run_acmetrace "${config_args[@]}" >/dev/null
@@ -276,12 +286,19 @@ for ((i = 1; i <= runs; i++)); do
     ka_cpu+=("$c") ka_broker+=("$b")
     log "  kcat with acmetrace's settings ${ka[-1]} s (client CPU ${ka_cpu[-1]} s, broker ${ka_broker[-1]} s)"
   fi
+  if ((kcat_together)); then
+    kt+=("$(run_kcat "$kcat_acme_args" 1)")
+    read -r c b <"$cpu_file"
+    kt_cpu+=("$c") kt_broker+=("$b")
+    log "  kcat with acmetrace's settings, topics at once ${kt[-1]} s (client CPU ${kt_cpu[-1]} s, broker ${kt_broker[-1]} s)"
+  fi
 done
 printf '%-34s %9s %8s %11s %8s\n' producer records seconds records/s MB/s
 row "acmetrace replay --sink kafka" "$(median "${acm[@]}")"
 [[ -n "$before" ]] && row "  before (--before)" "$(median "${bef[@]}")"
 row "kcat -P -K (3 topics, in turn)" "$(median "${kc[@]}")"
 ((kcat_acme)) && row "  with acmetrace's settings" "$(median "${ka[@]}")"
+((kcat_together)) && row "  the same, 3 topics at once" "$(median "${kt[@]}")"
 row "(replay --sink stdout >/dev/null)" "$(median "${alone[@]}")"
 ratio() { awk -v a="$1" -v k="$2" 'BEGIN {printf "%.2fx", k / a}'; }
 echo "ratio acmetrace/kcat (records/s, medians): $(ratio "$(median "${acm[@]}")" "$(median "${kc[@]}")")" \
@@ -301,6 +318,10 @@ if ((kcat_acme)); then
   echo "  kcat with acmetrace's settings: client $(per_m "$(median "${ka_cpu[@]}")") (broker meanwhile" \
     "$(per_m "$(median "${ka_broker[@]}")"))"
 fi
+if ((kcat_together)); then
+  echo "  kcat with acmetrace's settings, 3 topics at once: client $(per_m "$(median "${kt_cpu[@]}")") (broker meanwhile" \
+    "$(per_m "$(median "${kt_broker[@]}")"))"
+fi
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# runs (s): acmetrace ${acm[*]}; kcat ${kc[*]}; replay alone ${alone[*]}"
 echo "# client CPU (s): acmetrace ${acm_cpu[*]}; kcat ${kc_cpu[*]}; replay alone ${alone_cpu[*]}; broker CPU (s): during acmetrace ${acm_broker[*]}; during kcat ${kc_broker[*]}"
@@ -309,4 +330,7 @@ if [[ -n "$before" ]]; then
 fi
 if ((kcat_acme)); then
   echo "# kcat with acmetrace's settings: runs (s) ${ka[*]}; client CPU (s) ${ka_cpu[*]}; broker CPU (s) ${ka_broker[*]}"
+fi
+if ((kcat_together)); then
+  echo "# kcat with acmetrace's settings, 3 topics at once: runs (s) ${kt[*]}; client CPU (s) ${kt_cpu[*]}; broker CPU (s) ${kt_broker[*]}"
 fi
