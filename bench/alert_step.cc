@@ -6,20 +6,40 @@
 //   alert_step PROMDIR FROM_MS TO_MS SLICE_H [WORK]
 #include <sys/resource.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "acmetrace/history/alert_series.h"
 #include "acmetrace/scoring/rule_file.h"
 
+namespace {
+
+// A whole number in [lo, hi], all of text, or none.
+std::optional<int64_t> Whole(std::string_view text, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   using namespace acmetrace;
-  if (argc < 5 || argc > 6) {
-    std::fprintf(stderr, "usage: alert_step PROMDIR FROM_MS TO_MS SLICE_H [WORK]\n");
+  const std::optional<int64_t> from_ms = argc >= 5 ? Whole(argv[2], 0, INT64_MAX / 2) : std::nullopt;
+  const std::optional<int64_t> to_ms = argc >= 5 ? Whole(argv[3], 0, INT64_MAX / 2) : std::nullopt;
+  const std::optional<int64_t> slice_h = argc >= 5 ? Whole(argv[4], 1, 8'760) : std::nullopt;
+  if (argc < 5 || argc > 6 || !from_ms || !to_ms || !slice_h || *to_ms < *from_ms) {
+    std::fprintf(stderr,
+                 "usage: alert_step PROMDIR FROM_MS TO_MS SLICE_H [WORK]  (unix ms, FROM_MS <= TO_MS; SLICE_H in "
+                 "[1, 8760], as backfill.rules_slice_h)\n");
     return 2;
   }
   const fs::path work = argc == 6 ? fs::path(argv[5]) : fs::temp_directory_path() / "acmetrace-alert-step";
@@ -36,9 +56,9 @@ int main(int argc, char** argv) {
   options.blocks_dir = (work / "blocks").string();
   options.work_dir = (work / "alerts").string();
   options.rules = scoring::ShippedRules();
-  options.from_ms = std::strtoll(argv[2], nullptr, 10);
-  options.to_ms = std::strtoll(argv[3], nullptr, 10);
-  options.slice_ms = std::strtoll(argv[4], nullptr, 10) * 3'600'000;
+  options.from_ms = *from_ms;
+  options.to_ms = *to_ms;
+  options.slice_ms = *slice_h * 3'600'000;
   const auto start = std::chrono::steady_clock::now();
   core::Result<history::AlertBackfillStats> stats = history::BackfillAlerts(options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

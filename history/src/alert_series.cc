@@ -46,6 +46,9 @@ std::string RenderLabels(const scoring::Labels& labels, std::string_view alertst
   return out;
 }
 
+// The first evaluation at or after from_ms of a group evaluated every step_ms (its multiples).
+int64_t FirstEvaluationMs(int64_t from_ms, int64_t step_ms) { return (from_ms + step_ms - 1) / step_ms * step_ms; }
+
 }  // namespace
 
 void AppendAlertSamples(std::string& out, const scoring::Labels& labels, const scoring::AlertEvaluation& e) {
@@ -104,38 +107,23 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
   // Each rule's alerts still pending or firing at the end of the slice before.
   std::vector<scoring::CarriedAlerts> carried(rules.alerts.size());
   std::string text;
-  // One rule over one slice's evaluations (its group's interval's multiples in the slice, as `score`
-  // evaluates them), answered by `client` (none: the slice has no data, so no alert is returned).
-  auto evaluate = [&](size_t i, const WindowSlice& slice, scoring::PrometheusClient* client) -> core::Status {
+  // One rule over one slice's evaluations: its group's interval's multiples in the slice, as `score`
+  // evaluates them.
+  auto evaluate = [&](size_t i, const WindowSlice& slice, scoring::PrometheusClient& client) -> core::Status {
     const scoring::AlertRule& rule = rules.alerts[i];
     const int64_t step = rule.interval_ms;
-    const int64_t start = (std::max(slice.from_ms, options.from_ms) + step - 1) / step * step;
+    const int64_t start = FirstEvaluationMs(std::max(slice.from_ms, options.from_ms), step);
     if (start > slice.to_ms) return core::Status::Ok();
-    if (client == nullptr && carried[i].empty()) return core::Status::Ok();
-    std::vector<scoring::Series> result;
-    if (client != nullptr) {
-      core::Result<scoring::RangeAnswer> answer = client->QueryRange(rule.expr, start, slice.to_ms, step);
-      if (!answer.ok()) {
-        return core::Status::Error("alerting rule " + rule.name + " (" + rule.file + ":" + std::to_string(rule.line) +
-                                   "): " + answer.status().message());
-      }
-      result = std::move(answer.value().series);
+    core::Result<scoring::RangeAnswer> answer = client.QueryRange(rule.expr, start, slice.to_ms, step);
+    if (!answer.ok()) {
+      return core::Status::Error("alerting rule " + rule.name + " (" + rule.file + ":" + std::to_string(rule.line) +
+                                 "): " + answer.status().message());
     }
-    // An alert firing at the end of the slice before and still firing now is no new firing.
-    const scoring::CarriedAlerts before = carried[i];
     text.clear();
-    bool was_firing = false;
-    const scoring::Labels* previous = nullptr;
     scoring::ReplayAlertStates(
-        result, rule, {start, slice.to_ms, step, rule.for_ms, rule.keep_firing_for_ms},
+        answer.value().series, rule, {start, slice.to_ms, step, rule.for_ms, rule.keep_firing_for_ms},
         [&](const scoring::Labels& labels, const scoring::AlertEvaluation& e) {
-          if (previous != &labels) {
-            const auto it = before.find(labels);
-            was_firing = it != before.end() && it->second.firing;
-          }
-          if (e.firing && (!was_firing || e.active_at_ms == e.ts_ms)) ++stats.firings;
-          was_firing = e.firing;
-          previous = &labels;
+          if (e.onset) ++stats.firings;
           AppendAlertSamples(text, labels, e);
           stats.samples += 2;
         },
@@ -151,14 +139,10 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
     const WindowSlice& slice = slices[n];
     if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
     if (options.on_slice) options.on_slice(static_cast<int>(n + 1), static_cast<int>(slices.size()), slice.from_ms);
+    // Served even without blocks (a gap in the data): the carried alerts then go inactive, or stay held
+    // by keep_firing_for, as the whole window would tell them.
     core::Result<int> linked = LinkBlocksOfSpan(blocks.value(), slice.from_ms - lookback, slice.to_ms, work / "serving");
     if (!linked.ok()) return linked.status();
-    if (linked.value() == 0) {  // nothing to read: the carried alerts go inactive (or stay held by keep_firing_for)
-      for (size_t i = 0; i < rules.alerts.size(); ++i) {
-        if (core::Status s = evaluate(i, slice, nullptr); !s.ok()) return s;
-      }
-      continue;
-    }
     int port = 0;
     core::Result<Subprocess> server = StartReadyPrometheus(prometheus, config, work / "serving", retention,
                                                            (work / "prometheus.log").string(), options.stop, port);
@@ -168,12 +152,12 @@ core::Result<AlertBackfillStats> BackfillAlerts(const AlertBackfillOptions& opti
     if (!client.ok()) return client.status();
     for (size_t i = 0; i < rules.alerts.size(); ++i) {
       if (options.stop != nullptr && options.stop->requested()) return core::Status::Error("stopped");
-      if (core::Status s = evaluate(i, slice, client.value().get()); !s.ok()) return s;
+      if (core::Status s = evaluate(i, slice, *client.value()); !s.ok()) return s;
     }
     server.value().Terminate();
   }
   stats.rules = static_cast<int>(std::count_if(rules.alerts.begin(), rules.alerts.end(), [&](const scoring::AlertRule& r) {
-    return (options.from_ms + r.interval_ms - 1) / r.interval_ms * r.interval_ms <= options.to_ms;
+    return FirstEvaluationMs(options.from_ms, r.interval_ms) <= options.to_ms;
   }));
   if (std::fwrite(kOpenMetricsEnd.data(), 1, kOpenMetricsEnd.size(), text_file) != kOpenMetricsEnd.size() ||
       std::fclose(text_file) != 0) {

@@ -71,8 +71,9 @@ void ReplayAlertStates(const std::vector<Series>& result, const AlertRule& rule,
           continue;
         }
       }
-      if (state == State::kPending && ts - active_at >= schedule.for_ms) state = State::kFiring;
-      on_active(labels, {ts, state == State::kFiring, active_at});
+      const bool onset = state == State::kPending && ts - active_at >= schedule.for_ms;
+      if (onset) state = State::kFiring;
+      on_active(labels, {ts, state == State::kFiring, active_at, onset});
     }
     if (carried != nullptr && state != State::kInactive) still_active[labels] = {state == State::kFiring, active_at, keep_firing_since};
   }
@@ -101,8 +102,8 @@ std::vector<FiringInterval> ReplayAlertRule(const std::vector<Series>& result, c
       close();
       current = &labels;
     }
-    // Pending, or firing after a gap (it went inactive in between, which is told nothing): the spell ended.
-    if (spell && (!e.firing || e.ts_ms != last_firing + schedule.step_ms)) close();
+    // Pending, or a new onset (it went inactive in between, which is told nothing): the spell ended.
+    if (spell && (!e.firing || e.onset)) close();
     if (!e.firing) return;
     if (!spell) {
       spell = true;

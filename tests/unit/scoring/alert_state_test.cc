@@ -128,17 +128,18 @@ TEST(AlertStateTest, SamplesOffTheEvaluationGridAreIgnored) {
 // What Prometheus writes as ALERTS and ALERTS_FOR_STATE: every evaluation at which the alert is active,
 // pending until for: held, then firing (kept firing by keep_firing_for), with the time it became active.
 TEST(AlertStateTest, EveryActiveEvaluationIsToldWithItsStateAndActiveAt) {
-  std::vector<std::tuple<int64_t, bool, int64_t>> told;  // minute, firing, active since (minute)
+  std::vector<std::tuple<int64_t, bool, int64_t, bool>> told;  // minute, firing, active since (minute), onset
   const AlertRule rule = Rule(2 * kMin, 2 * kMin);
   ReplayAlertStates({At({5, 6, 7, 8, 20})}, rule, {kT0, kT0 + 30 * kMin, kMin, rule.for_ms, rule.keep_firing_for_ms},
                     [&](const Labels& labels, const AlertEvaluation& e) {
                       EXPECT_EQ(labels.at("alertname"), "A");
-                      told.emplace_back((e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin);
+                      told.emplace_back((e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin, e.onset);
                     });
   // Pending at 5 and 6, firing from 7 (7 - 5 >= 2), kept firing at 9 and 10 (missing since 9: 10 - 9 < 2),
-  // resolved at 11; back at 20: pending again, active since 20, dropped at 21.
-  const std::vector<std::tuple<int64_t, bool, int64_t>> want = {
-      {5, false, 5}, {6, false, 5}, {7, true, 5}, {8, true, 5}, {9, true, 5}, {10, true, 5}, {20, false, 20}};
+  // resolved at 11; back at 20: pending again, active since 20, dropped at 21. Its one onset: 7.
+  const std::vector<std::tuple<int64_t, bool, int64_t, bool>> want = {
+      {5, false, 5, false}, {6, false, 5, false}, {7, true, 5, true},     {8, true, 5, false},
+      {9, true, 5, false},  {10, true, 5, false}, {20, false, 20, false}};
   EXPECT_EQ(told, want);
 }
 
@@ -146,7 +147,7 @@ TEST(AlertStateTest, EveryActiveEvaluationIsToldWithItsStateAndActiveAt) {
 // from one slice to the next: cut anywhere, the slices tell exactly what the whole window tells. Random
 // results (three label sets, two of whose series share alert labels) against the replay in one piece.
 TEST(AlertStateTest, SlicesWithCarriedStatesTellWhatTheWholeWindowTells) {
-  using Told = std::tuple<std::string, int64_t, bool, int64_t>;  // subject, minute, firing, active since
+  using Told = std::tuple<std::string, int64_t, bool, int64_t, bool>;  // subject, minute, firing, active since, onset
   std::mt19937 random(7);
   int carried_across = 0;
   for (int round = 0; round < 300; ++round) {
@@ -163,7 +164,8 @@ TEST(AlertStateTest, SlicesWithCarriedStatesTellWhatTheWholeWindowTells) {
     const AlertRule rule = Rule(static_cast<int64_t>(random() % 5) * kMin, static_cast<int64_t>(random() % 4) * kMin);
     auto record = [](std::vector<Told>& into) {
       return [&into](const Labels& labels, const AlertEvaluation& e) {
-        into.emplace_back(labels.at("subject"), (e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin);
+        into.emplace_back(labels.at("subject"), (e.ts_ms - kT0) / kMin, e.firing, (e.active_at_ms - kT0) / kMin,
+                          e.onset);
       };
     };
     std::vector<Told> whole;

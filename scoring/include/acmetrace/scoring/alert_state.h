@@ -42,6 +42,7 @@ struct AlertEvaluation {
   int64_t ts_ms = 0;
   bool firing = false;
   int64_t active_at_ms = 0;  // the evaluation at which it turned pending
+  bool onset = false;        // it turned firing at this evaluation (a firing carried into a slice is no onset)
 };
 
 /// An alert pending or firing at the last evaluation of a window, as the next window starts it: a
