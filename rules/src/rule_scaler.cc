@@ -6,9 +6,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/utf8.h"
 
 namespace acmetrace::rules {
 
@@ -243,62 +247,132 @@ std::string LeadingComments(const std::string& text) {
   return out;
 }
 
-// A multi-line string that a literal block (`|`, which ends its value with one line feed) writes back as it is:
-// one final line feed, no control characters, a first line that does not start with a space.
-bool FitsLiteralBlock(std::string_view s) {
-  if (s.size() < 2 || s.back() != '\n' || s[s.size() - 2] == '\n' || s.front() == ' ' || s.front() == '\n') {
-    return false;
-  }
-  for (const char c : s) {
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) return false;
+// A character that yaml-cpp writes and yaml-cpp and Prometheus's reader (yaml.v3) read back as it is, outside
+// escapes. Not: controls (DEL and C1 too), the line breaks of YAML 1.1 (U+0085, U+2028, U+2029), the byte order
+// mark, and noncharacters (U+FDD0-U+FDEF, U+xFFFE, U+xFFFF), which yaml-cpp 0.7's writer turns into U+FFFD.
+bool WrittenAsIs(uint32_t c) {
+  if (c < 0x80) return c >= 0x20 && c != 0x7f;
+  if (c < 0xa0 || c == 0x2028 || c == 0x2029 || c == 0xfeff || (c >= 0xfdd0 && c <= 0xfdef)) return false;
+  return (c & 0xfffeu) != 0xfffeu;
+}
+
+// Where the copy's own double-quoted scalars go in yaml-cpp's output: yaml-cpp writes this and a number, in double
+// quotes, and CopyEmitter::Text puts the scalar there. No scalar that yaml-cpp writes holds it.
+constexpr std::string_view kQuotedPlaceholder = "acmetrace-double-quoted-";
+
+// Every character of s is written as it is (or is a line feed, where allowed), and s holds no placeholder.
+bool AllWrittenAsIs(std::string_view s, bool line_feeds) {
+  if (s.find(kQuotedPlaceholder) != std::string_view::npos) return false;
+  for (size_t pos = 0; pos < s.size();) {
+    const std::optional<core::CodePoint> cp = core::NextCodePoint(s, pos);
+    if (!cp || !(WrittenAsIs(cp->value) || (line_feeds && cp->value == '\n'))) return false;
+    pos += cp->length;
   }
   return true;
 }
 
-// A string that needs escapes: control characters (line feeds included) where a literal block does not fit.
-bool NeedsEscapes(std::string_view s) {
-  for (const char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+// A multi-line string that a literal block (`|`, which ends its value with one line feed) writes back as it is:
+// one final line feed, every other character written as it is, a first line that does not start with a space.
+bool FitsLiteralBlock(std::string_view s) {
+  if (s.size() < 2 || s.back() != '\n' || s[s.size() - 2] == '\n' || s.front() == ' ' || s.front() == '\n') {
+    return false;
   }
-  return false;
+  return AllWrittenAsIs(s, true);
 }
 
-// Writes node back: block style, multi-line strings as literal blocks, quoted scalars quoted again (a
-// label value "1" stays a string).
-void Emit(YAML::Emitter& out, const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map:
-      out << YAML::BeginMap;
-      for (const auto& kv : node) {
-        out << YAML::Key;
-        Emit(out, kv.first);
-        out << YAML::Value;
-        Emit(out, kv.second);
-      }
-      out << YAML::EndMap;
-      break;
-    case YAML::NodeType::Sequence:
-      out << YAML::BeginSeq;
-      for (const YAML::Node& item : node) Emit(out, item);
-      out << YAML::EndSeq;
-      break;
-    case YAML::NodeType::Scalar: {
-      const std::string& s = node.Scalar();
-      if (FitsLiteralBlock(s)) {
-        out << YAML::Literal << s;
-      } else if (NeedsEscapes(s) || node.Tag() == "!") {
-        out << YAML::DoubleQuoted << s;
-      } else {
-        out << s;
-      }
-      break;
+// s (UTF-8) as a YAML double-quoted scalar on one line: what is not written as it is goes as an escape (\n, \xHH,
+// \uHHHH, \UHHHHHHHH), which yaml-cpp and yaml.v3 both decode to the same character. nullopt if s is not UTF-8.
+std::optional<std::string> DoubleQuoted(std::string_view s) {
+  std::string out = "\"";
+  for (size_t pos = 0; pos < s.size();) {
+    const std::optional<core::CodePoint> cp = core::NextCodePoint(s, pos);
+    if (!cp) return std::nullopt;
+    const uint32_t c = cp->value;
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n' || c == '\t' || c == '\r') {
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+    } else if (WrittenAsIs(c)) {
+      out.append(s.substr(pos, cp->length));
+    } else {
+      char escape[16];
+      std::snprintf(escape, sizeof escape, c <= 0xff ? "\\x%02X" : c <= 0xffff ? "\\u%04X" : "\\U%08X", c);
+      out += escape;
     }
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      out << YAML::Null;
-      break;
+    pos += cp->length;
   }
+  return out + "\"";
 }
+
+// Writes a rule file's tree back: block style, multi-line strings as literal blocks, quoted scalars quoted
+// again (a label value "1" stays a string), every scalar as Prometheus reads it (scoring::ScalarText).
+class CopyEmitter {
+ public:
+  CopyEmitter() { out_.SetIndent(2); }
+
+  void Emit(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Map:
+        out_ << YAML::BeginMap;
+        for (const auto& kv : node) {
+          out_ << YAML::Key;
+          Emit(kv.first);
+          out_ << YAML::Value;
+          Emit(kv.second);
+        }
+        out_ << YAML::EndMap;
+        break;
+      case YAML::NodeType::Sequence:
+        out_ << YAML::BeginSeq;
+        for (const YAML::Node& item : node) Emit(item);
+        out_ << YAML::EndSeq;
+        break;
+      case YAML::NodeType::Scalar: {
+        const std::string text = scoring::ScalarText(node.Scalar());
+        if (FitsLiteralBlock(text)) {
+          out_ << YAML::Literal << text;
+        } else if (node.Tag() == "!" || !AllWrittenAsIs(text, false)) {
+          std::optional<std::string> quoted = DoubleQuoted(text);
+          if (!quoted) not_utf8_ = true;
+          out_ << YAML::DoubleQuoted << std::string(kQuotedPlaceholder) + std::to_string(quoted_.size());
+          quoted_.push_back(std::move(quoted).value_or(""));
+        } else {
+          out_ << text;
+        }
+        break;
+      }
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        out_ << YAML::Null;
+        break;
+    }
+  }
+
+  // The text written, each placeholder replaced by its scalar; or why there is none.
+  core::Result<std::string> Text() const {
+    if (!out_.good()) return core::Status::Error(out_.GetLastError());
+    if (not_utf8_) return core::Status::Error("a value is not UTF-8");
+    const std::string_view emitted = out_.c_str();
+    const std::string open = "\"" + std::string(kQuotedPlaceholder);
+    std::string text;
+    size_t done = 0;
+    for (size_t at; (at = emitted.find(open, done)) != std::string_view::npos;) {
+      const size_t digits = at + open.size();
+      const size_t close = emitted.find('"', digits);
+      text.append(emitted.substr(done, at - done));
+      text += quoted_.at(std::stoul(std::string(emitted.substr(digits, close - digits))));
+      done = close + 1;
+    }
+    text.append(emitted.substr(done));
+    return text;
+  }
+
+ private:
+  YAML::Emitter out_;
+  std::vector<std::string> quoted_;  // the double-quoted scalars, by placeholder number
+  bool not_utf8_ = false;
+};
 
 // Where a warning or error points: "FILE:LINE: group G, rule R: ".
 std::string RulePlace(const std::string& file, const YAML::Node& rule, const std::string& group) {
@@ -341,11 +415,12 @@ core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, 
         rule[key] = scoring::FormatDuration(scaled.value().ms);
       }
       YAML::Node expr = rule["expr"];
-      core::Result<ScaledExpression> scaled = ScaleExpression(expr.Scalar(), speed);
+      const std::string text = scoring::ScalarText(expr.Scalar());
+      core::Result<ScaledExpression> scaled = ScaleExpression(text, speed);
       if (!scaled.ok()) return core::Status::Error(place + "expr: " + scaled.status().message());
       for (const std::string& w : scaled.value().warnings) warnings.push_back(place + "expr: " + w);
       // The original text when nothing changed: a block scalar's final newline stays as it was.
-      if (scaled.value().expr != expr.Scalar()) rule["expr"] = scaled.value().expr;
+      if (scaled.value().expr != text) rule["expr"] = scaled.value().expr;
     }
   }
   return core::Status::Ok();
@@ -395,15 +470,15 @@ core::Result<ScaledRuleFile> ScaleRuleFile(const scoring::RuleFileText& file, do
   try {
     YAML::Node root = YAML::Load(file.text);
     if (core::Status s = ScaleTree(file.name, root, speed, out.warnings); !s.ok()) return s;
-    YAML::Emitter emitter;
-    emitter.SetIndent(2);
-    Emit(emitter, root);
-    if (!emitter.good()) return core::Status::Error(file.name + ": cannot write the scaled copy: " + emitter.GetLastError());
+    CopyEmitter emitter;
+    emitter.Emit(root);
+    core::Result<std::string> copy = emitter.Text();
+    if (!copy.ok()) return core::Status::Error(file.name + ": cannot write the scaled copy: " + copy.status().message());
     out.text = "# Generated by `acmetrace rules --speed " + FormatSpeed(speed) + "` from " + std::string(source_name) +
                ":\n# for, keep_firing_for, range selectors, subqueries, offsets and group intervals divided by " +
                FormatSpeed(speed) + ".\n# Edit the source and generate again. Comments inside the groups are not "
                "copied; the source's\n# leading comment follows.\n" +
-               LeadingComments(file.text) + emitter.c_str() + "\n";
+               LeadingComments(file.text) + copy.value() + "\n";
   } catch (const std::exception& e) {
     return core::Status::Error(file.name + ": cannot scale the rule file: " + e.what());
   }

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "acmetrace/core/input_errors.h"
+#include "acmetrace/core/utf8.h"
 
 namespace acmetrace::scoring {
 
@@ -43,6 +44,9 @@ core::Status FieldError(const std::string& path, const YAML::Node& node, std::st
 }
 
 bool IsScalarString(const YAML::Node& node) { return node.IsScalar(); }
+
+// A scalar's value as Prometheus reads it (ScalarText).
+std::string Text(const YAML::Node& scalar) { return ScalarText(scalar.Scalar()); }
 
 // Prometheus's model.IsValidMetricName and LabelName.IsValid (the legacy ASCII names promtool checks).
 bool IsMetricName(std::string_view s) {
@@ -76,7 +80,7 @@ KeyOrError KeyOf(const std::string& path, const YAML::Node& key, std::string_vie
   if (!key.IsScalar()) {
     return {"", FieldError(path, key, where, "a key must be a plain name, not a list or a map")};
   }
-  return {key.Scalar(), core::Status::Ok()};
+  return {Text(key), core::Status::Ok()};
 }
 
 // The keys of one map, each read with KeyOf and allowed once: Prometheus reads rule files strictly,
@@ -195,6 +199,22 @@ core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default
   return LoadRuleText(file.value(), out, default_interval_ms);
 }
 
+std::string ScalarText(std::string_view yaml_cpp_scalar) {
+  std::string text;
+  text.reserve(yaml_cpp_scalar.size());
+  for (size_t pos = 0; pos < yaml_cpp_scalar.size();) {
+    if (const std::optional<core::CodePoint> cp = core::NextCodePoint(yaml_cpp_scalar, pos)) {
+      text.append(yaml_cpp_scalar.substr(pos, cp->length));
+      pos += cp->length;
+      continue;
+    }
+    const char byte = yaml_cpp_scalar[pos++];
+    if (byte == '\x85' || byte == '\xa0') text += '\xc2';  // \N, \_ : U+0085, U+00A0
+    text += byte;
+  }
+  return text;
+}
+
 namespace {
 
 // The rule file's groups into parsed; yaml-cpp may throw (LoadRuleText catches what it throws).
@@ -222,10 +242,10 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
       if (core::Status s = group_keys.Read(field.first, key); !s.ok()) return s;
       const YAML::Node& value = field.second;
       if (key == "name") {
-        if (!IsScalarString(value) || value.Scalar().empty()) {
+        if (!IsScalarString(value) || Text(value).empty()) {
           return FieldError(path, value, "name", "a group needs a non-empty name");
         }
-        group_name = value.Scalar();
+        group_name = Text(value);
         if (auto [it, added] = group_lines.emplace(group_name, value.Mark().line + 1); !added) {
           return FieldError(path, value, "name",
                             "group \"" + Echo(group_name) + "\" is repeated in the same file (first on line " +
@@ -233,11 +253,11 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
         }
       } else if (key == "interval") {
         if (!IsScalarString(value)) return FieldError(path, value, "interval", "must be a duration");
-        core::Result<int64_t> d = ParseDurationMs(value.Scalar());
+        core::Result<int64_t> d = ParseDurationMs(Text(value));
         if (!d.ok()) return FieldError(path, value, "interval", d.status().message());
         if (d.value() < kMinGroupIntervalMs) {
           return FieldError(path, value, "interval",
-                            value.Scalar() + " is below the minimum of " + FormatDuration(kMinGroupIntervalMs));
+                            Text(value) + " is below the minimum of " + FormatDuration(kMinGroupIntervalMs));
         }
         interval_ms = d.value();
       } else if (key == "rules") {
@@ -267,26 +287,26 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
         const YAML::Node& value = field.second;
         auto duration = [&](int64_t& into) -> core::Status {
           if (!IsScalarString(value)) return FieldError(path, value, key, "must be a duration");
-          core::Result<int64_t> d = ParseDurationMs(value.Scalar());
+          core::Result<int64_t> d = ParseDurationMs(Text(value));
           if (!d.ok()) return FieldError(path, value, key, d.status().message());
           into = d.value();
           return core::Status::Ok();
         };
         if (key == "alert") {
-          if (!IsScalarString(value) || value.Scalar().empty()) {
+          if (!IsScalarString(value) || Text(value).empty()) {
             return FieldError(path, value, "alert", "must be a non-empty name");
           }
-          alert.name = value.Scalar();
+          alert.name = Text(value);
         } else if (key == "record") {
-          if (!IsScalarString(value) || !IsMetricName(value.Scalar())) {
+          if (!IsScalarString(value) || !IsMetricName(Text(value))) {
             return FieldError(path, value, "record", "must be a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
           }
-          record = value.Scalar();
+          record = Text(value);
         } else if (key == "expr") {
-          if (!IsScalarString(value) || value.Scalar().empty()) {
+          if (!IsScalarString(value) || Text(value).empty()) {
             return FieldError(path, value, "expr", "must be a non-empty PromQL expression");
           }
-          alert.expr = value.Scalar();
+          alert.expr = Text(value);
           has_expr = true;
         } else if (key == "for") {
           if (core::Status s = duration(alert.for_ms); !s.ok()) return s;
@@ -304,7 +324,7 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
                                 Echo(name) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
             }
             if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name, "must be a string");
-            alert.labels[name] = label.second.Scalar();
+            alert.labels[name] = Text(label.second);
           }
         } else if (key == "annotations") {
           if (!value.IsNull() && !value.IsMap()) return FieldError(path, value, "annotations", "must be a map");
@@ -344,6 +364,8 @@ int LineOf(std::string_view text, size_t pos) {
 
 // The characters YAML allows in a stream, as Prometheus's reader (gopkg.in/yaml.v3, readerc.go) checks them:
 // tab, line feed, carriage return, U+0020-U+007E, U+0085, U+00A0-U+D7FF, U+E000-U+FFFD and U+10000 up, in UTF-8.
+// Of those, U+0085, U+2028 and U+2029 are refused too: line breaks to yaml.v3 (YAML 1.1), not to yaml-cpp (1.2),
+// so the two would read a different file.
 core::Status CheckYamlCharacters(const std::string& path, std::string_view text) {
   if (!simdjson::validate_utf8(text.data(), text.size())) {
     size_t line_start = 0;
@@ -352,24 +374,24 @@ core::Status CheckYamlCharacters(const std::string& path, std::string_view text)
     }
     return core::Status::Error(path + ":" + std::to_string(LineOf(text, line_start)) + ": not UTF-8");
   }
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    uint32_t refused = UINT32_MAX;
-    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
-      refused = b;
-    } else if (b == 0xc2 && i + 1 < text.size()) {  // U+0080-U+00BF: U+0080-U+009F are controls but U+0085
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if (next < 0xa0 && next != 0x85) refused = next;
-    } else if (b == 0xef && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xbf &&
-               static_cast<unsigned char>(text[i + 2]) >= 0xbe) {  // U+FFFE, U+FFFF
-      refused = 0xffc0u | (static_cast<unsigned char>(text[i + 2]) & 0x3fu);
+  for (size_t i = 0; i < text.size();) {
+    const core::CodePoint cp = core::NextCodePoint(text, i).value();  // UTF-8: checked above
+    const uint32_t c = cp.value;
+    std::string reason;
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || (c >= 0x7f && c < 0xa0 && c != 0x85) ||
+        c == 0xfffe || c == 0xffff) {
+      reason = " is not allowed in YAML (nor any control character but tab and line breaks)";
+    } else if (c == 0x85 || c == 0x2028 || c == 0x2029) {
+      const char* escape = c == 0x85 ? "\\N" : c == 0x2028 ? "\\L" : "\\P";
+      reason = std::string(" is a line break to Prometheus's YAML reader, not to acmetrace's: write it as ") + escape +
+               " in double quotes";
     }
-    if (refused != UINT32_MAX) {
+    if (!reason.empty()) {
       char code[16];
-      std::snprintf(code, sizeof code, "U+%04X", refused);
-      return core::Status::Error(path + ":" + std::to_string(LineOf(text, i)) + ": character " + code +
-                                 " is not allowed in YAML (nor any control character but tab and line breaks)");
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(c));
+      return core::Status::Error(path + ":" + std::to_string(LineOf(text, i)) + ": character " + code + reason);
     }
+    i += cp.length;
   }
   return core::Status::Ok();
 }

@@ -183,6 +183,38 @@ TEST(ScaleRuleFileTest, EveryValueReadsBackAsItWas) {
   EXPECT_EQ(after.alerts.at(0).expr, "x[5s]");
 }
 
+TEST(ScaleRuleFileTest, EveryCharacterAnEscapeCanHoldReadsBackAsItWas) {
+  // Found by rule_scaler_fuzz: yaml-cpp's writer turned noncharacters (U+FFFE, U+FDD0, U+10FFFF) and its own
+  // reading of \N and \_ into U+FFFD, and wrote DEL and C1 controls raw, which YAML forbids. Each class here, in
+  // a label value, a label name's value, the alert's name, an annotation and a string of the expression; and
+  // the text the copy uses for its own double-quoted scalars, as a plain value.
+  const std::string escapes =
+      "\\N \\_ \\L \\P \\x7f \\x80 \\x9f \\ufeff \\ufdd0 \\ufffe \\uffff \\U0001FFFE \\U0010FFFF \\0 \\e \\t \\r \\\" \\\\ "
+      "\\u00e9 \\U0001F600 end";
+  const std::string source = "groups:\n  - name: g\n    rules:\n      - alert: \"A " + escapes +
+                             "\"\n        expr: 'x{a=\"\\ufdd0\"}[5m] > 0'\n        labels:\n          a: \"" + escapes +
+                             "\"\n          b: acmetrace-double-quoted-0\n          c: \"acmetrace-double-quoted-1\"\n"
+                             "        annotations:\n          s: \"" + escapes + "\"\n";
+  scoring::RuleSet before;
+  ASSERT_TRUE(scoring::LoadRuleText({"s.yml", source}, before).ok());
+  for (const double speed : {1.0, 60.0}) {
+    core::Result<ScaledRuleFile> scaled = ScaleRuleFile({"s.yml", source}, speed, "s.yml");
+    ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+    const std::string& copy = scaled.value().text;
+    EXPECT_EQ(copy.find("\xef\xbf\xbd"), std::string::npos) << copy;  // no U+FFFD
+    scoring::RuleSet after;
+    const core::Status reloaded = scoring::LoadRuleText({"copy.yml", copy}, after);
+    ASSERT_TRUE(reloaded.ok()) << reloaded.message() << "\n" << copy;
+    ASSERT_EQ(after.alerts.size(), 1u);
+    EXPECT_EQ(after.alerts[0].name, before.alerts[0].name) << copy;
+    EXPECT_EQ(after.alerts[0].labels, before.alerts[0].labels) << copy;
+    EXPECT_EQ(after.alerts[0].expr, speed == 1 ? before.alerts[0].expr : "x{a=\"\\ufdd0\"}[5s] > 0");
+  }
+  const scoring::Labels& labels = before.alerts[0].labels;
+  EXPECT_EQ(labels.at("a").substr(0, 16), "\xc2\x85 \xc2\xa0 \xe2\x80\xa8 \xe2\x80\xa9 \x7f ");
+  EXPECT_EQ(labels.at("b"), "acmetrace-double-quoted-0");
+}
+
 TEST(ScaleRuleFileTest, RoundedDurationsAreWarnedWithTheirPlace) {
   const scoring::RuleFileText file{"r.yml", kRuleFile};
   core::Result<ScaledRuleFile> scaled = ScaleRuleFile(file, 7, "r.yml");

@@ -246,12 +246,62 @@ TEST(RuleFileTest, ControlCharactersAreAnErrorNamingTheirLineAsPrometheusRefuses
     EXPECT_EQ(s.message(), "r.yml:6: character " + c.code +
                                " is not allowed in YAML (nor any control character but tab and line breaks)");
   }
-  // What YAML allows: tab, CR LF, U+0085 (next line), U+00A0, U+FFFD and U+10000 up.
+  // What YAML allows: tab, CR LF, U+00A0, U+FFFD and U+10000 up.
   RuleSet rules;
-  ASSERT_TRUE(LoadRuleText({"r.yml", head + "        labels: {kind: \"a\tb \xc2\x85 \xc2\xa0 \xef\xbf\xbd \xf0\x9f\x98\x80\"}\r\n"},
+  ASSERT_TRUE(LoadRuleText({"r.yml", head + "        labels: {kind: \"a\tb \xc2\xa0 \xef\xbf\xbd \xf0\x9f\x98\x80\"}\r\n"},
                            rules)
                   .ok());
   ASSERT_EQ(rules.alerts.size(), 1u);
+}
+
+TEST(RuleFileTest, TheLineBreaksOfYaml11AreAnErrorForPrometheusReadsThemAsLineBreaks) {
+  // U+0085, U+2028 and U+2029 end a line for Prometheus's reader (yaml.v3) and not for yaml-cpp: a label value
+  // "a<U+0085>b" would be one value here and a folded one there. In a comment they would end the comment there.
+  const std::string head = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n";
+  struct Case {
+    std::string bytes;
+    std::string message;
+  };
+  for (const Case& c : {Case{"\xc2\x85", "character U+0085 is a line break to Prometheus's YAML reader, not to "
+                                          "acmetrace's: write it as \\N in double quotes"},
+                        Case{"\xe2\x80\xa8", "character U+2028 is a line break to Prometheus's YAML reader, not to "
+                                              "acmetrace's: write it as \\L in double quotes"},
+                        Case{"\xe2\x80\xa9", "character U+2029 is a line break to Prometheus's YAML reader, not to "
+                                              "acmetrace's: write it as \\P in double quotes"}}) {
+    for (const std::string& line : {"        labels: {kind: a" + c.bytes + "b}\n", "        # a" + c.bytes + "b\n"}) {
+      RuleSet rules;
+      const core::Status s = LoadRuleText({"r.yml", head + line}, rules);
+      ASSERT_FALSE(s.ok()) << line;
+      EXPECT_EQ(s.message(), "r.yml:6: " + c.message);
+    }
+  }
+}
+
+TEST(RuleFileTest, EscapesMeanWhatPrometheusDecodesThemTo) {
+  // yaml-cpp 0.7 decodes \N and \_ to the single bytes 0x85 and 0xA0; yaml.v3 to U+0085 and U+00A0 (in UTF-8).
+  const std::string head = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n";
+  RuleSet rules;
+  ASSERT_TRUE(LoadRuleText({"r.yml", head + "          a: \"1\\N2\\_3\\L4\\P5\\x7f6\\u00e97\\U0001F6008\\ufffe9\\e\"\n"}, rules)
+                  .ok());
+  ASSERT_EQ(rules.alerts.size(), 1u);
+  EXPECT_EQ(rules.alerts[0].labels.at("a"),
+            "1\xc2\x85" "2\xc2\xa0" "3\xe2\x80\xa8" "4\xe2\x80\xa9" "5\x7f" "6\xc3\xa9" "7\xf0\x9f\x98\x80" "8\xef\xbf\xbe" "9\x1b");
+  // Escapes of a surrogate or of a code point above U+10FFFF: refused, as yaml.v3 refuses them ("found invalid
+  // Unicode character escape code"), here in yaml-cpp's words.
+  for (const std::string escape : {"\\ud800", "\\uDFFF", "\\U00110000", "\\UFFFFFFFF"}) {
+    RuleSet refused;
+    const core::Status s = LoadRuleText({"r.yml", head + "          a: ok\n          b: \"x" + escape + "\"\n"}, refused);
+    ASSERT_FALSE(s.ok()) << escape;
+    EXPECT_EQ(s.message().rfind("r.yml:8: yaml: invalid unicode: ", 0), 0u) << s.message();
+  }
+}
+
+TEST(RuleFileTest, ScalarTextRestoresOnlyTheBytesNoCharacterHolds) {
+  EXPECT_EQ(ScalarText("a\x85" "b\xa0"), "a\xc2\x85" "b\xc2\xa0");
+  EXPECT_EQ(ScalarText("\xc2\x85\xc2\xa0 \xe2\x82\xac"), "\xc2\x85\xc2\xa0 \xe2\x82\xac");  // characters: as they are
+  EXPECT_EQ(ScalarText("\xc3\xa9\x85"), "\xc3\xa9\xc2\x85");  // after a whole character
+  EXPECT_EQ(ScalarText("\xed\xa0\x80"), "\xed\xc2\xa0\x80");  // a surrogate's bytes stay not UTF-8
+  EXPECT_EQ(ScalarText(""), "");
 }
 
 }  // namespace
