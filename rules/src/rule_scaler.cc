@@ -335,6 +335,9 @@ class CopyEmitter {
         } else if (node.Tag() == "!" || !AllWrittenAsIs(text, false)) {
           std::optional<std::string> quoted = DoubleQuoted(text);
           if (!quoted) not_utf8_ = true;
+          // yaml-cpp writes a key of more than 1024 characters as `? KEY` (YAML allows no longer implicit key), which
+          // it does not know the placeholder stands for; LongKey does nothing to a value.
+          if (quoted && quoted->size() > 1024) out_ << YAML::LongKey;
           out_ << YAML::DoubleQuoted << std::string(kQuotedPlaceholder) + std::to_string(quoted_.size());
           quoted_.push_back(std::move(quoted).value_or(""));
         } else {

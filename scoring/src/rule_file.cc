@@ -323,15 +323,23 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
               return FieldError(path, label.first, "labels",
                                 Echo(name) + " is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)");
             }
+            if (name == "__name__") {
+              return FieldError(path, label.first, "labels", "__name__ is the metric's name, not a label a rule sets");
+            }
             if (!label.second.IsScalar()) return FieldError(path, label.second, "labels." + name, "must be a string");
             alert.labels[name] = Text(label.second);
           }
         } else if (key == "annotations") {
           if (!value.IsNull() && !value.IsMap()) return FieldError(path, value, "annotations", "must be a map");
           if (value.IsMap()) {
+            // Annotation names are label names to Prometheus (rulefmt: "invalid annotation name").
             for (const auto& annotation : value) {
               KeyOrError name = KeyOf(path, annotation.first, "annotations");
               if (!name.error.ok()) return name.error;
+              if (!IsLabelName(name.key)) {
+                return FieldError(path, annotation.first, "annotations",
+                                  Echo(name.key) + " is not an annotation name ([a-zA-Z_][a-zA-Z0-9_]*)");
+              }
             }
           }
         } else {

@@ -215,6 +215,21 @@ TEST(ScaleRuleFileTest, EveryCharacterAnEscapeCanHoldReadsBackAsItWas) {
   EXPECT_EQ(labels.at("b"), "acmetrace-double-quoted-0");
 }
 
+TEST(ScaleRuleFileTest, AQuotedKeyLongerThanYamlsImplicitKeysIsWrittenAsALongKey) {
+  // YAML (and Prometheus's reader) allows an implicit key of at most 1024 characters: a longer one is `? KEY`.
+  const std::string name(1100, 'k');
+  const std::string source = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n"
+                             "          ? \"" + name + "\"\n          : v\n          short: \"" + name + "\"\n";
+  core::Result<ScaledRuleFile> scaled = ScaleRuleFile({"s.yml", source}, 1, "s.yml");
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  const std::string& copy = scaled.value().text;
+  EXPECT_NE(copy.find("? \"" + name + "\"\n"), std::string::npos) << copy;
+  EXPECT_NE(copy.find("short: \"" + name + "\"\n"), std::string::npos) << copy;  // a value stays where it is
+  scoring::RuleSet after;
+  ASSERT_TRUE(scoring::LoadRuleText({"copy.yml", copy}, after).ok());
+  EXPECT_EQ(after.alerts.at(0).labels.at(name), "v");
+}
+
 TEST(ScaleRuleFileTest, RoundedDurationsAreWarnedWithTheirPlace) {
   const scoring::RuleFileText file{"r.yml", kRuleFile};
   core::Result<ScaledRuleFile> scaled = ScaleRuleFile(file, 7, "r.yml");

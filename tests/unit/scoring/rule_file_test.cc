@@ -134,6 +134,11 @@ TEST(RuleFileTest, KeysThatAreNoNamesAreOneLineErrorsNotExceptions) {
        "7: annotations: a key must be a plain name"},
       {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n          a-b: x\n",
        "7: labels: a-b is not a label name"},
+      // promtool: "invalid label name: __name__", "invalid annotation name: a-b".
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n          __name__: x\n",
+       "7: labels: __name__ is the metric's name, not a label a rule sets"},
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n          a-b: x\n",
+       "7: annotations: a-b is not an annotation name"},
       {"groups:\n  - name: g\n    rules:\n      - record: a b\n        expr: up\n", "4: record: must be a metric name"},
       {"groups:\n  - name: g\n    rules: []\n  - name: g\n    rules: []\n",
        "4: name: group \"g\" is repeated in the same file (first on line 2)"},
