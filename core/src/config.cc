@@ -1,6 +1,7 @@
 // Config: yaml-cpp for the files, strict about unknown keys so a typo is never silently ignored, and
 // every value checked against its declared type at load, so a bad value stops the run before it starts.
 #include "acmetrace/core/config.h"
+#include "acmetrace/core/utf8.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
@@ -404,7 +405,7 @@ Status Config::LoadYamlText(std::string_view text, const std::string& origin) {
         errors.push_back(at(section.first.Mark()) + ": a section name must be a plain word");
         continue;
       }
-      const std::string section_name = section.first.Scalar();
+      const std::string section_name = YamlScalarText(section.first.Scalar());
       const std::string section_at = at(section.first.Mark());
       const std::string prefix = section_name + ".";
       bool known_section = false;
@@ -424,7 +425,7 @@ Status Config::LoadYamlText(std::string_view text, const std::string& origin) {
           errors.push_back(at(entry.first.Mark()) + ": " + section_name + ": a key name must be a plain word");
           continue;
         }
-        const std::string key = prefix + entry.first.Scalar();
+        const std::string key = prefix + YamlScalarText(entry.first.Scalar());
         const int line = entry.first.Mark().line + 1;
         const std::string where = at(entry.first.Mark()) + ": " + Printable(key);
         if (FindOrNull(key) == nullptr) {
@@ -446,14 +447,14 @@ Status Config::LoadYamlText(std::string_view text, const std::string& origin) {
               break;
             }
             if (!text_value.empty()) text_value += ",";
-            text_value += item.Scalar();
+            text_value += YamlScalarText(item.Scalar());
           }
           if (nested) {
             errors.push_back(where + ": a list's items must be plain values");
             continue;
           }
         } else if (value.IsScalar()) {
-          text_value = value.Scalar();
+          text_value = YamlScalarText(value.Scalar());
         } else if (value.IsNull()) {
           text_value = NullText(text, value.Mark(), FindOrNull(key)->type);
         } else {

@@ -29,4 +29,20 @@ std::optional<CodePoint> NextCodePoint(std::string_view text, size_t pos) {
   return CodePoint{cp, length};
 }
 
+std::string YamlScalarText(std::string_view yaml_cpp_scalar) {
+  std::string text;
+  text.reserve(yaml_cpp_scalar.size());
+  for (size_t pos = 0; pos < yaml_cpp_scalar.size();) {
+    if (const std::optional<CodePoint> cp = NextCodePoint(yaml_cpp_scalar, pos)) {
+      text.append(yaml_cpp_scalar.substr(pos, cp->length));
+      pos += cp->length;
+      continue;
+    }
+    const char byte = yaml_cpp_scalar[pos++];
+    if (byte == '\x85' || byte == '\xa0') text += '\xc2';  // \N, \_ : U+0085, U+00A0
+    text += byte;
+  }
+  return text;
+}
+
 }  // namespace acmetrace::core

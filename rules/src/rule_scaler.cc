@@ -306,7 +306,7 @@ std::optional<std::string> DoubleQuoted(std::string_view s) {
 }
 
 // Writes a rule file's tree back: block style, multi-line strings as literal blocks, quoted scalars quoted
-// again (a label value "1" stays a string), every scalar as Prometheus reads it (scoring::ScalarText).
+// again (a label value "1" stays a string), every scalar as Prometheus reads it (core::YamlScalarText).
 class CopyEmitter {
  public:
   CopyEmitter() { out_.SetIndent(2); }
@@ -329,7 +329,7 @@ class CopyEmitter {
         out_ << YAML::EndSeq;
         break;
       case YAML::NodeType::Scalar: {
-        const std::string text = scoring::ScalarText(node.Scalar());
+        const std::string text = core::YamlScalarText(node.Scalar());
         if (FitsLiteralBlock(text)) {
           out_ << YAML::Literal << text;
         } else if (node.Tag() == "!" || !AllWrittenAsIs(text, false)) {
@@ -418,7 +418,7 @@ core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, 
         rule[key] = scoring::FormatDuration(scaled.value().ms);
       }
       YAML::Node expr = rule["expr"];
-      const std::string text = scoring::ScalarText(expr.Scalar());
+      const std::string text = core::YamlScalarText(expr.Scalar());
       core::Result<ScaledExpression> scaled = ScaleExpression(text, speed);
       if (!scaled.ok()) return core::Status::Error(place + "expr: " + scaled.status().message());
       for (const std::string& w : scaled.value().warnings) warnings.push_back(place + "expr: " + w);

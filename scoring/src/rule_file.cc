@@ -45,8 +45,8 @@ core::Status FieldError(const std::string& path, const YAML::Node& node, std::st
 
 bool IsScalarString(const YAML::Node& node) { return node.IsScalar(); }
 
-// A scalar's value as Prometheus reads it (ScalarText).
-std::string Text(const YAML::Node& scalar) { return ScalarText(scalar.Scalar()); }
+// A scalar's value as Prometheus reads it.
+std::string Text(const YAML::Node& scalar) { return core::YamlScalarText(scalar.Scalar()); }
 
 // Prometheus's model.IsValidMetricName and LabelName.IsValid (the legacy ASCII names promtool checks).
 bool IsMetricName(std::string_view s) {
@@ -197,22 +197,6 @@ core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default
   core::Result<RuleFileText> file = ReadRuleFile(path);
   if (!file.ok()) return file.status();
   return LoadRuleText(file.value(), out, default_interval_ms);
-}
-
-std::string ScalarText(std::string_view yaml_cpp_scalar) {
-  std::string text;
-  text.reserve(yaml_cpp_scalar.size());
-  for (size_t pos = 0; pos < yaml_cpp_scalar.size();) {
-    if (const std::optional<core::CodePoint> cp = core::NextCodePoint(yaml_cpp_scalar, pos)) {
-      text.append(yaml_cpp_scalar.substr(pos, cp->length));
-      pos += cp->length;
-      continue;
-    }
-    const char byte = yaml_cpp_scalar[pos++];
-    if (byte == '\x85' || byte == '\xa0') text += '\xc2';  // \N, \_ : U+0085, U+00A0
-    text += byte;
-  }
-  return text;
 }
 
 namespace {

@@ -66,6 +66,15 @@ TEST(ConfigTest, LoadsAYamlFile) {
   EXPECT_EQ(c.GetInt("replay.window_s"), 60);  // untouched keys keep their default
 }
 
+TEST(ConfigTest, EscapesMeanWhatYamlDecodesThemTo) {
+  // yaml-cpp 0.7 decodes \N and \_ to the single bytes 0x85 and 0xA0, not U+0085 and U+00A0 in UTF-8.
+  Config c = MakeConfig();
+  const Status s = c.LoadYamlText("replay:\n  speed: \"a\\Nb\"\n  clusters: [\"se\\_ren\", kalos]\n", "c.yaml");
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.GetString("replay.speed"), "a\xc2\x85" "b");
+  EXPECT_EQ(c.GetList("replay.clusters"), (std::vector<std::string>{"se\xc2\xa0ren", "kalos"}));
+}
+
 TEST(ConfigTest, UnknownKeyIsAnErrorNamingFileLineAndKey) {
   const std::string dir = TestDir();
   const std::string path = WriteFile(dir, "typo.yaml",

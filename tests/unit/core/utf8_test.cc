@@ -75,5 +75,13 @@ TEST(Utf8Test, AgreesWithSimdjsonOnRandomBytes) {
   EXPECT_GT(valid, 10000);  // both answers were tried often
 }
 
+TEST(Utf8Test, YamlScalarTextMendsOnlyTheBytesNoCharacterHolds) {
+  EXPECT_EQ(YamlScalarText("a\x85" "b\xa0"), "a\xc2\x85" "b\xc2\xa0");
+  EXPECT_EQ(YamlScalarText("\xc2\x85\xc2\xa0 \xe2\x82\xac"), "\xc2\x85\xc2\xa0 \xe2\x82\xac");  // characters: as they are
+  EXPECT_EQ(YamlScalarText("\xc3\xa9\x85"), "\xc3\xa9\xc2\x85");  // after a whole character
+  EXPECT_EQ(YamlScalarText("\xed\xa0\x80"), "\xed\xc2\xa0\x80");  // a surrogate's bytes stay not UTF-8
+  EXPECT_EQ(YamlScalarText(""), "");
+}
+
 }  // namespace
 }  // namespace acmetrace::core

@@ -301,13 +301,5 @@ TEST(RuleFileTest, EscapesMeanWhatPrometheusDecodesThemTo) {
   }
 }
 
-TEST(RuleFileTest, ScalarTextRestoresOnlyTheBytesNoCharacterHolds) {
-  EXPECT_EQ(ScalarText("a\x85" "b\xa0"), "a\xc2\x85" "b\xc2\xa0");
-  EXPECT_EQ(ScalarText("\xc2\x85\xc2\xa0 \xe2\x82\xac"), "\xc2\x85\xc2\xa0 \xe2\x82\xac");  // characters: as they are
-  EXPECT_EQ(ScalarText("\xc3\xa9\x85"), "\xc3\xa9\xc2\x85");  // after a whole character
-  EXPECT_EQ(ScalarText("\xed\xa0\x80"), "\xed\xc2\xa0\x80");  // a surrogate's bytes stay not UTF-8
-  EXPECT_EQ(ScalarText(""), "");
-}
-
 }  // namespace
 }  // namespace acmetrace::scoring

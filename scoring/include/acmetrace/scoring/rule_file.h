@@ -89,11 +89,6 @@ core::Result<RuleFileText> ReadRuleFile(const std::string& path);
 /// LoadRuleFile on text already read (the shipped rules, built in).
 core::Status LoadRuleText(const RuleFileText& file, RuleSet& out,
                           int64_t default_interval_ms = kDefaultEvaluationIntervalMs);
-/// A YAML scalar's value as yaml-cpp 0.7 gives it, made what Prometheus's YAML reader (yaml.v3) decodes: yaml-cpp
-/// turns the double-quoted escapes \N and \_ into the single bytes 0x85 and 0xA0, not U+0085 and U+00A0 in UTF-8.
-/// (A rule file's own text is UTF-8, so such a byte where no character starts comes from one of them.) The rule
-/// parser reads every scalar through it, and `acmetrace rules` writes every scalar from it.
-std::string ScalarText(std::string_view yaml_cpp_scalar);
 /// The shipped rule files, configs/prometheus/rules/*.yml as built into the binary (sorted by name):
 /// the default rules of score and backfill, wherever the binary runs.
 const std::vector<RuleFileText>& ShippedRules();
