@@ -55,6 +55,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ACMETRACE_FUZZ_CHECK(after.alerts[i].name == before.alerts[i].name);
     ACMETRACE_FUZZ_CHECK(after.alerts[i].labels == before.alerts[i].labels);
     ACMETRACE_FUZZ_CHECK((after.alerts[i].for_ms == 0) == (before.alerts[i].for_ms == 0));
+    // The copy holds the expression as the scaler wrote it, whatever it takes to write it in YAML.
+    core::Result<rules::ScaledExpression> expr = rules::ScaleExpression(before.alerts[i].expr, speed);
+    ACMETRACE_FUZZ_CHECK(expr.ok() && after.alerts[i].expr == expr.value().expr);
   }
+  for (size_t i = 0; i < before.records.size(); ++i) ACMETRACE_FUZZ_CHECK(after.records[i].name == before.records[i].name);
   return 0;
 }
