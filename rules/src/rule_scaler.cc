@@ -387,11 +387,21 @@ std::string RulePlace(const std::string& file, const YAML::Node& rule, const std
 }
 
 // Scales the parsed (and already validated) rule file in place; yaml-cpp may throw.
+// An alias (`for: *d`, `- *rule`) is the same node as its anchor: yaml-cpp changes it in place for both, so each
+// node is scaled once, where it is first met (it was divided by the speed once per use).
 core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, std::vector<std::string>& warnings) {
+  std::vector<YAML::Node> scaled_nodes;
+  auto first_time = [&scaled_nodes](const YAML::Node& node) {
+    for (const YAML::Node& seen : scaled_nodes) {
+      if (seen.is(node)) return false;
+    }
+    scaled_nodes.push_back(node);
+    return true;
+  };
   YAML::Node groups = root["groups"];
   for (YAML::Node group : groups) {
     const std::string group_name = group["name"].Scalar();
-    if (YAML::Node interval = group["interval"]) {
+    if (YAML::Node interval = group["interval"]; interval && first_time(interval)) {
       const int64_t ms = scoring::ParseDurationMs(interval.Scalar()).value();  // validated
       core::Result<ScaledDuration> scaled = ScaleDurationMs(ms, speed);
       const std::string place =
@@ -408,7 +418,7 @@ core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, 
       const std::string place = RulePlace(file, rule, group_name);
       for (const char* key : {"for", "keep_firing_for"}) {
         YAML::Node value = rule[key];
-        if (!value) continue;
+        if (!value || !first_time(value)) continue;
         const int64_t ms = scoring::ParseDurationMs(value.Scalar()).value();  // validated
         core::Result<ScaledDuration> scaled = ScaleDurationMs(ms, speed);
         if (!scaled.ok()) return core::Status::Error(place + key + ": " + scaled.status().message());
@@ -418,6 +428,7 @@ core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, 
         rule[key] = scoring::FormatDuration(scaled.value().ms);
       }
       YAML::Node expr = rule["expr"];
+      if (!first_time(expr)) continue;
       const std::string text = core::YamlScalarText(expr.Scalar());
       core::Result<ScaledExpression> scaled = ScaleExpression(text, speed);
       if (!scaled.ok()) return core::Status::Error(place + "expr: " + scaled.status().message());

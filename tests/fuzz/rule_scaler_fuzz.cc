@@ -54,7 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < before.alerts.size(); ++i) {
     ACMETRACE_FUZZ_CHECK(after.alerts[i].name == before.alerts[i].name);
     ACMETRACE_FUZZ_CHECK(after.alerts[i].labels == before.alerts[i].labels);
-    ACMETRACE_FUZZ_CHECK((after.alerts[i].for_ms == 0) == (before.alerts[i].for_ms == 0));
+    // Each duration divided by the speed once (an alias of an anchored one too), as ScaleDurationMs divides it.
+    for (const auto field : {&scoring::AlertRule::for_ms, &scoring::AlertRule::keep_firing_for_ms}) {
+      if (before.alerts[i].*field == 0) {
+        ACMETRACE_FUZZ_CHECK(after.alerts[i].*field == 0);
+      } else {
+        core::Result<rules::ScaledDuration> d = rules::ScaleDurationMs(before.alerts[i].*field, speed);
+        ACMETRACE_FUZZ_CHECK(d.ok() && after.alerts[i].*field == d.value().ms);
+      }
+    }
     // The copy holds the expression as the scaler wrote it, whatever it takes to write it in YAML.
     core::Result<rules::ScaledExpression> expr = rules::ScaleExpression(before.alerts[i].expr, speed);
     ACMETRACE_FUZZ_CHECK(expr.ok() && after.alerts[i].expr == expr.value().expr);

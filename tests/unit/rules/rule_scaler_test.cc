@@ -230,6 +230,29 @@ TEST(ScaleRuleFileTest, AQuotedKeyLongerThanYamlsImplicitKeysIsWrittenAsALongKey
   EXPECT_EQ(after.alerts.at(0).labels.at(name), "v");
 }
 
+TEST(ScaleRuleFileTest, AnAliasIsScaledOnceNotOncePerUse) {
+  // yaml-cpp shares an anchored node with its aliases: scaling it in place for each use divided it by the speed
+  // twice (`for: &f 60m`, `for: *f` at speed 60: 1s and 1s).
+  const std::string source =
+      "groups:\n  - name: g\n    interval: &i 1m\n    rules:\n"
+      "      - alert: A\n        expr: &e rate(x[60m]) > 0\n        for: &f 60m\n"
+      "      - alert: B\n        expr: *e\n        for: *f\n        keep_firing_for: *f\n"
+      "      - &c\n        alert: C\n        expr: y[30m]\n        for: 30m\n"
+      "      - *c\n"
+      "  - name: h\n    interval: *i\n    rules: []\n";
+  core::Result<ScaledRuleFile> scaled = ScaleRuleFile({"s.yml", source}, 60, "s.yml");
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  scoring::RuleSet after;
+  ASSERT_TRUE(scoring::LoadRuleText({"copy.yml", scaled.value().text}, after).ok()) << scaled.value().text;
+  ASSERT_EQ(after.alerts.size(), 4u);
+  for (const scoring::AlertRule& a : after.alerts) {
+    EXPECT_EQ(a.interval_ms, 1000) << a.name;
+    EXPECT_EQ(a.expr, a.name == "C" ? "y[30s]" : "rate(x[1m]) > 0") << a.name;
+    EXPECT_EQ(a.for_ms, a.name == "C" ? 30'000 : 60'000) << a.name;
+  }
+  EXPECT_EQ(after.alerts[1].keep_firing_for_ms, 60'000);
+}
+
 TEST(ScaleRuleFileTest, RoundedDurationsAreWarnedWithTheirPlace) {
   const scoring::RuleFileText file{"r.yml", kRuleFile};
   core::Result<ScaledRuleFile> scaled = ScaleRuleFile(file, 7, "r.yml");
