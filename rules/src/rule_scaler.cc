@@ -332,7 +332,7 @@ class CopyEmitter {
         const std::string text = core::YamlScalarText(node.Scalar());
         if (FitsLiteralBlock(text)) {
           out_ << YAML::Literal << text;
-        } else if (node.Tag() == "!" || !AllWrittenAsIs(text, false)) {
+        } else if (node.Tag() != "?" || !AllWrittenAsIs(text, false)) {  // quoted or tagged !!str: a string
           std::optional<std::string> quoted = DoubleQuoted(text);
           if (!quoted) not_utf8_ = true;
           // yaml-cpp writes a key of more than 1024 characters as `? KEY` (YAML allows no longer implicit key), which

@@ -201,10 +201,36 @@ core::Status LoadRuleFile(const std::string& path, RuleSet& out, int64_t default
 
 namespace {
 
+// Every node's tag is one Prometheus's reader gives the same meaning as yaml-cpp: of YAML's own tags, only the one
+// of the node's kind (`!!str`, `!!map`, `!!seq`); others mean something else there (`!!binary` is decoded from
+// base64, `!!null x` refused) and nothing here. Local tags (`!x`) are ignored by both. The depth is bounded by
+// yaml-cpp's guard on nesting.
+core::Status CheckTags(const std::string& path, const YAML::Node& node) {
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  const std::string& tag = node.Tag();
+  const char* own = node.IsScalar() ? "str" : node.IsMap() ? "map" : "seq";
+  if (tag.rfind(kCore, 0) == 0 && tag.substr(kCore.size()) != own) {
+    return core::Status::Error(Where(path, node) + ": yaml: the tag !!" + Echo(tag.substr(kCore.size())) +
+                               " is not read here as Prometheus reads it: write the value without it");
+  }
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (core::Status s = CheckTags(path, kv.first); !s.ok()) return s;
+      if (core::Status s = CheckTags(path, kv.second); !s.ok()) return s;
+    }
+  } else if (node.IsSequence()) {
+    for (const YAML::Node& item : node) {
+      if (core::Status s = CheckTags(path, item); !s.ok()) return s;
+    }
+  }
+  return core::Status::Ok();
+}
+
 // The rule file's groups into parsed; yaml-cpp may throw (LoadRuleText catches what it throws).
 core::Status ParseRuleYaml(const std::string& path, const std::string& text, RuleSet& parsed,
                            int64_t default_interval_ms) {
   const YAML::Node root = YAML::Load(text);
+  if (core::Status s = CheckTags(path, root); !s.ok()) return s;
   if (!root.IsMap()) return core::Status::Error(path + ":1: groups: a rule file is a map with a `groups` list");
   KeysOnce top_keys(path, "groups");
   for (const auto& top : root) {

@@ -259,6 +259,22 @@ TEST(RuleFileTest, ControlCharactersAreAnErrorNamingTheirLineAsPrometheusRefuses
   ASSERT_EQ(rules.alerts.size(), 1u);
 }
 
+TEST(RuleFileTest, TagsOfAnotherMeaningToPrometheusAreAnErrorNamingTheirLine) {
+  const std::string head = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        labels:\n";
+  for (const std::string tag : {"binary", "null", "int", "timestamp"}) {
+    RuleSet rules;
+    const core::Status s = LoadRuleText({"r.yml", head + "          a: x\n          b: !!" + tag + " 5\n"}, rules);
+    ASSERT_FALSE(s.ok()) << tag;
+    EXPECT_EQ(s.message(), "r.yml:8: yaml: the tag !!" + tag +
+                               " is not read here as Prometheus reads it: write the value without it");
+  }
+  // A string's own tag, a local tag, and a map's own tag mean what the value says.
+  RuleSet rules;
+  ASSERT_TRUE(LoadRuleText({"r.yml", head + "          a: !!str 1\n          b: !local x\n          c: ! 2\n"}, rules).ok());
+  EXPECT_EQ(rules.alerts.at(0).labels, (Labels{{"a", "1"}, {"b", "x"}, {"c", "2"}}));
+  ASSERT_TRUE(LoadRuleText({"r.yml", "!!map\ngroups: !!seq []\n"}, rules).ok());
+}
+
 TEST(RuleFileTest, TheLineBreaksOfYaml11AreAnErrorForPrometheusReadsThemAsLineBreaks) {
   // U+0085, U+2028 and U+2029 end a line for Prometheus's reader (yaml.v3) and not for yaml-cpp: a label value
   // "a<U+0085>b" would be one value here and a folded one there. In a comment they would end the comment there.
