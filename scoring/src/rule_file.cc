@@ -203,12 +203,12 @@ namespace {
 
 // Every node's tag is one Prometheus's reader gives the same meaning as yaml-cpp: of YAML's own tags, only the one
 // of the node's kind (`!!str`, `!!map`, `!!seq`); others mean something else there (`!!binary` is decoded from
-// base64, `!!null x` refused) and nothing here. Local tags (`!x`) are ignored by both. The depth is bounded by
-// yaml-cpp's guard on nesting.
+// base64, `!!null x` refused) and nothing here. Local tags (`!x`) are ignored by both. Run on a file whose
+// structure is checked: it walks only what the parser reads (an alias is walked where it is used, as read).
 core::Status CheckTags(const std::string& path, const YAML::Node& node) {
   constexpr std::string_view kCore = "tag:yaml.org,2002:";
   const std::string& tag = node.Tag();
-  const char* own = node.IsScalar() ? "str" : node.IsMap() ? "map" : "seq";
+  const char* own = node.IsScalar() ? "str" : node.IsMap() ? "map" : "seq";  // yaml-cpp: `!!null` is a scalar
   if (tag.rfind(kCore, 0) == 0 && tag.substr(kCore.size()) != own) {
     return core::Status::Error(Where(path, node) + ": yaml: the tag !!" + Echo(tag.substr(kCore.size())) +
                                " is not read here as Prometheus reads it: write the value without it");
@@ -230,7 +230,6 @@ core::Status CheckTags(const std::string& path, const YAML::Node& node) {
 core::Status ParseRuleYaml(const std::string& path, const std::string& text, RuleSet& parsed,
                            int64_t default_interval_ms) {
   const YAML::Node root = YAML::Load(text);
-  if (core::Status s = CheckTags(path, root); !s.ok()) return s;
   if (!root.IsMap()) return core::Status::Error(path + ":1: groups: a rule file is a map with a `groups` list");
   KeysOnce top_keys(path, "groups");
   for (const auto& top : root) {
@@ -272,8 +271,12 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
         interval_ms = d.value();
       } else if (key == "rules") {
         rules = value;
-      } else if (key == "limit" || key == "source_tenants") {
-        // Accepted by Prometheus; nothing to score.
+      } else if (key == "limit") {  // accepted by Prometheus; nothing to score
+        if (!value.IsScalar()) return FieldError(path, value, "limit", "must be a number");
+      } else if (key == "source_tenants") {
+        bool names = value.IsSequence();
+        for (size_t i = 0; names && i < value.size(); ++i) names = value[i].IsScalar();
+        if (!names) return FieldError(path, value, "source_tenants", "must be a list of tenant names");
       } else {
         return FieldError(path, field.first, Echo(key), "unknown field of a group (name, interval, limit, rules)");
       }
@@ -350,6 +353,9 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
                 return FieldError(path, annotation.first, "annotations",
                                   Echo(name.key) + " is not an annotation name ([a-zA-Z_][a-zA-Z0-9_]*)");
               }
+              if (!annotation.second.IsScalar()) {
+                return FieldError(path, annotation.second, "annotations." + name.key, "must be a string");
+              }
             }
           }
         } else {
@@ -372,7 +378,7 @@ core::Status ParseRuleYaml(const std::string& path, const std::string& text, Rul
       }
     }
   }
-  return core::Status::Ok();
+  return CheckTags(path, root);
 }
 
 // The line of text[pos] (1 for the first).

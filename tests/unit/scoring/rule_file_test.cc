@@ -139,6 +139,13 @@ TEST(RuleFileTest, KeysThatAreNoNamesAreOneLineErrorsNotExceptions) {
        "7: labels: __name__ is the metric's name, not a label a rule sets"},
       {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n          a-b: x\n",
        "7: annotations: a-b is not an annotation name"},
+      // Values Prometheus reads as strings or numbers: a list or a map is refused there (and an alias of a deep
+      // one would be walked wherever it is used).
+      {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n          a: [x]\n",
+       "7: annotations.a: must be a string"},
+      {"groups:\n  - name: g\n    limit: {a: 1}\n    rules: []\n", "3: limit: must be a number"},
+      {"groups:\n  - name: g\n    source_tenants: [a, [b]]\n    rules: []\n",
+       "3: source_tenants: must be a list of tenant names"},
       {"groups:\n  - name: g\n    rules:\n      - record: a b\n        expr: up\n", "4: record: must be a metric name"},
       {"groups:\n  - name: g\n    rules: []\n  - name: g\n    rules: []\n",
        "4: name: group \"g\" is repeated in the same file (first on line 2)"},
@@ -273,6 +280,21 @@ TEST(RuleFileTest, TagsOfAnotherMeaningToPrometheusAreAnErrorNamingTheirLine) {
   ASSERT_TRUE(LoadRuleText({"r.yml", head + "          a: !!str 1\n          b: !local x\n          c: ! 2\n"}, rules).ok());
   EXPECT_EQ(rules.alerts.at(0).labels, (Labels{{"a", "1"}, {"b", "x"}, {"c", "2"}}));
   ASSERT_TRUE(LoadRuleText({"r.yml", "!!map\ngroups: !!seq []\n"}, rules).ok());
+}
+
+TEST(RuleFileTest, AliasesThatDoubleAtEachLevelAreRefusedWithoutBeingWalked) {
+  // 2^40 leaves if every alias were walked where it is used (a "billion laughs"): refused at the value that holds
+  // them, where Prometheus wants a string.
+  std::string text = "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n";
+  text += "          a0: &a0 [x, x]\n";
+  for (int i = 1; i <= 40; ++i) {
+    text += "          a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + "]\n";
+  }
+  RuleSet rules;
+  const core::Status s = LoadRuleText({"r.yml", text}, rules);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "r.yml:7: annotations.a0: must be a string");
 }
 
 TEST(RuleFileTest, TheLineBreaksOfYaml11AreAnErrorForPrometheusReadsThemAsLineBreaks) {
