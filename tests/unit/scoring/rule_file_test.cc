@@ -144,6 +144,11 @@ TEST(RuleFileTest, KeysThatAreNoNamesAreOneLineErrorsNotExceptions) {
       {"groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n          a: [x]\n",
        "7: annotations.a: must be a string"},
       {"groups:\n  - name: g\n    limit: {a: 1}\n    rules: []\n", "3: limit: must be a number"},
+      // An alias of its own ancestor: yaml-cpp builds a cycle, which a walk would follow until the stack ran out.
+      {"groups: &a\n  - name: g\n    rules:\n      - alert: A\n        expr: up\n        annotations:\n          x: *a\n",
+       "annotations.x: must be a string"},
+      {"groups: &a\n  - name: g\n    limit: *a\n", "limit: must be a number"},
+      {"groups: &a\n  - name: *a\n", "name: a group needs a non-empty name"},
       {"groups:\n  - name: g\n    source_tenants: [a, [b]]\n    rules: []\n",
        "3: source_tenants: must be a list of tenant names"},
       {"groups:\n  - name: g\n    rules:\n      - record: a b\n        expr: up\n", "4: record: must be a metric name"},
