@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -390,12 +391,15 @@ std::string RulePlace(const std::string& file, const YAML::Node& rule, const std
 // An alias (`for: *d`, `- *rule`) is the same node as its anchor: yaml-cpp changes it in place for both, so each
 // node is scaled once, where it is first met (it was divided by the speed once per use).
 core::Status ScaleTree(const std::string& file, YAML::Node& root, double speed, std::vector<std::string>& warnings) {
-  std::vector<YAML::Node> scaled_nodes;
+  // By where each node starts in the file (an alias is its anchor's node, with its anchor's place), then by
+  // identity: searching a list of every node scaled made a file of many rules take time quadratic in their number.
+  std::map<int, std::vector<YAML::Node>> scaled_nodes;
   auto first_time = [&scaled_nodes](const YAML::Node& node) {
-    for (const YAML::Node& seen : scaled_nodes) {
+    std::vector<YAML::Node>& at = scaled_nodes[node.Mark().pos];
+    for (const YAML::Node& seen : at) {
       if (seen.is(node)) return false;
     }
-    scaled_nodes.push_back(node);
+    at.push_back(node);
     return true;
   };
   YAML::Node groups = root["groups"];
